@@ -1,0 +1,39 @@
+# directpath: PGXS build.
+#
+#   make [PG_CONFIG=...]            build against that PostgreSQL (default: the
+#                                   embedded 18 in .pg/18, provisioned by
+#                                   scripts/provision.sh)
+#   make install                    install into that PostgreSQL
+#   make installcheck               pg_regress suites on a throwaway instance
+#
+# The pytest harness and the full matrix run from scripts/test.sh.
+
+MODULE_big = directpath
+OBJS = \
+	src/directpath.o \
+	src/hint.o \
+	src/eligibility.o \
+	src/plan.o \
+	src/exec.o \
+	src/writer.o \
+	src/wal.o \
+	src/visibility.o \
+	src/indexes.o
+
+EXTENSION = directpath
+DATA = directpath--0.1.sql
+PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
+
+REGRESS = hint eligibility semantics partition triggers indexes freeze
+# pg_regress starts its own instance, with the library preloaded.
+REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
+	--outputdir=$(REGRESS_OUTPUTDIR)
+REGRESS_OUTPUTDIR ?= .
+
+PG_CPPFLAGS = -I$(srcdir)/src
+
+ifndef PG_CONFIG
+PG_CONFIG := $(firstword $(wildcard $(dir $(lastword $(MAKEFILE_LIST))).pg/18/bin/pg_config) pg_config)
+endif
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

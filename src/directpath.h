@@ -1,0 +1,124 @@
+/*-------------------------------------------------------------------------
+ *
+ * directpath.h
+ *	  Declarations shared by the files of the directpath extension.
+ *
+ * Data flows one way through these modules:
+ *
+ *	hint.c			finds /\*+ APPEND *\/ in the statement text
+ *	eligibility.c	decides "direct path or not, and why not"
+ *	plan.c			hooks parse analysis (early lock) and the planner (wraps
+ *					the INSERT's ModifyTable in a DirectPath CustomScan)
+ *	exec.c			the CustomScan: drives the ModifyTable's input, applies
+ *					row semantics, hands rows to writers, runs per-batch
+ *					index maintenance, AFTER ROW triggers and RETURNING
+ *	writer.c		builds heap pages in backend memory and appends them
+ *	wal.c			WAL for appended pages (one small interface)
+ *	visibility.c	freeze decisions and visibility-map bits
+ *	indexes.c		bulk index maintenance
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DIRECTPATH_H
+#define DIRECTPATH_H
+
+#include "compat.h"
+
+#include "nodes/execnodes.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "storage/block.h"
+#include "storage/bufpage.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+
+/* directpath.mode */
+typedef enum DPMode
+{
+	DP_MODE_OFF,
+	DP_MODE_HINT,
+	DP_MODE_ALWAYS,
+} DPMode;
+
+/* GUCs (directpath.c) */
+extern int	dp_mode;
+extern int	dp_fallback_level;
+extern int	dp_min_bytes;
+extern int	dp_batch_pages;
+extern bool dp_index_rebuild;
+
+/* hint.c */
+typedef enum DPHint
+{
+	DP_HINT_NONE,
+	DP_HINT_APPEND,
+	DP_HINT_NOAPPEND,
+} DPHint;
+
+extern DPHint dp_find_hint(const char *source, int location, int len);
+
+/* eligibility.c */
+extern const char *dp_relation_ineligible(Relation rel, bool recurse);
+extern const char *dp_statement_ineligible(Query *parse, PlannedStmt *stmt,
+										   bool hinted);
+extern bool dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt,
+									 Oid target);
+extern bool dp_query_is_single_row(Query *parse);
+
+/* plan.c */
+extern void dp_plan_init(void);
+extern bool dp_prior_snapshots_clear;
+
+/* exec.c */
+extern Node *dp_create_scan_state(CustomScan *cscan);
+extern bool dp_is_directpath_state(PlanState *ps);
+
+/* Statistics of the last statement, for directpath.last_statement(). */
+typedef struct DPLastStatement
+{
+	bool		valid;
+	bool		direct;
+	char		reason[256];
+	uint64		rows;
+	uint64		pages;
+	bool		frozen;
+	int			relations;
+	int			indexes_rebuilt;
+} DPLastStatement;
+
+extern DPLastStatement dp_last;
+extern void dp_set_last(bool direct, const char *reason, uint64 rows,
+						uint64 pages, bool frozen, int relations,
+						int indexes_rebuilt);
+
+/* writer.c */
+typedef struct DPWriter DPWriter;
+
+extern DPWriter *dp_writer_begin(Relation rel, bool freeze,
+								 TransactionId xid, CommandId cid);
+extern void dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid);
+extern int	dp_writer_full_pages(DPWriter *w);
+extern void dp_writer_flush(DPWriter *w, bool include_partial);
+extern void dp_writer_finish(DPWriter *w);
+extern uint64 dp_writer_pages_written(DPWriter *w);
+extern uint64 dp_writer_tuples(DPWriter *w);
+extern bool dp_writer_frozen(DPWriter *w);
+extern bool dp_writer_new_storage(DPWriter *w);
+
+/* wal.c */
+extern XLogRecPtr dp_wal_log_pages(Relation rel, int npages,
+								   BlockNumber *blknos, Page *pages);
+
+/* visibility.c */
+extern bool dp_storage_new_in_subxact(Relation rel);
+extern bool dp_storage_new_in_xact(Relation rel);
+extern void dp_page_init(Page page, bool frozen);
+extern void dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid,
+							 CommandId cid, bool frozen);
+extern void dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end);
+
+/* indexes.c */
+extern bool dp_can_defer_indexes(ResultRelInfo *rri);
+extern int	dp_rebuild_indexes(ResultRelInfo *rri);
+
+#endif							/* DIRECTPATH_H */

@@ -1,0 +1,281 @@
+/*-------------------------------------------------------------------------
+ *
+ * eligibility.c
+ *	  The one place that decides whether an INSERT can take the direct path,
+ *	  and says why not.
+ *
+ * The direct path keeps every row semantics of a plain INSERT, but it
+ * writes rows in batches: a row is on disk, in the indexes and visible to
+ * AFTER triggers only once its batch has been flushed.  Whatever could
+ * observe that difference, or whatever the page writer cannot produce with
+ * identical results, sends the statement to the normal path:
+ *
+ *	- ON CONFLICT (needs an index probe per row before the row exists),
+ *	  data-modifying WITH, more than one target;
+ *	- targets that are not heap tables: views (INSTEAD OF triggers),
+ *	  foreign tables, other table access methods; temporary tables (local
+ *	  buffers); system catalogs;
+ *	- BEFORE ROW or INSTEAD OF ROW INSERT triggers on the target or any
+ *	  partition (they may read the table and expect every earlier row);
+ *	- foreign partitions (they keep core's batched FDW path);
+ *	- tables that are logically logged (wal_level = logical): page images
+ *	  cannot be decoded;
+ *	- a volatile function that is not built in (it may read the table and
+ *	  expect the rows inserted so far); built-in volatile functions such as
+ *	  random() or clock_timestamp() cannot, except those that run queries.
+ *
+ * Relation checks (dp_relation_ineligible) run twice: at parse analysis,
+ * before the early lock is taken, and at plan time.  Statement checks run
+ * at plan time.  Runtime conditions (statement too small, freezing) are
+ * decided by the executor.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/relation.h"
+#include "access/transam.h"
+#include "catalog/catalog.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_proc.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+static char reason_buf[512];
+
+static const char *
+reason(const char *fmt,...) pg_attribute_printf(1, 2);
+
+static const char *
+reason(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason_buf, sizeof(reason_buf), fmt, ap);
+	va_end(ap);
+	return reason_buf;
+}
+
+/* Checks of one relation, without looking at its partitions. */
+static const char *
+check_one_relation(Relation rel)
+{
+	const char *name = RelationGetRelationName(rel);
+	TriggerDesc *trig = rel->trigdesc;
+
+	switch (rel->rd_rel->relkind)
+	{
+		case RELKIND_RELATION:
+		case RELKIND_PARTITIONED_TABLE:
+			break;
+		case RELKIND_FOREIGN_TABLE:
+			return reason("\"%s\" is a foreign table", name);
+		case RELKIND_VIEW:
+			return reason("\"%s\" is a view", name);
+		default:
+			return reason("\"%s\" is not a table", name);
+	}
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return reason("\"%s\" is a temporary table", name);
+	if (IsCatalogRelation(rel) || RelationIsAccessibleInLogicalDecoding(rel))
+		return reason("\"%s\" is a catalog table", name);
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		return reason("\"%s\" does not use the heap access method", name);
+	if (trig && trig->trig_insert_before_row)
+		return reason("\"%s\" has a BEFORE ROW INSERT trigger", name);
+	if (trig && trig->trig_insert_instead_row)
+		return reason("\"%s\" has an INSTEAD OF INSERT trigger", name);
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		RelationIsLogicallyLogged(rel))
+		return reason("\"%s\" is logically logged (wal_level = logical)", name);
+	return NULL;
+}
+
+/*
+ * Why can rows not be appended directly to this relation?  NULL if they
+ * can.  With 'recurse', a partitioned table's partitions are checked too;
+ * they are locked AccessShare for that, as the planner would for a read.
+ */
+const char *
+dp_relation_ineligible(Relation rel, bool recurse)
+{
+	const char *r = check_one_relation(rel);
+	List	   *children;
+	ListCell   *lc;
+
+	if (r != NULL || !recurse ||
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return r;
+
+	children = find_all_inheritors(RelationGetRelid(rel), AccessShareLock, NULL);
+	foreach(lc, children)
+	{
+		Oid			childid = lfirst_oid(lc);
+		Relation	child;
+
+		if (childid == RelationGetRelid(rel))
+			continue;
+		child = relation_open(childid, NoLock);
+		if (child->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+			r = reason("partition \"%s\" is a foreign table",
+					   RelationGetRelationName(child));
+		else
+			r = check_one_relation(child);
+		relation_close(child, NoLock);
+		if (r != NULL)
+			break;
+	}
+	list_free(children);
+	return r;
+}
+
+/* Built-in volatile functions that run queries of their own. */
+static bool
+builtin_runs_queries(Oid funcid)
+{
+	static const char *const names[] = {
+		"query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
+		"cursor_to_xml", "cursor_to_xmlschema",
+		"table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema",
+		"schema_to_xml", "schema_to_xmlschema", "schema_to_xml_and_xmlschema",
+		"database_to_xml", "database_to_xmlschema",
+		"database_to_xml_and_xmlschema", "ts_stat",
+	};
+	char	   *name = get_func_name(funcid);
+	bool		found = false;
+
+	if (name == NULL)
+		return false;
+	for (int i = 0; i < lengthof(names); i++)
+		if (strcmp(name, names[i]) == 0)
+			found = true;
+	pfree(name);
+	return found;
+}
+
+typedef struct FuncScan
+{
+	Oid			unsafe_func;	/* first volatile function that may query */
+} FuncScan;
+
+static bool
+unsafe_function_checker(Oid funcid, void *context)
+{
+	FuncScan   *fs = (FuncScan *) context;
+
+	if (func_volatile(funcid) != PROVOLATILE_VOLATILE)
+		return false;
+	if (funcid >= FirstNormalObjectId || builtin_runs_queries(funcid))
+	{
+		fs->unsafe_func = funcid;
+		return true;
+	}
+	return false;
+}
+
+static bool
+unsafe_function_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, unsafe_function_walker,
+								 context, 0);
+	if (check_functions_in_node(node, unsafe_function_checker, context))
+		return true;
+	return expression_tree_walker(node, unsafe_function_walker, context);
+}
+
+/*
+ * Does the statement insert a single row of VALUES?  Such an INSERT has an
+ * empty FROM list (multi-row VALUES and INSERT ... SELECT have one entry).
+ * In directpath.mode = always these are left alone: they can never fill a
+ * page, and the strong lock would only serialize them.
+ */
+bool
+dp_query_is_single_row(Query *parse)
+{
+	return parse->jointree == NULL || parse->jointree->fromlist == NIL;
+}
+
+/*
+ * Statement-level checks, at plan time.  'parse' is the query as the planner
+ * received it (before planning), 'stmt' the finished plan.
+ */
+const char *
+dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
+{
+	ModifyTable *mt;
+	FuncScan	fs = {InvalidOid};
+
+	if (!IsA(stmt->planTree, ModifyTable))
+		return "the statement's plan does not end in an INSERT";
+	mt = (ModifyTable *) stmt->planTree;
+	if (mt->operation != CMD_INSERT)
+		return "not an INSERT";
+	if (mt->onConflictAction != ONCONFLICT_NONE)
+		return "INSERT ... ON CONFLICT";
+	if (list_length(mt->resultRelations) != 1)
+		return "more than one target relation";
+	if (stmt->hasModifyingCTE)
+		return "the statement has a data-modifying WITH";
+	if (!hinted && dp_query_is_single_row(parse))
+		return "single-row VALUES";
+	if (unsafe_function_walker((Node *) parse, &fs))
+		return reason("volatile function %s() could observe the partly loaded table",
+					  get_func_name(fs.unsafe_func));
+	return NULL;
+}
+
+static bool
+user_function_checker(Oid funcid, void *context)
+{
+	return funcid >= FirstNormalObjectId;
+}
+
+static bool
+user_function_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, user_function_walker,
+								 context, 0);
+	if (check_functions_in_node(node, user_function_checker, context))
+		return true;
+	return expression_tree_walker(node, user_function_walker, context);
+}
+
+/*
+ * May the statement's rows be frozen?  Frozen rows are visible to every
+ * snapshot, including the statement's own, so nothing in the statement may
+ * read the target: the final range table holds every relation of every
+ * subquery, and a second entry for any member of the target's inheritance
+ * tree means a read.  A function that is not built in may read anything.
+ * 'parse' is the query as the planner received it.
+ */
+bool
+dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt, Oid target)
+{
+	List	   *tree = find_all_inheritors(target, NoLock, NULL);
+	ListCell   *lc;
+	int			seen = 0;
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && list_member_oid(tree, rte->relid))
+			seen++;
+	}
+	list_free(tree);
+	if (seen > 1)
+		return false;
+	return !user_function_walker((Node *) parse, NULL);
+}

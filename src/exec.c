@@ -1,0 +1,615 @@
+/*-------------------------------------------------------------------------
+ *
+ * exec.c
+ *	  The DirectPath executor node: runs an INSERT's rows through core's row
+ *	  semantics and into page writers.
+ *
+ * The node sits on top of the INSERT's ModifyTable (plan.c) and
+ * initialises it as usual, so result relations, partition routing, WITH
+ * CHECK options, RETURNING projections, transition capture and cleanup are
+ * all core's.  Instead of calling ExecModifyTable, the node pulls rows from
+ * the ModifyTable's subplan itself and, per row, does what ExecInsert does
+ * before the heap insert, in the same order:
+ *
+ *	route to a leaf partition (ExecFindPartition) and convert the row,
+ *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
+ *	constraints, the partition constraint when inserting into a partition
+ *	directly.
+ *
+ * The row then goes to the leaf's page writer (writer.c).  What ExecInsert
+ * does after the heap insert (index entries, AFTER ROW triggers and
+ * transition tables, view WITH CHECK OPTION, RETURNING) needs the row to be
+ * readable through the buffer manager, so it is deferred: the row is queued
+ * and processed, in input order, after the flush that writes its page.  A
+ * flush happens when directpath.batch_pages full pages are waiting across
+ * all writers, and at the end; while rows are queued, the flush writes the
+ * page that is still filling too, so that no row waits indefinitely.
+ * RETURNING rows produced by a flush are kept in a tuplestore and returned
+ * one per call.
+ *
+ * Small statements.  Rows are first held in memory.  Once they add up to
+ * directpath.min_bytes the node commits to the direct path; if the input
+ * ends before that, the held rows are inserted through table_tuple_insert
+ * (the normal path, shared buffers) so that a one-row INSERT does not cost
+ * a fresh page.
+ *
+ * Invariants: no index entry, trigger event or RETURNING row for a row
+ * before its page is written; rows are post-processed in input order;
+ * every statement-level effect (BEFORE/AFTER STATEMENT triggers, the row
+ * count, pg_stat counters) is the same as the plain path's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "commands/trigger.h"
+#include "executor/execPartition.h"
+#include "executor/nodeModifyTable.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+typedef enum DPState
+{
+	DPS_PASSTHROUGH,			/* not eligible: plain ModifyTable */
+	DPS_HOLD,					/* collecting rows until min_bytes */
+	DPS_DIRECT,					/* writing pages */
+	DPS_DONE,
+} DPState;
+
+/* One leaf relation the statement writes. */
+typedef struct DPLeaf
+{
+	ResultRelInfo *rri;
+	DPWriter   *writer;			/* NULL until the direct path is chosen */
+	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
+	bool		needs_post;		/* anything to do after the heap insert? */
+	bool		defer_indexes;	/* indexes rebuilt at the end instead */
+	int			full_pages;		/* writer's full pages last counted */
+	struct DPLeaf *next;
+} DPLeaf;
+
+/* A row waiting for its page to be written (or for the decision). */
+typedef struct DPRow
+{
+	DPLeaf	   *leaf;
+	HeapTuple	tuple;
+} DPRow;
+
+typedef struct DPScanState
+{
+	CustomScanState css;
+	ModifyTableState *mtstate;
+	bool		hinted;
+	const char *reason;			/* why the normal path, or NULL */
+	bool		freeze_allowed;
+	DPState		state;
+	bool		started;
+
+	DPLeaf	   *leaves;
+	DPLeaf	   *last_leaf;
+	int			nleaves;
+	TupleTableSlot *rootslot;
+
+	DPRow	   *rows;
+	int			nrows;
+	int			maxrows;
+	Size		held_bytes;
+	int			pending_full;	/* full pages waiting, all writers */
+	MemoryContext rowcxt;
+
+	Tuplestorestate *retstore;
+	TransactionId xid;
+	CommandId	cid;
+	uint64		nrows_total;
+	uint64		pages_total;
+	int			indexes_rebuilt;
+	bool		any_frozen;
+	bool		went_direct;
+} DPScanState;
+
+static void dp_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *dp_exec(CustomScanState *node);
+static void dp_end(CustomScanState *node);
+static void dp_rescan(CustomScanState *node);
+static void dp_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static CustomExecMethods dp_exec_methods = {
+	.CustomName = "DirectPath",
+	.BeginCustomScan = dp_begin,
+	.ExecCustomScan = dp_exec,
+	.EndCustomScan = dp_end,
+	.ReScanCustomScan = dp_rescan,
+	.ExplainCustomScan = dp_explain,
+};
+
+Node *
+dp_create_scan_state(CustomScan *cscan)
+{
+	DPScanState *s = palloc0(sizeof(DPScanState));
+
+	NodeSetTag(s, T_CustomScanState);
+	s->css.methods = &dp_exec_methods;
+	s->hinted = intVal(linitial(cscan->custom_private)) != 0;
+	s->reason = strVal(lsecond(cscan->custom_private));
+	if (s->reason[0] == '\0')
+		s->reason = NULL;
+	s->freeze_allowed = intVal(lthird(cscan->custom_private)) != 0;
+	return (Node *) s;
+}
+
+bool
+dp_is_directpath_state(PlanState *ps)
+{
+	return IsA(ps, CustomScanState) &&
+		((CustomScanState *) ps)->methods == &dp_exec_methods;
+}
+
+/* Tell the user why the normal path was taken. */
+static void
+report_fallback(DPScanState *s, const char *why)
+{
+	ereport(s->hinted ? dp_fallback_level : DEBUG1,
+			(errmsg("directpath: INSERT uses the normal path: %s", why)));
+}
+
+static void
+dp_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	DPScanState *s = (DPScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Plan	   *mtplan = linitial(cscan->custom_plans);
+
+	s->mtstate = (ModifyTableState *) ExecInitNode(mtplan, estate, eflags);
+	node->custom_ps = list_make1(s->mtstate);
+
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+	{
+		s->state = s->reason ? DPS_PASSTHROUGH : DPS_HOLD;
+		return;
+	}
+	if (s->reason)
+	{
+		s->state = DPS_PASSTHROUGH;
+		report_fallback(s, s->reason);
+		dp_set_last(false, s->reason, 0, 0, false, 0, 0);
+		return;
+	}
+
+	s->state = dp_min_bytes > 0 ? DPS_HOLD : DPS_DIRECT;
+	s->went_direct = s->state == DPS_DIRECT;
+	s->freeze_allowed = s->freeze_allowed && dp_prior_snapshots_clear;
+	s->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "directpath rows",
+									  ALLOCSET_DEFAULT_SIZES);
+	s->maxrows = 1024;
+	s->rows = palloc(sizeof(DPRow) * s->maxrows);
+	s->rootslot = table_slot_create(s->mtstate->rootResultRelInfo->ri_RelationDesc,
+									&estate->es_tupleTable);
+	if (s->mtstate->resultRelInfo->ri_projectReturning)
+		s->retstore = tuplestore_begin_heap(false, false, work_mem);
+}
+
+/* Start writing one leaf directly. */
+static void
+leaf_start_writer(DPScanState *s, DPLeaf *leaf)
+{
+	Relation	rel = leaf->rri->ri_RelationDesc;
+	bool		freeze = s->freeze_allowed && dp_storage_new_in_subxact(rel);
+
+	leaf->writer = dp_writer_begin(rel, freeze, s->xid, s->cid);
+	s->any_frozen |= freeze;
+}
+
+static DPLeaf *
+get_leaf(DPScanState *s, ResultRelInfo *rri)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
+	Relation	rel = rri->ri_RelationDesc;
+	TriggerDesc *trig = rri->ri_TrigDesc;
+	DPLeaf	   *leaf;
+	const char *why;
+	MemoryContext old;
+
+	if (s->last_leaf && s->last_leaf->rri == rri)
+		return s->last_leaf;
+	for (leaf = s->leaves; leaf; leaf = leaf->next)
+		if (leaf->rri == rri)
+			return s->last_leaf = leaf;
+
+	/* A partition seen for the first time: check and lock it. */
+	why = dp_relation_ineligible(rel, false);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("directpath: partition \"%s\" cannot be written directly: %s",
+						RelationGetRelationName(rel), why),
+				 errhint("Retry the statement; it was planned before the partition changed.")));
+	if (rri != s->mtstate->rootResultRelInfo)
+		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
+
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	leaf = palloc0(sizeof(DPLeaf));
+	leaf->rri = rri;
+	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	leaf->defer_indexes = dp_can_defer_indexes(rri);
+	leaf->needs_post = (rri->ri_NumIndices > 0 && !leaf->defer_indexes) ||
+		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
+		tcs != NULL ||
+		rri->ri_WithCheckOptions != NIL ||
+		rri->ri_projectReturning != NULL;
+	MemoryContextSwitchTo(old);
+
+	leaf->next = s->leaves;
+	s->leaves = leaf;
+	s->nleaves++;
+	if (s->state == DPS_DIRECT)
+		leaf_start_writer(s, leaf);
+	return s->last_leaf = leaf;
+}
+
+static void
+queue_row(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
+{
+	if (s->nrows == s->maxrows)
+	{
+		s->maxrows *= 2;
+		s->rows = repalloc_huge(s->rows, sizeof(DPRow) * s->maxrows);
+	}
+	s->rows[s->nrows].leaf = leaf;
+	s->rows[s->nrows].tuple = tup;
+	s->nrows++;
+}
+
+/*
+ * What ExecInsert does after the heap insert: index entries, AFTER ROW
+ * triggers (and transition tables), view WITH CHECK OPTION, RETURNING.
+ */
+static void
+post_process(DPScanState *s, DPLeaf *leaf, TupleTableSlot *slot)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	ResultRelInfo *rri = leaf->rri;
+	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
+	List	   *recheck = NIL;
+
+	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes)
+		recheck = DP_INSERT_INDEX_TUPLES(rri, slot, estate);
+
+	if (tcs)
+		tcs->tcs_original_insert_tuple = NULL;
+	ExecARInsertTriggers(estate, rri, slot, recheck, tcs);
+	list_free(recheck);
+
+	if (rri->ri_WithCheckOptions != NIL)
+		ExecWithCheckOptions(WCO_VIEW_CHECK, rri, slot, estate);
+
+	if (rri->ri_projectReturning)
+	{
+		dp_returning_prepare(rri->ri_projectReturning, estate, rri, slot);
+		tuplestore_puttupleslot(s->retstore,
+								ExecProject(rri->ri_projectReturning));
+	}
+}
+
+/* Deferred work for every queued row, in input order. */
+static void
+process_queue(DPScanState *s)
+{
+	EState	   *estate = s->css.ss.ps.state;
+
+	for (int i = 0; i < s->nrows; i++)
+	{
+		DPRow	   *row = &s->rows[i];
+
+		ResetPerTupleExprContext(estate);
+		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
+		post_process(s, row->leaf, row->leaf->slot);
+		ExecClearTuple(row->leaf->slot);
+	}
+	s->nrows = 0;
+	MemoryContextReset(s->rowcxt);
+}
+
+/* Write every writer's pages, then do the queued rows' deferred work. */
+static void
+flush_all(DPScanState *s, bool final)
+{
+	bool		partial = final || s->nrows > 0;
+	DPLeaf	   *leaf;
+
+	for (leaf = s->leaves; leaf; leaf = leaf->next)
+	{
+		if (leaf->writer)
+			dp_writer_flush(leaf->writer, partial);
+		leaf->full_pages = 0;
+	}
+	s->pending_full = 0;
+	process_queue(s);
+}
+
+/* Put one row on a page; queue it if it has deferred work. */
+static void
+place_row(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
+{
+	ItemPointerData tid;
+	int			full;
+
+	dp_writer_add(leaf->writer, tup, &tid);
+	if (leaf->needs_post)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
+
+		queue_row(s, leaf, heap_copytuple(tup));
+		MemoryContextSwitchTo(old);
+	}
+	full = dp_writer_full_pages(leaf->writer);
+	s->pending_full += full - leaf->full_pages;
+	leaf->full_pages = full;
+	if (s->pending_full >= dp_batch_pages)
+		flush_all(s, false);
+}
+
+/* Enough rows: commit to the direct path and place the held rows. */
+static void
+go_direct(DPScanState *s)
+{
+	DPRow	   *held = s->rows;
+	int			nheld = s->nrows;
+	MemoryContext heldcxt = s->rowcxt;
+	DPLeaf	   *leaf;
+
+	s->state = DPS_DIRECT;
+	s->went_direct = true;
+	for (leaf = s->leaves; leaf; leaf = leaf->next)
+		leaf_start_writer(s, leaf);
+
+	/* place the held rows into a fresh queue */
+	s->rowcxt = AllocSetContextCreate(s->css.ss.ps.state->es_query_cxt,
+									  "directpath rows", ALLOCSET_DEFAULT_SIZES);
+	s->rows = palloc(sizeof(DPRow) * s->maxrows);
+	s->nrows = 0;
+	for (int i = 0; i < nheld; i++)
+		place_row(s, held[i].leaf, held[i].tuple);
+	pfree(held);
+	MemoryContextDelete(heldcxt);
+	s->held_bytes = 0;
+}
+
+/* The input ended before min_bytes: insert the held rows normally. */
+static void
+finish_normal(DPScanState *s)
+{
+	/* rows inserted one by one get their index entries one by one */
+	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
+		leaf->defer_indexes = false;
+
+	for (int i = 0; i < s->nrows; i++)
+	{
+		DPRow	   *row = &s->rows[i];
+		TupleTableSlot *slot = row->leaf->slot;
+
+		ResetPerTupleExprContext(s->css.ss.ps.state);
+		ExecStoreHeapTuple(row->tuple, slot, false);
+		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, s->cid, 0, NULL);
+		post_process(s, row->leaf, slot);
+		ExecClearTuple(slot);
+	}
+	s->nrows = 0;
+	MemoryContextReset(s->rowcxt);
+}
+
+static void
+finish(DPScanState *s)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	ModifyTableState *mt = s->mtstate;
+	DPLeaf	   *leaf;
+	bool		direct = s->state == DPS_DIRECT;
+	char		why[128];
+
+	if (!direct)
+	{
+		finish_normal(s);
+		snprintf(why, sizeof(why),
+				 "the statement produced less than directpath.min_bytes (%d bytes) of rows",
+				 dp_min_bytes);
+		if (s->nrows_total > 0)
+			report_fallback(s, why);
+	}
+	else
+	{
+		flush_all(s, true);
+		for (leaf = s->leaves; leaf; leaf = leaf->next)
+		{
+			s->pages_total += dp_writer_pages_written(leaf->writer);
+			dp_writer_finish(leaf->writer);
+			if (leaf->defer_indexes)
+				s->indexes_rebuilt += dp_rebuild_indexes(leaf->rri);
+		}
+	}
+
+	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
+	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);
+	mt->mt_done = true;
+	s->state = DPS_DONE;
+
+	dp_set_last(direct, direct ? NULL : why, s->nrows_total, s->pages_total,
+				direct && s->any_frozen, s->nleaves, s->indexes_rebuilt);
+}
+
+/* One input row: route, apply row semantics, hold or place it. */
+static void
+process_row(DPScanState *s, TupleTableSlot *slot)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	ModifyTableState *mt = s->mtstate;
+	ResultRelInfo *rri = mt->rootResultRelInfo;
+	Relation	rel;
+	DPLeaf	   *leaf;
+
+	if (mt->mt_partition_tuple_routing)
+	{
+		TupleConversionMap *map;
+
+		rri = ExecFindPartition(mt, rri, mt->mt_partition_tuple_routing,
+								slot, estate);
+		map = DP_ROOT_TO_CHILD_MAP(rri, estate);
+		if (map != NULL)
+			slot = execute_attr_map_slot(map->attrMap, slot,
+										 rri->ri_PartitionTupleSlot);
+	}
+	leaf = get_leaf(s, rri);
+	rel = rri->ri_RelationDesc;
+
+	/* ExecInsert's checks, in ExecInsert's order */
+	slot->tts_tableOid = RelationGetRelid(rel);
+	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
+	if (rri->ri_WithCheckOptions != NIL)
+		ExecWithCheckOptions(WCO_RLS_INSERT_CHECK, rri, slot, estate);
+	if (rel->rd_att->constr)
+		ExecConstraints(rri, slot, estate);
+	if (rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL)
+		ExecPartitionCheck(rri, slot, estate, true);
+
+	if (mt->canSetTag)
+		estate->es_processed++;
+	s->nrows_total++;
+
+	if (s->state == DPS_HOLD)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
+		HeapTuple	tup = ExecCopySlotHeapTuple(slot);
+
+		MemoryContextSwitchTo(old);
+		queue_row(s, leaf, tup);
+		s->held_bytes += tup->t_len;
+		if (s->held_bytes >= (Size) dp_min_bytes)
+			go_direct(s);
+	}
+	else
+	{
+		bool		shouldFree;
+		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
+
+		place_row(s, leaf, tup);
+		if (shouldFree)
+			heap_freetuple(tup);
+	}
+}
+
+/* Pull input rows until RETURNING output is ready or the input ends. */
+static void
+run(DPScanState *s)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	ModifyTableState *mt = s->mtstate;
+	PlanState  *subplan = outerPlanState(mt);
+
+	if (!s->started)
+	{
+		s->started = true;
+		s->xid = GetCurrentTransactionId();
+		s->cid = GetCurrentCommandId(true);
+		if (mt->fireBSTriggers)
+		{
+			ExecBSInsertTriggers(estate, mt->rootResultRelInfo);
+			mt->fireBSTriggers = false;
+		}
+	}
+
+	for (;;)
+	{
+		TupleTableSlot *planSlot;
+		TupleTableSlot *slot;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(estate);
+
+		planSlot = ExecProcNode(subplan);
+		if (TupIsNull(planSlot))
+		{
+			finish(s);
+			return;
+		}
+		slot = planSlot;
+		if (planSlot->tts_ops != s->rootslot->tts_ops)
+			slot = ExecCopySlot(s->rootslot, planSlot);
+		process_row(s, slot);
+
+		if (s->retstore && tuplestore_tuple_count(s->retstore) > 0)
+			return;
+	}
+}
+
+static TupleTableSlot *
+dp_exec(CustomScanState *node)
+{
+	DPScanState *s = (DPScanState *) node;
+	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
+
+	if (s->state == DPS_PASSTHROUGH)
+		return ExecProcNode(&s->mtstate->ps);
+
+	for (;;)
+	{
+		if (s->retstore && tuplestore_gettupleslot(s->retstore, true, false, out))
+			return out;
+		if (s->state == DPS_DONE)
+			return NULL;
+		if (s->retstore)
+			tuplestore_clear(s->retstore);
+		run(s);
+	}
+}
+
+static void
+dp_end(CustomScanState *node)
+{
+	DPScanState *s = (DPScanState *) node;
+
+	if (s->retstore)
+		tuplestore_end(s->retstore);
+	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
+		ExecDropSingleTupleTableSlot(leaf->slot);
+	ExecEndNode(&s->mtstate->ps);
+}
+
+static void
+dp_rescan(CustomScanState *node)
+{
+	elog(ERROR, "directpath: an INSERT cannot be rescanned");
+}
+
+static void
+dp_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	DPScanState *s = (DPScanState *) node;
+
+	if (s->reason)
+	{
+		ExplainPropertyText("Direct Path", "off", es);
+		ExplainPropertyText("Reason", s->reason, es);
+		return;
+	}
+	if (!es->analyze)
+	{
+		ExplainPropertyText("Direct Path", "on", es);
+		return;
+	}
+	ExplainPropertyText("Direct Path",
+						s->went_direct || s->state != DPS_DONE ? "on" :
+						"off (small statement)", es);
+	ExplainPropertyInteger("Pages Written", NULL, (int64) s->pages_total, es);
+	ExplainPropertyBool("Frozen", s->any_frozen, es);
+	if (s->indexes_rebuilt > 0)
+		ExplainPropertyInteger("Indexes Rebuilt", NULL, s->indexes_rebuilt, es);
+}

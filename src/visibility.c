@@ -1,0 +1,125 @@
+/*-------------------------------------------------------------------------
+ *
+ * visibility.c
+ *	  Tuple headers, freezing and visibility-map bits for directly written
+ *	  pages.
+ *
+ * Tuple headers follow what heap_insert gives a new row of the current
+ * (sub)transaction: xact bits cleared, xmax invalid, xmin = our XID, cmin
+ * = the statement's command id.  A frozen tuple additionally carries
+ * HEAP_XMIN_FROZEN (the real xmin stays, as in core).
+ *
+ * Freezing is allowed only under COPY FREEZE's conditions, checked by the
+ * callers: the relation's storage was created or truncated in the current
+ * subtransaction (so aborting it discards the rows with the storage), no
+ * snapshot was registered before the statement and no cursor is open, and
+ * nothing in the statement reads the target.  Then every page we build
+ * holds only frozen tuples and is marked PD_ALL_VISIBLE before it is
+ * logged and written.
+ *
+ * Visibility map.  visibilitymap_set() needs the heap page in a shared
+ * buffer, which our pages never are.  After the heap pages are written we
+ * therefore set the bits ourselves, per VM page, through the buffer
+ * manager: pin (extending the map as needed), lock, OR in ALL_VISIBLE |
+ * ALL_FROZEN for our block range, and WAL-log the VM page as a full image
+ * (non-standard layout: the bitmap lives in the page's "hole").  The VM
+ * page's LSN is after every heap image, so replay never sets a bit for a
+ * page whose PD_ALL_VISIBLE is not yet restored.  Without WAL (wal_level
+ * minimal on new storage) commit flushes the dirty VM buffers with the
+ * relation.  The bitmap layout (2 bits per heap block, map starts after
+ * the MAXALIGNed page header) is private to visibilitymap.c but unchanged
+ * in 15-18.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/htup_details.h"
+#include "access/visibilitymap.h"
+#include "access/xact.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+
+#define DP_VM_MAPSIZE			(BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
+#define DP_VM_BLOCKS_PER_BYTE	(BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
+#define DP_VM_BLOCKS_PER_PAGE	(DP_VM_MAPSIZE * DP_VM_BLOCKS_PER_BYTE)
+
+/* Storage created or truncated in the current subtransaction? */
+bool
+dp_storage_new_in_subxact(Relation rel)
+{
+	SubTransactionId cur = GetCurrentSubTransactionId();
+
+	return rel->rd_createSubid == cur || DP_REL_NEW_SUBID(rel) == cur;
+}
+
+/* Storage created or truncated anywhere in this transaction? */
+bool
+dp_storage_new_in_xact(Relation rel)
+{
+	return rel->rd_createSubid != InvalidSubTransactionId ||
+		DP_REL_FIRST_SUBID(rel) != InvalidSubTransactionId;
+}
+
+void
+dp_page_init(Page page, bool frozen)
+{
+	PageInit(page, BLCKSZ, 0);
+	if (frozen)
+		PageSetAllVisible(page);
+}
+
+void
+dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid, CommandId cid,
+				 bool frozen)
+{
+	HeapTupleHeader h = tup->t_data;
+
+	h->t_infomask &= ~HEAP_XACT_MASK;
+	h->t_infomask2 &= ~HEAP2_XACT_MASK;
+	h->t_infomask |= HEAP_XMAX_INVALID;
+	HeapTupleHeaderSetXmin(h, xid);
+	if (frozen)
+		HeapTupleHeaderSetXminFrozen(h);
+	HeapTupleHeaderSetCmin(h, cid);
+	HeapTupleHeaderSetXmax(h, 0);
+	tup->t_tableOid = relid;
+}
+
+/* Mark heap blocks [start, end) all-visible and all-frozen in the VM. */
+void
+dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end)
+{
+	BlockNumber blk = start;
+	bool		needs_wal = RelationNeedsWAL(rel);
+
+	while (blk < end)
+	{
+		Buffer		vmbuf = InvalidBuffer;
+		BlockNumber page_end = (blk / DP_VM_BLOCKS_PER_PAGE + 1) * DP_VM_BLOCKS_PER_PAGE;
+		uint8	   *map;
+
+		if (page_end > end)
+			page_end = end;
+
+		visibilitymap_pin(rel, blk, &vmbuf);
+		LockBuffer(vmbuf, BUFFER_LOCK_EXCLUSIVE);
+		map = (uint8 *) PageGetContents(BufferGetPage(vmbuf));
+
+		START_CRIT_SECTION();
+		for (; blk < page_end; blk++)
+		{
+			uint32		byte = (blk % DP_VM_BLOCKS_PER_PAGE) / DP_VM_BLOCKS_PER_BYTE;
+			uint8		shift = (blk % DP_VM_BLOCKS_PER_BYTE) * BITS_PER_HEAPBLOCK;
+
+			map[byte] |= (VISIBILITYMAP_ALL_VISIBLE | VISIBILITYMAP_ALL_FROZEN) << shift;
+		}
+		MarkBufferDirty(vmbuf);
+		if (needs_wal)
+			log_newpage_buffer(vmbuf, false);
+		END_CRIT_SECTION();
+
+		UnlockReleaseBuffer(vmbuf);
+	}
+}

@@ -1,0 +1,286 @@
+/*-------------------------------------------------------------------------
+ *
+ * writer.c
+ *	  Build heap pages in backend memory and append them to a relation.
+ *
+ * One writer per leaf relation a statement writes.  Tuples are placed into
+ * private pages in block order, starting at the relation's size when the
+ * writer began (the caller holds ShareRowExclusiveLock, so nobody else
+ * extends the main fork meanwhile).  A written block is never revisited.
+ *
+ * Placing a tuple: its header is set as heap_insert would (visibility.c),
+ * it is toasted through core's toaster when it has external values or is
+ * over TOAST_TUPLE_THRESHOLD, and it goes onto the current page if it fits
+ * within the fillfactor reserve; a fresh page always takes at least one
+ * tuple.  Its on-page t_ctid and the caller's TID are set to its place.
+ *
+ * Flushing a batch of pages (dp_writer_flush), by storage kind:
+ *
+ *	WAL-logged (permanent, wal_level >= replica or storage older than the
+ *	transaction):
+ *		set DELAY_CHKPT_START
+ *		write the WAL (wal.c), which sets each page's LSN
+ *		existing storage only: XLogFlush to the batch's end (WAL before
+ *		  data, and our XID durable before any of our tuples is)
+ *		checksum each page, smgrextend with fsync registration
+ *		clear DELAY_CHKPT_START (also on error)
+ *	  A checkpoint whose redo pointer precedes our WAL waits for the flag,
+ *	  so the writes are registered before its sync phase; one whose redo
+ *	  pointer follows our WAL replays the images.  Either way every page is
+ *	  durable after a crash without an end-of-load fsync, and a torn write
+ *	  of an uncommitted load is repaired by replay.
+ *
+ *	WAL skipped (wal_level = minimal, storage new in this transaction):
+ *		checksum, smgrextend without fsync registration; commit syncs the
+ *		relation (smgrDoPendingSyncs), abort drops it.
+ *
+ *	Unlogged: checksum, smgrextend with fsync registration, so the
+ *	shutdown checkpoint syncs the data.
+ *
+ * Invariants: pages are written in ascending block order without gaps; a
+ * TID handed out is readable through the buffer manager only after the
+ * flush that wrote its page, so callers do index and trigger work for a
+ * tuple only after that (exec.c).  Memory for pages comes from the
+ * writer's context and is reused across flushes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/heapam.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/predicate.h"
+#include "storage/proc.h"
+#include "storage/smgr.h"
+#include "utils/memutils.h"
+
+struct DPWriter
+{
+	Relation	rel;
+	Oid			relid;
+	bool		use_wal;		/* RelationNeedsWAL */
+	bool		new_storage;	/* relfilenode new in this transaction */
+	bool		skip_fsync;		/* WAL skipped: commit syncs */
+	bool		frozen;
+	TransactionId xid;
+	CommandId	cid;
+	Size		save_free;		/* fillfactor reserve */
+	int			toast_options;
+
+	BlockNumber first_block;	/* relation size when we began */
+	BlockNumber next_block;		/* block number of pages[0] */
+	Page	   *pages;			/* pages[0..npages-1]: built, not written */
+	int			npages;			/* the last one may still be filling */
+	int			maxpages;
+	Page	   *spare;			/* written pages kept for reuse */
+	int			nspare;
+
+	uint64		tuples;
+	uint64		pages_written;
+	MemoryContext cxt;
+};
+
+DPWriter *
+dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid)
+{
+	DPWriter   *w = palloc0(sizeof(DPWriter));
+
+	w->cxt = AllocSetContextCreate(CurrentMemoryContext, "directpath writer",
+								   ALLOCSET_DEFAULT_SIZES);
+	w->rel = rel;
+	w->relid = RelationGetRelid(rel);
+	w->use_wal = RelationNeedsWAL(rel);
+	w->new_storage = dp_storage_new_in_xact(rel);
+	w->skip_fsync = !w->use_wal &&
+		rel->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT;
+	w->frozen = freeze;
+	w->xid = xid;
+	w->cid = cid;
+	w->save_free = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+	w->toast_options = HEAP_INSERT_SKIP_FSM | (freeze ? HEAP_INSERT_FROZEN : 0);
+	w->first_block = RelationGetNumberOfBlocks(rel);
+	w->next_block = w->first_block;
+	w->maxpages = 64;
+	w->pages = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
+	w->spare = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
+
+	/* As heap_multi_insert: a serializable reader of the table conflicts. */
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	return w;
+}
+
+static Page
+new_page(DPWriter *w)
+{
+	Page		page;
+
+	if (w->npages == w->maxpages)
+	{
+		w->maxpages *= 2;
+		w->pages = repalloc(w->pages, sizeof(Page) * w->maxpages);
+		w->spare = repalloc(w->spare, sizeof(Page) * w->maxpages);
+	}
+	if (w->nspare > 0)
+		page = w->spare[--w->nspare];
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(w->cxt);
+
+		page = DP_ALLOC_PAGE();
+		MemoryContextSwitchTo(old);
+	}
+	dp_page_init(page, w->frozen);
+	w->pages[w->npages++] = page;
+	return page;
+}
+
+void
+dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid)
+{
+	HeapTuple	heaptup = tup;
+	Size		len;
+	Page		page;
+	OffsetNumber off;
+	BlockNumber blkno;
+	HeapTupleHeader onpage;
+
+	dp_tuple_prepare(tup, w->relid, w->xid, w->cid, w->frozen);
+
+	if (HeapTupleHasExternal(tup) || tup->t_len > TOAST_TUPLE_THRESHOLD)
+		heaptup = heap_toast_insert_or_update(w->rel, tup, NULL, w->toast_options);
+
+	len = MAXALIGN(heaptup->t_len);
+	if (len > MaxHeapTupleSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("row is too big: size %zu, maximum size %zu",
+						len, (Size) MaxHeapTupleSize)));
+
+	page = w->npages > 0 ? w->pages[w->npages - 1] : NULL;
+	if (page == NULL ||
+		(PageGetMaxOffsetNumber(page) > 0 &&
+		 PageGetHeapFreeSpace(page) < len + w->save_free) ||
+		PageGetHeapFreeSpace(page) < len)
+		page = new_page(w);
+
+	blkno = w->next_block + w->npages - 1;
+	off = PageAddItem(page, (Item) heaptup->t_data, heaptup->t_len,
+					  InvalidOffsetNumber, false, true);
+	if (off == InvalidOffsetNumber)
+		elog(ERROR, "directpath: failed to add tuple to a fresh page");
+
+	onpage = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
+	ItemPointerSet(&onpage->t_ctid, blkno, off);
+	ItemPointerSet(tid, blkno, off);
+	tup->t_self = *tid;
+	heaptup->t_self = *tid;
+	if (heaptup != tup)
+		heap_freetuple(heaptup);
+	w->tuples++;
+}
+
+/* Full pages waiting to be written (the last page may still take rows). */
+int
+dp_writer_full_pages(DPWriter *w)
+{
+	return w->npages > 0 ? w->npages - 1 : 0;
+}
+
+/*
+ * Write the built pages: all of them with include_partial, else all but
+ * the one still filling.
+ */
+void
+dp_writer_flush(DPWriter *w, bool include_partial)
+{
+	int			n = include_partial ? w->npages : dp_writer_full_pages(w);
+	BlockNumber *blknos;
+	bool		delayed = false;
+
+	if (n == 0)
+		return;
+
+	blknos = palloc(sizeof(BlockNumber) * n);
+	for (int i = 0; i < n; i++)
+		blknos[i] = w->next_block + i;
+
+	PG_TRY();
+	{
+		if (w->use_wal)
+		{
+			XLogRecPtr	end;
+
+			Assert((MyProc->delayChkptFlags & DELAY_CHKPT_START) == 0);
+			MyProc->delayChkptFlags |= DELAY_CHKPT_START;
+			delayed = true;
+			end = dp_wal_log_pages(w->rel, n, blknos, w->pages);
+			if (!w->new_storage)
+				XLogFlush(end);
+		}
+		for (int i = 0; i < n; i++)
+		{
+			PageSetChecksumInplace(w->pages[i], blknos[i]);
+			smgrextend(RelationGetSmgr(w->rel), MAIN_FORKNUM, blknos[i],
+					   w->pages[i], w->skip_fsync);
+		}
+	}
+	PG_FINALLY();
+	{
+		if (delayed)
+			MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
+	}
+	PG_END_TRY();
+
+	/* Recycle the written pages; keep a partial page that was not written. */
+	for (int i = 0; i < n; i++)
+		w->spare[w->nspare++] = w->pages[i];
+	memmove(w->pages, w->pages + n, sizeof(Page) * (w->npages - n));
+	w->npages -= n;
+	w->next_block += n;
+	w->pages_written += n;
+	pfree(blknos);
+}
+
+/*
+ * Everything is written; set the visibility map for frozen pages and count
+ * the inserts so that insert-driven autovacuum sees them.
+ */
+void
+dp_writer_finish(DPWriter *w)
+{
+	dp_writer_flush(w, true);
+	if (w->frozen && w->next_block > w->first_block)
+		dp_vm_set_frozen(w->rel, w->first_block, w->next_block);
+	pgstat_count_heap_insert(w->rel, w->tuples);
+	MemoryContextDelete(w->cxt);
+	w->pages = w->spare = NULL;
+}
+
+uint64
+dp_writer_pages_written(DPWriter *w)
+{
+	return w->pages_written;
+}
+
+uint64
+dp_writer_tuples(DPWriter *w)
+{
+	return w->tuples;
+}
+
+bool
+dp_writer_frozen(DPWriter *w)
+{
+	return w->frozen;
+}
+
+bool
+dp_writer_new_storage(DPWriter *w)
+{
+	return w->new_storage;
+}
