@@ -137,6 +137,8 @@ dp_create_scan_state(CustomScan *cscan)
 
 	NodeSetTag(s, T_CustomScanState);
 	s->css.methods = &dp_exec_methods;
+	/* RETURNING rows come back from a tuplestore */
+	s->css.slotOps = &TTSOpsMinimalTuple;
 	s->hinted = intVal(linitial(cscan->custom_private)) != 0;
 	s->reason = strVal(lsecond(cscan->custom_private));
 	if (s->reason[0] == '\0')
@@ -236,6 +238,9 @@ get_leaf(DPScanState *s, ResultRelInfo *rri)
 		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
 
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	/* as ExecInsert: open the indexes on first use */
+	if (rel->rd_rel->relhasindex && rri->ri_IndexRelationDescs == NULL)
+		ExecOpenIndices(rri, false);
 	leaf = palloc0(sizeof(DPLeaf));
 	leaf->rri = rri;
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
