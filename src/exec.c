@@ -106,6 +106,7 @@ typedef struct DPScanState
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;
+	TupleTableSlot *retslot;
 	TransactionId xid;
 	CommandId	cid;
 	uint64		nrows_total;
@@ -137,8 +138,6 @@ dp_create_scan_state(CustomScan *cscan)
 
 	NodeSetTag(s, T_CustomScanState);
 	s->css.methods = &dp_exec_methods;
-	/* RETURNING rows come back from a tuplestore */
-	s->css.slotOps = &TTSOpsMinimalTuple;
 	s->hinted = intVal(linitial(cscan->custom_private)) != 0;
 	s->reason = strVal(lsecond(cscan->custom_private));
 	if (s->reason[0] == '\0')
@@ -195,7 +194,13 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 	s->rootslot = table_slot_create(s->mtstate->rootResultRelInfo->ri_RelationDesc,
 									&estate->es_tupleTable);
 	if (s->mtstate->resultRelInfo->ri_projectReturning)
+	{
+		/* RETURNING rows come back from a tuplestore, as minimal tuples */
 		s->retstore = tuplestore_begin_heap(false, false, work_mem);
+		s->retslot = ExecInitExtraTupleSlot(estate,
+											node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+											&TTSOpsMinimalTuple);
+	}
 }
 
 /* Start writing one leaf directly. */
@@ -559,7 +564,7 @@ static TupleTableSlot *
 dp_exec(CustomScanState *node)
 {
 	DPScanState *s = (DPScanState *) node;
-	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
+	TupleTableSlot *out = s->retslot;
 
 	if (s->state == DPS_PASSTHROUGH)
 		return ExecProcNode(&s->mtstate->ps);

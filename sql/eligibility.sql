@@ -1,0 +1,71 @@
+--
+-- What falls back to the normal path, and how it is reported.
+--
+SET directpath.min_bytes = 0;
+CREATE TABLE e (a int PRIMARY KEY, b text);
+
+-- ON CONFLICT
+/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT DO NOTHING;
+EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET b = 'y';
+SELECT count(*) FROM e;
+
+-- temporary table
+CREATE TEMP TABLE et (a int);
+/*+ APPEND */ INSERT INTO et SELECT generate_series(1, 10);
+
+-- a user-defined volatile function could read the table mid-load
+CREATE FUNCTION vol(int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT $1';
+/*+ APPEND */ INSERT INTO e SELECT vol(g), 'v' FROM generate_series(11, 20) g;
+-- built-in volatile functions are fine
+/*+ APPEND */ INSERT INTO e SELECT g, CASE WHEN random() >= 0 THEN 'r' END FROM generate_series(21, 30) g;
+SELECT path, rows_inserted FROM directpath.last_statement();
+
+-- data-modifying WITH
+/*+ APPEND */ WITH d AS (DELETE FROM e WHERE a > 25 RETURNING a, b) INSERT INTO e SELECT a + 1000, b FROM d;
+
+-- BEFORE ROW trigger
+CREATE FUNCTION br() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.b := NEW.b || '!'; RETURN NEW; END $$;
+CREATE TRIGGER e_br BEFORE INSERT ON e FOR EACH ROW EXECUTE FUNCTION br();
+/*+ APPEND */ INSERT INTO e SELECT g, 't' FROM generate_series(31, 35) g;
+SELECT b, count(*) FROM e WHERE a BETWEEN 31 AND 35 GROUP BY b;
+DROP TRIGGER e_br ON e;
+
+-- a view with an INSTEAD OF trigger
+CREATE VIEW ev AS SELECT * FROM e;
+CREATE FUNCTION io() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO e VALUES (NEW.a, 'io'); RETURN NEW; END $$;
+CREATE TRIGGER ev_io INSTEAD OF INSERT ON ev FOR EACH ROW EXECUTE FUNCTION io();
+/*+ APPEND */ INSERT INTO ev SELECT g, 'x' FROM generate_series(36, 37) g;
+-- an auto-updatable view without triggers goes direct to its base table
+DROP TRIGGER ev_io ON ev;
+/*+ APPEND */ INSERT INTO ev SELECT g, 'view' FROM generate_series(38, 40) g;
+SELECT path, rows_inserted FROM directpath.last_statement();
+
+-- a partition with a BEFORE ROW trigger sends the whole statement back
+CREATE TABLE ep (k int, b text) PARTITION BY LIST (k);
+CREATE TABLE ep1 PARTITION OF ep FOR VALUES IN (1);
+CREATE TABLE ep2 PARTITION OF ep FOR VALUES IN (2);
+CREATE TRIGGER ep2_br BEFORE INSERT ON ep2 FOR EACH ROW EXECUTE FUNCTION br();
+/*+ APPEND */ INSERT INTO ep SELECT 1 + g % 2, 'x' FROM generate_series(1, 10) g;
+SELECT tableoid::regclass, b, count(*) FROM ep GROUP BY 1, 2 ORDER BY 1;
+
+-- small statements: below directpath.min_bytes the rows go the normal way
+SET directpath.min_bytes = '8kB';
+/*+ APPEND */ INSERT INTO e SELECT g, 'small' FROM generate_series(101, 103) g;
+SELECT path, reason, rows_inserted, pages_written FROM directpath.last_statement();
+/*+ APPEND */ INSERT INTO e SELECT g, 'large' FROM generate_series(2001, 4000) g;
+SELECT path, reason, rows_inserted, pages_written > 0 AS wrote FROM directpath.last_statement();
+
+-- the message level is configurable
+SET directpath.fallback_message_level = warning;
+/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 3) g ON CONFLICT DO NOTHING;
+SET directpath.fallback_message_level = debug;
+/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 3) g ON CONFLICT DO NOTHING;
+RESET directpath.fallback_message_level;
+
+-- no hint, default mode: no DirectPath node at all
+EXPLAIN (COSTS OFF) INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g;
+
+SELECT count(*) FROM e;
+DROP VIEW ev;
+DROP TABLE e, ep;
+DROP FUNCTION vol(int), br(), io();
