@@ -97,6 +97,8 @@ typedef struct DPWriter DPWriter;
 extern DPWriter *dp_writer_begin(Relation rel, bool freeze,
 								 TransactionId xid, CommandId cid);
 extern void dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid);
+extern void dp_writer_add_slot(DPWriter *w, TupleTableSlot *slot,
+							   ItemPointer tid, HeapTuple *copy);
 extern int	dp_writer_full_pages(DPWriter *w);
 extern void dp_writer_flush(DPWriter *w, bool include_partial);
 extern void dp_writer_finish(DPWriter *w);

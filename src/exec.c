@@ -96,7 +96,6 @@ typedef struct DPScanState
 	DPLeaf	   *leaves;
 	DPLeaf	   *last_leaf;
 	int			nleaves;
-	TupleTableSlot *rootslot;
 
 	DPRow	   *rows;
 	int			nrows;
@@ -191,8 +190,6 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 									  ALLOCSET_DEFAULT_SIZES);
 	s->maxrows = 1024;
 	s->rows = palloc(sizeof(DPRow) * s->maxrows);
-	s->rootslot = table_slot_create(s->mtstate->rootResultRelInfo->ri_RelationDesc,
-									&estate->es_tupleTable);
 	if (s->mtstate->resultRelInfo->ri_projectReturning)
 	{
 		/* RETURNING rows come back from a tuplestore, as minimal tuples */
@@ -345,12 +342,23 @@ flush_all(DPScanState *s, bool final)
 	process_queue(s);
 }
 
-/* Put one row on a page; queue it if it has deferred work. */
+/* Count full pages after a placement; flush when a batch is ready. */
+static inline void
+after_place(DPScanState *s, DPLeaf *leaf)
+{
+	int			full = dp_writer_full_pages(leaf->writer);
+
+	s->pending_full += full - leaf->full_pages;
+	leaf->full_pages = full;
+	if (s->pending_full >= dp_batch_pages)
+		flush_all(s, false);
+}
+
+/* Put a formed (held) row on a page; queue it if it has deferred work. */
 static void
-place_row(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
+place_tuple(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
 {
 	ItemPointerData tid;
-	int			full;
 
 	dp_writer_add(leaf->writer, tup, &tid);
 	if (leaf->needs_post)
@@ -360,11 +368,25 @@ place_row(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
 		queue_row(s, leaf, heap_copytuple(tup));
 		MemoryContextSwitchTo(old);
 	}
-	full = dp_writer_full_pages(leaf->writer);
-	s->pending_full += full - leaf->full_pages;
-	leaf->full_pages = full;
-	if (s->pending_full >= dp_batch_pages)
-		flush_all(s, false);
+	after_place(s, leaf);
+}
+
+/* Put the row in 'slot' on a page; queue it if it has deferred work. */
+static inline void
+place_slot(DPScanState *s, DPLeaf *leaf, TupleTableSlot *slot)
+{
+	if (leaf->needs_post)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
+		HeapTuple	copy;
+
+		dp_writer_add_slot(leaf->writer, slot, &slot->tts_tid, &copy);
+		queue_row(s, leaf, copy);
+		MemoryContextSwitchTo(old);
+	}
+	else
+		dp_writer_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
+	after_place(s, leaf);
 }
 
 /* Enough rows: commit to the direct path and place the held rows. */
@@ -387,7 +409,7 @@ go_direct(DPScanState *s)
 	s->rows = palloc(sizeof(DPRow) * s->maxrows);
 	s->nrows = 0;
 	for (int i = 0; i < nheld; i++)
-		place_row(s, held[i].leaf, held[i].tuple);
+		place_tuple(s, held[i].leaf, held[i].tuple);
 	pfree(held);
 	MemoryContextDelete(heldcxt);
 	s->held_bytes = 0;
@@ -506,14 +528,7 @@ process_row(DPScanState *s, TupleTableSlot *slot)
 			go_direct(s);
 	}
 	else
-	{
-		bool		shouldFree;
-		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
-
-		place_row(s, leaf, tup);
-		if (shouldFree)
-			heap_freetuple(tup);
-	}
+		place_slot(s, leaf, slot);
 }
 
 /* Pull input rows until RETURNING output is ready or the input ends. */
@@ -539,7 +554,6 @@ run(DPScanState *s)
 	for (;;)
 	{
 		TupleTableSlot *planSlot;
-		TupleTableSlot *slot;
 
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
@@ -550,10 +564,7 @@ run(DPScanState *s)
 			finish(s);
 			return;
 		}
-		slot = planSlot;
-		if (planSlot->tts_ops != s->rootslot->tts_ops)
-			slot = ExecCopySlot(s->rootslot, planSlot);
-		process_row(s, slot);
+		process_row(s, planSlot);
 
 		if (s->retstore && tuplestore_tuple_count(s->retstore) > 0)
 			return;

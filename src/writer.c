@@ -22,7 +22,9 @@
  *		write the WAL (wal.c), which sets each page's LSN
  *		existing storage only: XLogFlush to the batch's end (WAL before
  *		  data, and our XID durable before any of our tuples is)
- *		checksum each page, smgrextend with fsync registration
+ *		checksum each page, smgrextend; the write of each segment's last
+ *		  block in the batch registers that segment for the next
+ *		  checkpoint's fsync
  *		clear DELAY_CHKPT_START (also on error)
  *	  A checkpoint whose redo pointer precedes our WAL waits for the flag,
  *	  so the writes are registered before its sync phase; one whose redo
@@ -67,6 +69,7 @@ struct DPWriter
 	bool		new_storage;	/* relfilenode new in this transaction */
 	bool		skip_fsync;		/* WAL skipped: commit syncs */
 	bool		frozen;
+	bool		has_varlena;	/* any attlen -1 column? */
 	TransactionId xid;
 	CommandId	cid;
 	Size		save_free;		/* fillfactor reserve */
@@ -104,6 +107,9 @@ dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid)
 	w->save_free = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
 	w->toast_options = HEAP_INSERT_SKIP_FSM | (freeze ? HEAP_INSERT_FROZEN : 0);
 	w->first_block = RelationGetNumberOfBlocks(rel);
+	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+		if (TupleDescAttr(RelationGetDescr(rel), i)->attlen == -1)
+			w->has_varlena = true;
 	w->next_block = w->first_block;
 	w->maxpages = 64;
 	w->pages = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
@@ -139,6 +145,121 @@ new_page(DPWriter *w)
 	return page;
 }
 
+/*
+ * The page that takes a tuple of 'len' (MAXALIGNed) bytes: the current one
+ * if it fits within the fillfactor reserve, else a fresh one (which always
+ * takes at least one tuple).
+ */
+static inline Page
+page_for(DPWriter *w, Size len)
+{
+	Page		page = w->npages > 0 ? w->pages[w->npages - 1] : NULL;
+
+	if (page == NULL ||
+		(PageGetMaxOffsetNumber(page) > 0 &&
+		 PageGetHeapFreeSpace(page) < len + w->save_free) ||
+		PageGetHeapFreeSpace(page) < len)
+		page = new_page(w);
+	return page;
+}
+
+/* Finish a tuple placed at 'off' on the last page: ctid and caller's TID. */
+static inline void
+placed(DPWriter *w, Page page, OffsetNumber off, ItemPointer tid)
+{
+	HeapTupleHeader onpage = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
+
+	ItemPointerSet(tid, w->next_block + w->npages - 1, off);
+	onpage->t_ctid = *tid;
+	w->tuples++;
+}
+
+/*
+ * Place the row held in 'slot'.  The common case forms the tuple directly
+ * in its place on the page (no palloc, no copy); rows that need TOAST take
+ * the general path through a formed HeapTuple.  With 'copy', a palloc'd
+ * copy of the placed tuple (t_self set) is returned, for deferred work.
+ */
+void
+dp_writer_add_slot(DPWriter *w, TupleTableSlot *slot, ItemPointer tid,
+				   HeapTuple *copy)
+{
+	TupleDesc	desc = RelationGetDescr(w->rel);
+	int			natts = desc->natts;
+	Datum	   *values;
+	bool	   *isnull;
+	bool		hasnull = false;
+	Size		hoff;
+	Size		data_len;
+	Size		len;
+	Page		page;
+	OffsetNumber off;
+	ItemId		lp;
+	HeapTupleHeader td;
+	HeapTupleData tup;
+
+	slot_getallattrs(slot);
+	values = slot->tts_values;
+	isnull = slot->tts_isnull;
+	for (int i = 0; i < natts; i++)
+	{
+		if (isnull[i])
+			hasnull = true;
+		else if (w->has_varlena && TupleDescAttr(desc, i)->attlen == -1 &&
+				 VARATT_IS_EXTERNAL(DatumGetPointer(values[i])))
+			goto general;
+	}
+	hoff = SizeofHeapTupleHeader;
+	if (hasnull)
+		hoff += BITMAPLEN(natts);
+	hoff = MAXALIGN(hoff);
+	data_len = heap_compute_data_size(desc, values, isnull);
+	len = hoff + data_len;
+	if (len > TOAST_TUPLE_THRESHOLD)
+		goto general;
+
+	/* reserve the space and the line pointer, then fill in place */
+	page = page_for(w, MAXALIGN(len));
+	off = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	((PageHeader) page)->pd_upper -= MAXALIGN(len);
+	((PageHeader) page)->pd_lower += sizeof(ItemIdData);
+	lp = PageGetItemId(page, off);
+	ItemIdSetNormal(lp, ((PageHeader) page)->pd_upper, len);
+	td = (HeapTupleHeader) PageGetItem(page, lp);
+	memset(td, 0, hoff);
+	HeapTupleHeaderSetDatumLength(td, len);
+	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
+	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+	HeapTupleHeaderSetNatts(td, natts);
+	td->t_hoff = hoff;
+	heap_fill_tuple(desc, values, isnull, (char *) td + hoff, data_len,
+					&td->t_infomask, hasnull ? td->t_bits : NULL);
+
+	tup.t_data = td;
+	tup.t_len = len;
+	dp_tuple_prepare(&tup, w->relid, w->xid, w->cid, w->frozen);
+	placed(w, page, off, tid);
+	if (copy)
+	{
+		tup.t_self = *tid;
+		tup.t_tableOid = w->relid;
+		*copy = heap_copytuple(&tup);
+	}
+	return;
+
+general:
+	{
+		bool		shouldFree;
+		HeapTuple	htup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
+
+		dp_writer_add(w, htup, tid);
+		if (copy)
+			*copy = heap_copytuple(htup);
+		if (shouldFree)
+			heap_freetuple(htup);
+	}
+}
+
 void
 dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid)
 {
@@ -146,8 +267,6 @@ dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid)
 	Size		len;
 	Page		page;
 	OffsetNumber off;
-	BlockNumber blkno;
-	HeapTupleHeader onpage;
 
 	dp_tuple_prepare(tup, w->relid, w->xid, w->cid, w->frozen);
 
@@ -161,27 +280,15 @@ dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid)
 				 errmsg("row is too big: size %zu, maximum size %zu",
 						len, (Size) MaxHeapTupleSize)));
 
-	page = w->npages > 0 ? w->pages[w->npages - 1] : NULL;
-	if (page == NULL ||
-		(PageGetMaxOffsetNumber(page) > 0 &&
-		 PageGetHeapFreeSpace(page) < len + w->save_free) ||
-		PageGetHeapFreeSpace(page) < len)
-		page = new_page(w);
-
-	blkno = w->next_block + w->npages - 1;
+	page = page_for(w, len);
 	off = PageAddItem(page, (Item) heaptup->t_data, heaptup->t_len,
 					  InvalidOffsetNumber, false, true);
 	if (off == InvalidOffsetNumber)
 		elog(ERROR, "directpath: failed to add tuple to a fresh page");
-
-	onpage = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
-	ItemPointerSet(&onpage->t_ctid, blkno, off);
-	ItemPointerSet(tid, blkno, off);
+	placed(w, page, off, tid);
 	tup->t_self = *tid;
-	heaptup->t_self = *tid;
 	if (heaptup != tup)
 		heap_freetuple(heaptup);
-	w->tuples++;
 }
 
 /* Full pages waiting to be written (the last page may still take rows). */
@@ -224,9 +331,16 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 		}
 		for (int i = 0; i < n; i++)
 		{
+			/*
+			 * A sync request names a whole segment, so one per segment
+			 * touched by the batch is enough: the write of its last block.
+			 */
+			bool		last_in_segment = (i == n - 1) ||
+				(blknos[i] / RELSEG_SIZE != blknos[i + 1] / RELSEG_SIZE);
+
 			PageSetChecksumInplace(w->pages[i], blknos[i]);
 			smgrextend(RelationGetSmgr(w->rel), MAIN_FORKNUM, blknos[i],
-					   w->pages[i], w->skip_fsync);
+					   w->pages[i], w->skip_fsync || !last_in_segment);
 		}
 	}
 	PG_FINALLY();
