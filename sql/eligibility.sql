@@ -37,8 +37,20 @@ CREATE TRIGGER ev_io INSTEAD OF INSERT ON ev FOR EACH ROW EXECUTE FUNCTION io();
 /*+ APPEND */ INSERT INTO ev SELECT g, 'x' FROM generate_series(36, 37) g;
 -- an auto-updatable view without triggers goes direct to its base table
 DROP TRIGGER ev_io ON ev;
+BEGIN;
 /*+ APPEND */ INSERT INTO ev SELECT g, 'view' FROM generate_series(38, 40) g;
 SELECT path, rows_inserted FROM directpath.last_statement();
+-- the base table is written under ShareRowExclusiveLock all the same
+SELECT relation::regclass, mode FROM pg_locks
+ WHERE locktype = 'relation' AND relation = 'e'::regclass AND pid = pg_backend_pid() ORDER BY mode;
+COMMIT;
+
+-- a hinted INSERT holds ShareRowExclusiveLock from parse analysis on
+BEGIN;
+/*+ APPEND */ INSERT INTO e SELECT g, 'lock' FROM generate_series(41, 42) g;
+SELECT relation::regclass, mode FROM pg_locks
+ WHERE locktype = 'relation' AND relation = 'e'::regclass AND pid = pg_backend_pid() ORDER BY mode;
+COMMIT;
 
 -- a partition with a BEFORE ROW trigger sends the whole statement back
 CREATE TABLE ep (k int, b text) PARTITION BY LIST (k);

@@ -67,4 +67,10 @@ SELECT all_frozen AS frozen_before FROM pg_visibility_map_summary('fz');
 VACUUM fz;
 SELECT all_frozen AS frozen_after FROM pg_visibility_map_summary('fz');
 SELECT count(*) FROM pg_check_frozen('fz');
-DROP TABLE fz, fz2;
+-- the last appended page, the only one with room left, is in the FSM
+CREATE EXTENSION IF NOT EXISTS pg_freespacemap;
+CREATE TABLE fsm (a int) WITH (fillfactor = 50);
+/*+ APPEND */ INSERT INTO fsm SELECT generate_series(1, 10000);
+SELECT count(*) AS pages_with_room FROM pg_freespace('fsm') WHERE avail > 0;
+SELECT blkno = pg_relation_size('fsm') / 8192 - 1 AS is_last_page FROM pg_freespace('fsm') WHERE avail > 0;
+DROP TABLE fz, fz2, fsm;

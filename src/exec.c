@@ -236,8 +236,14 @@ get_leaf(DPScanState *s, ResultRelInfo *rri)
 				 errmsg("directpath: partition \"%s\" cannot be written directly: %s",
 						RelationGetRelationName(rel), why),
 				 errhint("Retry the statement; it was planned before the partition changed.")));
-	if (rri != s->mtstate->rootResultRelInfo)
-		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
+
+	/*
+	 * Appending requires that nobody else extends the relation.  The target
+	 * is normally locked at parse analysis already (then this is a local
+	 * lock-table hit); partitions, and base tables reached through an
+	 * updatable view, are locked here.
+	 */
+	LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
 
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
 	/* as ExecInsert: open the indexes on first use */

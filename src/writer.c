@@ -39,6 +39,10 @@
  *	Unlogged: checksum, smgrextend with fsync registration, so the
  *	shutdown checkpoint syncs the data.
  *
+ * At the end, the VM bits of frozen pages are set (visibility.c) and the
+ * last page, the only one that can have room left beyond the fillfactor
+ * reserve, is recorded in the free-space map.
+ *
  * Invariants: pages are written in ascending block order without gaps; a
  * TID handed out is readable through the buffer manager only after the
  * flush that wrote its page, so callers do index and trigger work for a
@@ -56,6 +60,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/freespace.h"
 #include "storage/predicate.h"
 #include "storage/proc.h"
 #include "storage/smgr.h"
@@ -82,6 +87,9 @@ struct DPWriter
 	int			maxpages;
 	Page	   *spare;			/* written pages kept for reuse */
 	int			nspare;
+
+	BlockNumber last_block;		/* last block written, and its free space */
+	Size		last_free;
 
 	uint64		tuples;
 	uint64		pages_written;
@@ -350,6 +358,9 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 	}
 	PG_END_TRY();
 
+	w->last_block = blknos[n - 1];
+	w->last_free = PageGetHeapFreeSpace(w->pages[n - 1]);
+
 	/* Recycle the written pages; keep a partial page that was not written. */
 	for (int i = 0; i < n; i++)
 		w->spare[w->nspare++] = w->pages[i];
@@ -368,8 +379,21 @@ void
 dp_writer_finish(DPWriter *w)
 {
 	dp_writer_flush(w, true);
-	if (w->frozen && w->next_block > w->first_block)
-		dp_vm_set_frozen(w->rel, w->first_block, w->next_block);
+	if (w->next_block > w->first_block)
+	{
+		if (w->frozen)
+			dp_vm_set_frozen(w->rel, w->first_block, w->next_block);
+
+		/*
+		 * Only the last page can have room beyond the fillfactor reserve;
+		 * tell the FSM about it, now that it is written and WAL-covered.
+		 */
+		if (w->last_free > w->save_free)
+		{
+			RecordPageWithFreeSpace(w->rel, w->last_block, w->last_free);
+			FreeSpaceMapVacuumRange(w->rel, w->last_block, w->last_block + 1);
+		}
+	}
 	pgstat_count_heap_insert(w->rel, w->tuples);
 	MemoryContextDelete(w->cxt);
 	w->pages = w->spare = NULL;
