@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Build directpath against each PostgreSQL major and run its test suites.
+#
+#   scripts/test.sh [--no-regress] [--no-pytest] [-k EXPR] [MAJOR ...]
+#
+# MAJOR defaults to 15 16 17 18.  For each major:
+#   1. scripts/provision.sh MAJOR            (PostgreSQL into .pg/MAJOR)
+#   2. make clean; make install              (as the invoking user; log shown
+#                                             on failure)
+#   3. regress: make installcheck            (pg_regress --temp-instance, run in
+#                                             a scratch directory of the test user)
+#   4. pytest:  pytest tests/ -p no:cacheprovider  with DP_PG_BINDIR=.pg/MAJOR/bin
+#
+# PostgreSQL refuses to run as root: when started as root, 3 and 4 run as the
+# system user $DP_TEST_USER (default dptest; created if missing) and the tree
+# is made readable to it.
+#
+#   --no-regress   skip the pg_regress suites
+#   --no-pytest    skip the pytest suites
+#   -k EXPR        passed to pytest (select tests)
+#
+# Ends with one line per major and then "N passed, N failed" counting
+# majors x suites; exits non-zero when anything failed.  Scratch files go to a
+# /tmp/directpath-test.* directory, removed when all passed (DP_KEEP_WORK=1
+# keeps it).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+venv="$top/.venv"
+test_user=${DP_TEST_USER:-dptest}
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+
+majors=()
+run_regress=1
+run_pytest=1
+kexpr=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--no-regress) run_regress=0 ;;
+	--no-pytest) run_pytest=0 ;;
+	-k)
+		[ $# -ge 2 ] || { echo "test.sh: -k needs an expression" >&2; exit 2; }
+		kexpr=$2
+		shift
+		;;
+	-k*) kexpr=${1#-k} ;;
+	-h | --help) usage; exit 0 ;;
+	[0-9]*) majors+=("$1") ;;
+	*) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+	esac
+	shift
+done
+[ ${#majors[@]} -gt 0 ] || majors=(15 16 17 18)
+
+log() { echo "test.sh: $*"; }
+
+work=$(mktemp -d /tmp/directpath-test.XXXXXX)
+chmod 755 "$work"
+
+# --- who runs the servers -----------------------------------------------
+as_root=0
+[ "$(id -u)" -eq 0 ] && as_root=1
+
+# Make a path and every directory above it traversable by others.
+traversable() {
+	local d=$1
+	while [ -n "$d" ] && [ "$d" != "/" ]; do
+		chmod a+x "$d" 2>/dev/null || true
+		d=$(dirname "$d")
+	done
+}
+
+if [ $as_root -eq 1 ]; then
+	if ! id -u "$test_user" >/dev/null 2>&1; then
+		log "creating system user $test_user"
+		useradd -r -m -s /bin/bash "$test_user"
+	fi
+	test_home=$(getent passwd "$test_user" | cut -d: -f6)
+	[ -d "$test_home" ] || test_home=$work
+	as_user() {
+		runuser -u "$test_user" -- env HOME="$test_home" USER="$test_user" \
+			LOGNAME="$test_user" PATH="$PATH" "$@"
+	}
+	user_dir() { mkdir -p "$1" && chown "$test_user" "$1"; }
+	# The repo (sources, .pg, .venv) must be readable by the test user.
+	chmod -R a+rX "$top"
+	traversable "$top"
+else
+	as_user() { "$@"; }
+	user_dir() { mkdir -p "$1"; }
+fi
+
+# --- python ---------------------------------------------------------------
+pytest_ok=1
+if [ $run_pytest -eq 1 ]; then
+	if ! "$top/scripts/setup-python.sh"; then
+		log "scripts/setup-python.sh failed: pytest suites cannot run"
+		pytest_ok=0
+	elif [ $as_root -eq 1 ]; then
+		chmod -R a+rX "$venv"
+		# The venv's interpreter lives in its base installation (which may be
+		# under /root, e.g. pyenv): the test user has to reach it.
+		for p in "$(readlink -f "$venv/bin/python")" \
+			"$("$venv/bin/python" -c 'import sys; print(sys.base_prefix)')"; do
+			traversable "$p"
+		done
+		if ! (cd "$work" && as_user "$venv/bin/python" -c 'import pytest, psycopg'); then
+			log "$test_user cannot use $venv (python base: $("$venv/bin/python" -c 'import sys; print(sys.base_prefix)'))"
+			pytest_ok=0
+		fi
+	fi
+fi
+
+# --- per major ------------------------------------------------------------
+npass=0
+nfail=0
+summary=()
+declare -A status
+
+suite_result() { # major suite ok|FAILED|skipped
+	status[$1.$2]=$3
+	case $3 in
+	ok) npass=$((npass + 1)) ;;
+	FAILED) nfail=$((nfail + 1)) ;;
+	esac
+}
+
+for m in "${majors[@]}"; do
+	echo
+	echo "================ PostgreSQL $m ================"
+	t0=$(date +%s)
+	pgdir="$top/.pg/$m"
+	pgc="$pgdir/bin/pg_config"
+	mdir="$work/pg$m"
+	mkdir -p "$mdir"
+	build="ok"
+
+	if ! "$top/scripts/provision.sh" "$m"; then
+		log "provision of PostgreSQL $m failed"
+		build="FAILED (provision)"
+	else
+		buildlog="$mdir/build.log"
+		log "building against $("$pgc" --version) (log: $buildlog)"
+		if ! { make -C "$top" PG_CONFIG="$pgc" clean &&
+			make -C "$top" PG_CONFIG="$pgc" -j2 all &&
+			make -C "$top" PG_CONFIG="$pgc" install; } >"$buildlog" 2>&1; then
+			echo "---------------- build log (PostgreSQL $m) ----------------"
+			cat "$buildlog"
+			echo "------------------------------------------------------------"
+			log "build against PostgreSQL $m FAILED"
+			build="FAILED"
+		fi
+		[ $as_root -eq 1 ] && chmod -R a+rX "$pgdir"
+	fi
+
+	if [ $run_regress -eq 1 ]; then
+		if [ "$build" != ok ]; then
+			suite_result "$m" regress FAILED
+		else
+			# pg_regress puts its --temp-instance (tmp_check) in the current
+			# directory: run the repo's Makefile from a scratch directory of
+			# the test user (PGXS takes srcdir from the Makefile's location).
+			rdir="$mdir/regress"
+			user_dir "$rdir"
+			log "pg_regress (installcheck) for PostgreSQL $m in $rdir"
+			if (cd "$rdir" && as_user env LD_LIBRARY_PATH="$pgdir/lib" \
+				make -f "$top/Makefile" PG_CONFIG="$pgc" installcheck \
+				REGRESS_OUTPUTDIR="$rdir"); then
+				suite_result "$m" regress ok
+			else
+				if [ -f "$rdir/regression.diffs" ]; then
+					echo "---------------- regression.diffs (PostgreSQL $m) ----------------"
+					head -n 400 "$rdir/regression.diffs"
+					n=$(wc -l <"$rdir/regression.diffs")
+					[ "$n" -le 400 ] || echo "... ($n lines, see $rdir/regression.diffs)"
+					echo "------------------------------------------------------------------"
+				fi
+				if [ ! -s "$rdir/regression.diffs" ]; then
+					# No diffs: the instance itself failed; show why.
+					for f in "$rdir"/log/*.log "$rdir"/tmp_check/log/*.log; do
+						if [ -f "$f" ]; then
+							echo "---------------- $f (tail) ----------------"
+							tail -n 60 "$f"
+						fi
+					done
+				fi
+				suite_result "$m" regress FAILED
+			fi
+		fi
+	fi
+
+	if [ $run_pytest -eq 1 ]; then
+		if [ "$build" != ok ] || [ $pytest_ok -ne 1 ]; then
+			suite_result "$m" pytest FAILED
+		else
+			pdir="$mdir/pytest"
+			user_dir "$pdir"
+			log "pytest for PostgreSQL $m"
+			args=("$top/tests" -p no:cacheprovider --basetemp="$pdir/tmp")
+			[ -n "$kexpr" ] && args+=(-k "$kexpr")
+			(cd "$pdir" && as_user env DP_PG_BINDIR="$pgdir/bin" \
+				LD_LIBRARY_PATH="$pgdir/lib" PYTHONDONTWRITEBYTECODE=1 \
+				"$venv/bin/python" -m pytest "${args[@]}")
+			rc=$?
+			if [ $rc -eq 0 ] || { [ $rc -eq 5 ] && [ -n "$kexpr" ]; }; then
+				suite_result "$m" pytest ok
+			else
+				log "pytest for PostgreSQL $m exited $rc"
+				suite_result "$m" pytest FAILED
+			fi
+		fi
+	fi
+
+	line="PostgreSQL $m: build $build"
+	[ $run_regress -eq 1 ] && line+=", regress ${status[$m.regress]}"
+	[ $run_pytest -eq 1 ] && line+=", pytest ${status[$m.pytest]}"
+	line+=" ($(($(date +%s) - t0))s)"
+	summary+=("$line")
+done
+
+echo
+echo "================ summary ================"
+for l in "${summary[@]}"; do echo "$l"; done
+if [ $nfail -eq 0 ] && [ "${DP_KEEP_WORK:-0}" = 0 ]; then
+	rm -rf "$work"
+else
+	echo "scratch files kept in $work"
+fi
+echo "$npass passed, $nfail failed"
+[ $nfail -eq 0 ]
