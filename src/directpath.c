@@ -12,6 +12,8 @@
  *	directpath.min_bytes		statements producing less use the normal path
  *	directpath.batch_pages		pages built in memory before a flush
  *	directpath.index_rebuild	rebuild indexes of new storage at the end
+ *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
+ *								fault injection for the crash tests (superuser)
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +22,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -29,6 +32,27 @@ int			dp_fallback_level = NOTICE;
 int			dp_min_bytes = BLCKSZ;
 int			dp_batch_pages = 512;
 bool		dp_index_rebuild = true;
+
+/* Fault injection (dp_fault) */
+static char *dp_fault_point = NULL;
+static int	dp_fault_action = 0;
+static int	dp_fault_hit = 1;
+static int	dp_fault_sleep_ms = 60000;
+static int	dp_fault_count = 0;
+
+enum
+{
+	DP_FAULT_ERROR,
+	DP_FAULT_SLEEP,
+	DP_FAULT_NOTICE,
+};
+
+static const struct config_enum_entry fault_actions[] = {
+	{"error", DP_FAULT_ERROR, false},
+	{"sleep", DP_FAULT_SLEEP, false},
+	{"notice", DP_FAULT_NOTICE, false},
+	{NULL, 0, false}
+};
 
 DPLastStatement dp_last;
 
@@ -78,9 +102,81 @@ _PG_init(void)
 							 NULL,
 							 &dp_index_rebuild, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("directpath.fault_point",
+							   "Test only: named point of the load at which to inject a fault.",
+							   "Empty (the default) disables fault injection.",
+							   &dp_fault_point, "",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("directpath.fault_action",
+							 "Test only: what happens at directpath.fault_point.",
+							 NULL,
+							 &dp_fault_action, DP_FAULT_ERROR, fault_actions,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("directpath.fault_hit",
+							"Test only: the fault fires at this hit of the point (1 = first).",
+							NULL,
+							&dp_fault_hit, 1, 1, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("directpath.fault_sleep_ms",
+							"Test only: how long fault_action = sleep sleeps.",
+							NULL,
+							&dp_fault_sleep_ms, 60000, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("directpath");
 
 	dp_plan_init();
+}
+
+/* A statement begins: count fault-point hits from zero. */
+void
+dp_fault_reset(void)
+{
+	dp_fault_count = 0;
+}
+
+/*
+ * A named point of the load.  Crash tests stop a load at an exact place by
+ * setting directpath.fault_point to its name: the Nth hit (fault_hit) of
+ * the point in the statement raises an ERROR, sleeps (the test then kills the
+ * backend or the server), or sends a NOTICE naming the point.  Points:
+ *
+ *	first_batch		before the first batch of pages is written
+ *	batch_wal		after a batch's WAL, before its pages are written (inside
+ *					the checkpoint-delay window)
+ *	batch_written	after a batch's pages are written, before its rows'
+ *					index entries and triggers
+ *	batch_done		after a batch's deferred row work
+ *	before_vm		before the visibility map of frozen pages is set
+ *	before_index_rebuild, after_index_rebuild
+ *	finish			after everything, before AFTER STATEMENT triggers
+ */
+void
+dp_fault(const char *point)
+{
+	if (dp_fault_point == NULL || dp_fault_point[0] == '\0' ||
+		strcmp(dp_fault_point, point) != 0)
+		return;
+	if (++dp_fault_count != dp_fault_hit)
+		return;
+	switch (dp_fault_action)
+	{
+		case DP_FAULT_ERROR:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("directpath: injected fault at \"%s\"", point)));
+			break;
+		case DP_FAULT_SLEEP:
+			ereport(LOG, (errmsg("directpath: sleeping at fault point \"%s\"", point)));
+			for (int ms = 0; ms < dp_fault_sleep_ms; ms += 10)
+			{
+				CHECK_FOR_INTERRUPTS();
+				pg_usleep(10000L);
+			}
+			break;
+		case DP_FAULT_NOTICE:
+			ereport(NOTICE, (errmsg("directpath: fault point \"%s\"", point)));
+			break;
+	}
 }
 
 void

@@ -47,6 +47,9 @@ extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 
+extern void dp_fault(const char *point);
+extern void dp_fault_reset(void);
+
 /* hint.c */
 typedef enum DPHint
 {

@@ -113,6 +113,7 @@ typedef struct DPScanState
 	int			indexes_rebuilt;
 	bool		any_frozen;
 	bool		went_direct;
+	bool		flushed_once;
 } DPScanState;
 
 static void dp_begin(CustomScanState *node, EState *estate, int eflags);
@@ -183,6 +184,7 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 		return;
 	}
 
+	dp_fault_reset();
 	s->state = dp_min_bytes > 0 ? DPS_HOLD : DPS_DIRECT;
 	s->went_direct = s->state == DPS_DIRECT;
 	s->freeze_allowed = s->freeze_allowed && dp_prior_snapshots_clear;
@@ -338,6 +340,11 @@ flush_all(DPScanState *s, bool final)
 	bool		partial = final || s->nrows > 0;
 	DPLeaf	   *leaf;
 
+	if (!s->flushed_once)
+	{
+		s->flushed_once = true;
+		dp_fault("first_batch");
+	}
 	for (leaf = s->leaves; leaf; leaf = leaf->next)
 	{
 		if (leaf->writer)
@@ -345,7 +352,9 @@ flush_all(DPScanState *s, bool final)
 		leaf->full_pages = 0;
 	}
 	s->pending_full = 0;
+	dp_fault("batch_written");
 	process_queue(s);
+	dp_fault("batch_done");
 }
 
 /* Count full pages after a placement; flush when a batch is ready. */
@@ -468,10 +477,17 @@ finish(DPScanState *s)
 		for (leaf = s->leaves; leaf; leaf = leaf->next)
 		{
 			s->pages_total += dp_writer_pages_written(leaf->writer);
+			if (dp_writer_frozen(leaf->writer))
+				dp_fault("before_vm");
 			dp_writer_finish(leaf->writer);
 			if (leaf->defer_indexes)
+			{
+				dp_fault("before_index_rebuild");
 				s->indexes_rebuilt += dp_rebuild_indexes(leaf->rri);
+				dp_fault("after_index_rebuild");
+			}
 		}
+		dp_fault("finish");
 	}
 
 	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */

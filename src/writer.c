@@ -336,6 +336,7 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 			end = dp_wal_log_pages(w->rel, n, blknos, w->pages);
 			if (!w->new_storage)
 				XLogFlush(end);
+			dp_fault("batch_wal");
 		}
 		for (int i = 0; i < n; i++)
 		{
