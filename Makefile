@@ -15,6 +15,7 @@ OBJS = \
 	src/eligibility.o \
 	src/plan.o \
 	src/exec.o \
+	src/load.o \
 	src/writer.o \
 	src/wal.o \
 	src/visibility.o \

@@ -9,8 +9,10 @@
  *	eligibility.c	decides "direct path or not, and why not"
  *	plan.c			hooks parse analysis (early lock) and the planner (wraps
  *					the INSERT's ModifyTable in a DirectPath CustomScan)
- *	exec.c			the CustomScan: drives the ModifyTable's input, applies
- *					row semantics, hands rows to writers, runs per-batch
+ *	exec.c			the DirectPath CustomScan: drives an INSERT's input
+ *					through the load
+ *	copy.c			COPY FROM through the load
+ *	load.c			the row pipeline: row semantics, writers, per-batch
  *					index maintenance, AFTER ROW triggers and RETURNING
  *	writer.c		builds heap pages in backend memory and appends them
  *	wal.c			WAL for appended pages (one small interface)
@@ -31,6 +33,7 @@
 #include "storage/bufpage.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
+#include "utils/tuplestore.h"
 
 /* directpath.mode */
 typedef enum DPMode
@@ -71,6 +74,21 @@ extern bool dp_query_is_single_row(Query *parse);
 /* plan.c */
 extern void dp_plan_init(void);
 extern bool dp_prior_snapshots_clear;
+
+/* load.c */
+typedef struct DPLoad DPLoad;
+
+extern DPLoad *dp_load_begin(const char *kind, EState *estate,
+							 ModifyTableState *mtstate, bool hinted,
+							 bool freeze_allowed,
+							 Tuplestorestate *retstore, uint64 *lineno);
+extern void dp_load_row(DPLoad *load, TupleTableSlot *slot);
+extern void dp_load_finish(DPLoad *load);
+extern void dp_report_fallback(bool hinted, const char *kind, const char *why);
+extern bool dp_load_went_direct(DPLoad *load);
+extern uint64 dp_load_pages(DPLoad *load);
+extern bool dp_load_frozen(DPLoad *load);
+extern int	dp_load_indexes_rebuilt(DPLoad *load);
 
 /* exec.c */
 extern Node *dp_create_scan_state(CustomScan *cscan);

@@ -1,119 +1,43 @@
 /*-------------------------------------------------------------------------
  *
  * exec.c
- *	  The DirectPath executor node: runs an INSERT's rows through core's row
- *	  semantics and into page writers.
+ *	  The DirectPath executor node: runs an INSERT's rows through a
+ *	  direct-path load (load.c).
  *
- * The node sits on top of the INSERT's ModifyTable (plan.c) and
- * initialises it as usual, so result relations, partition routing, WITH
- * CHECK options, RETURNING projections, transition capture and cleanup are
- * all core's.  Instead of calling ExecModifyTable, the node pulls rows from
- * the ModifyTable's subplan itself and, per row, does what ExecInsert does
- * before the heap insert, in the same order:
- *
- *	route to a leaf partition (ExecFindPartition) and convert the row,
- *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
- *	constraints, the partition constraint when inserting into a partition
- *	directly.
- *
- * The row then goes to the leaf's page writer (writer.c).  What ExecInsert
- * does after the heap insert (index entries, AFTER ROW triggers and
- * transition tables, view WITH CHECK OPTION, RETURNING) needs the row to be
- * readable through the buffer manager, so it is deferred: the row is queued
- * and processed, in input order, after the flush that writes its page.  A
- * flush happens when directpath.batch_pages full pages are waiting across
- * all writers, and at the end; while rows are queued, the flush writes the
- * page that is still filling too, so that no row waits indefinitely.
- * RETURNING rows produced by a flush are kept in a tuplestore and returned
+ * The node sits on top of the INSERT's ModifyTable (plan.c) and initialises
+ * it as usual, so result relations, partition routing, WITH CHECK options,
+ * RETURNING projections, transition capture and cleanup are all core's.
+ * Instead of calling ExecModifyTable, the node pulls rows from the
+ * ModifyTable's subplan itself and feeds them to the load, firing the
+ * statement-level triggers as ExecModifyTable would.  RETURNING rows come
+ * back from the load in batches, through a tuplestore, and are returned
  * one per call.
  *
- * Small statements.  Rows are first held in memory.  Once they add up to
- * directpath.min_bytes the node commits to the direct path; if the input
- * ends before that, the held rows are inserted through table_tuple_insert
- * (the normal path, shared buffers) so that a one-row INSERT does not cost
- * a fresh page.
- *
- * Invariants: no index entry, trigger event or RETURNING row for a row
- * before its page is written; rows are post-processed in input order;
- * every statement-level effect (BEFORE/AFTER STATEMENT triggers, the row
- * count, pg_stat counters) is the same as the plain path's.
+ * A statement found ineligible at plan time keeps the node only so that
+ * EXPLAIN can say why; it then passes the ModifyTable's output through.
  *
  *-------------------------------------------------------------------------
  */
 #include "directpath.h"
 
-#include "access/heapam.h"
-#include "access/tableam.h"
-#include "access/xact.h"
 #include "commands/trigger.h"
-#include "executor/execPartition.h"
-#include "executor/nodeModifyTable.h"
-#include "executor/tuptable.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
-#include "storage/lmgr.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/tuplestore.h"
-
-typedef enum DPState
-{
-	DPS_PASSTHROUGH,			/* not eligible: plain ModifyTable */
-	DPS_HOLD,					/* collecting rows until min_bytes */
-	DPS_DIRECT,					/* writing pages */
-	DPS_DONE,
-} DPState;
-
-/* One leaf relation the statement writes. */
-typedef struct DPLeaf
-{
-	ResultRelInfo *rri;
-	DPWriter   *writer;			/* NULL until the direct path is chosen */
-	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
-	bool		needs_post;		/* anything to do after the heap insert? */
-	bool		defer_indexes;	/* indexes rebuilt at the end instead */
-	int			full_pages;		/* writer's full pages last counted */
-	struct DPLeaf *next;
-} DPLeaf;
-
-/* A row waiting for its page to be written (or for the decision). */
-typedef struct DPRow
-{
-	DPLeaf	   *leaf;
-	HeapTuple	tuple;
-} DPRow;
 
 typedef struct DPScanState
 {
 	CustomScanState css;
 	ModifyTableState *mtstate;
 	bool		hinted;
-	const char *reason;			/* why the normal path, or NULL */
+	const char *reason;			/* plan-time reason for the normal path */
 	bool		freeze_allowed;
-	DPState		state;
-	bool		started;
-
-	DPLeaf	   *leaves;
-	DPLeaf	   *last_leaf;
-	int			nleaves;
-
-	DPRow	   *rows;
-	int			nrows;
-	int			maxrows;
-	Size		held_bytes;
-	int			pending_full;	/* full pages waiting, all writers */
-	MemoryContext rowcxt;
-
+	bool		passthrough;
+	bool		done;
+	DPLoad	   *load;			/* NULL until the first call */
 	Tuplestorestate *retstore;
 	TupleTableSlot *retslot;
-	TransactionId xid;
-	CommandId	cid;
-	uint64		nrows_total;
-	uint64		pages_total;
-	int			indexes_rebuilt;
-	bool		any_frozen;
-	bool		went_direct;
-	bool		flushed_once;
 } DPScanState;
 
 static void dp_begin(CustomScanState *node, EState *estate, int eflags);
@@ -153,14 +77,6 @@ dp_is_directpath_state(PlanState *ps)
 		((CustomScanState *) ps)->methods == &dp_exec_methods;
 }
 
-/* Tell the user why the normal path was taken. */
-static void
-report_fallback(DPScanState *s, const char *why)
-{
-	ereport(s->hinted ? dp_fallback_level : DEBUG1,
-			(errmsg("directpath: INSERT uses the normal path: %s", why)));
-}
-
 static void
 dp_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -170,28 +86,19 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 
 	s->mtstate = (ModifyTableState *) ExecInitNode(mtplan, estate, eflags);
 	node->custom_ps = list_make1(s->mtstate);
+	s->passthrough = s->reason != NULL;
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
-	{
-		s->state = s->reason ? DPS_PASSTHROUGH : DPS_HOLD;
 		return;
-	}
-	if (s->reason)
+	if (s->passthrough)
 	{
-		s->state = DPS_PASSTHROUGH;
-		report_fallback(s, s->reason);
+		dp_report_fallback(s->hinted, "INSERT", s->reason);
 		dp_set_last(false, s->reason, 0, 0, false, 0, 0);
 		return;
 	}
 
-	dp_fault_reset();
-	s->state = dp_min_bytes > 0 ? DPS_HOLD : DPS_DIRECT;
-	s->went_direct = s->state == DPS_DIRECT;
+	/* freezing also needs COPY FREEZE's test, made before executor start */
 	s->freeze_allowed = s->freeze_allowed && dp_prior_snapshots_clear;
-	s->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "directpath rows",
-									  ALLOCSET_DEFAULT_SIZES);
-	s->maxrows = 1024;
-	s->rows = palloc(sizeof(DPRow) * s->maxrows);
 	if (s->mtstate->resultRelInfo->ri_projectReturning)
 	{
 		/* RETURNING rows come back from a tuplestore, as minimal tuples */
@@ -202,357 +109,6 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 	}
 }
 
-/* Start writing one leaf directly. */
-static void
-leaf_start_writer(DPScanState *s, DPLeaf *leaf)
-{
-	Relation	rel = leaf->rri->ri_RelationDesc;
-	bool		freeze = s->freeze_allowed && dp_storage_new_in_subxact(rel);
-
-	leaf->writer = dp_writer_begin(rel, freeze, s->xid, s->cid);
-	s->any_frozen |= freeze;
-}
-
-static DPLeaf *
-get_leaf(DPScanState *s, ResultRelInfo *rri)
-{
-	EState	   *estate = s->css.ss.ps.state;
-	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
-	Relation	rel = rri->ri_RelationDesc;
-	TriggerDesc *trig = rri->ri_TrigDesc;
-	DPLeaf	   *leaf;
-	const char *why;
-	MemoryContext old;
-
-	if (s->last_leaf && s->last_leaf->rri == rri)
-		return s->last_leaf;
-	for (leaf = s->leaves; leaf; leaf = leaf->next)
-		if (leaf->rri == rri)
-			return s->last_leaf = leaf;
-
-	/* A partition seen for the first time: check and lock it. */
-	why = dp_relation_ineligible(rel, false);
-	if (why != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("directpath: partition \"%s\" cannot be written directly: %s",
-						RelationGetRelationName(rel), why),
-				 errhint("Retry the statement; it was planned before the partition changed.")));
-
-	/*
-	 * Appending requires that nobody else extends the relation.  The target
-	 * is normally locked at parse analysis already (then this is a local
-	 * lock-table hit); partitions, and base tables reached through an
-	 * updatable view, are locked here.
-	 */
-	LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
-
-	old = MemoryContextSwitchTo(estate->es_query_cxt);
-	/* as ExecInsert: open the indexes on first use */
-	if (rel->rd_rel->relhasindex && rri->ri_IndexRelationDescs == NULL)
-		ExecOpenIndices(rri, false);
-	leaf = palloc0(sizeof(DPLeaf));
-	leaf->rri = rri;
-	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	leaf->defer_indexes = dp_can_defer_indexes(rri);
-	leaf->needs_post = (rri->ri_NumIndices > 0 && !leaf->defer_indexes) ||
-		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
-		tcs != NULL ||
-		rri->ri_WithCheckOptions != NIL ||
-		rri->ri_projectReturning != NULL;
-	MemoryContextSwitchTo(old);
-
-	leaf->next = s->leaves;
-	s->leaves = leaf;
-	s->nleaves++;
-	if (s->state == DPS_DIRECT)
-		leaf_start_writer(s, leaf);
-	return s->last_leaf = leaf;
-}
-
-static void
-queue_row(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
-{
-	if (s->nrows == s->maxrows)
-	{
-		s->maxrows *= 2;
-		s->rows = repalloc_huge(s->rows, sizeof(DPRow) * s->maxrows);
-	}
-	s->rows[s->nrows].leaf = leaf;
-	s->rows[s->nrows].tuple = tup;
-	s->nrows++;
-}
-
-/*
- * What ExecInsert does after the heap insert: index entries, AFTER ROW
- * triggers (and transition tables), view WITH CHECK OPTION, RETURNING.
- */
-static void
-post_process(DPScanState *s, DPLeaf *leaf, TupleTableSlot *slot)
-{
-	EState	   *estate = s->css.ss.ps.state;
-	ResultRelInfo *rri = leaf->rri;
-	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
-	List	   *recheck = NIL;
-
-	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes)
-		recheck = DP_INSERT_INDEX_TUPLES(rri, slot, estate);
-
-	if (tcs)
-		tcs->tcs_original_insert_tuple = NULL;
-	ExecARInsertTriggers(estate, rri, slot, recheck, tcs);
-	list_free(recheck);
-
-	if (rri->ri_WithCheckOptions != NIL)
-		ExecWithCheckOptions(WCO_VIEW_CHECK, rri, slot, estate);
-
-	if (rri->ri_projectReturning)
-	{
-		dp_returning_prepare(rri->ri_projectReturning, estate, rri, slot);
-		tuplestore_puttupleslot(s->retstore,
-								ExecProject(rri->ri_projectReturning));
-	}
-}
-
-/* Deferred work for every queued row, in input order. */
-static void
-process_queue(DPScanState *s)
-{
-	EState	   *estate = s->css.ss.ps.state;
-
-	for (int i = 0; i < s->nrows; i++)
-	{
-		DPRow	   *row = &s->rows[i];
-
-		ResetPerTupleExprContext(estate);
-		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
-		post_process(s, row->leaf, row->leaf->slot);
-		ExecClearTuple(row->leaf->slot);
-	}
-	s->nrows = 0;
-	MemoryContextReset(s->rowcxt);
-}
-
-/* Write every writer's pages, then do the queued rows' deferred work. */
-static void
-flush_all(DPScanState *s, bool final)
-{
-	bool		partial = final || s->nrows > 0;
-	DPLeaf	   *leaf;
-
-	if (!s->flushed_once)
-	{
-		s->flushed_once = true;
-		dp_fault("first_batch");
-	}
-	for (leaf = s->leaves; leaf; leaf = leaf->next)
-	{
-		if (leaf->writer)
-			dp_writer_flush(leaf->writer, partial);
-		leaf->full_pages = 0;
-	}
-	s->pending_full = 0;
-	dp_fault("batch_written");
-	process_queue(s);
-	dp_fault("batch_done");
-}
-
-/* Count full pages after a placement; flush when a batch is ready. */
-static inline void
-after_place(DPScanState *s, DPLeaf *leaf)
-{
-	int			full = dp_writer_full_pages(leaf->writer);
-
-	s->pending_full += full - leaf->full_pages;
-	leaf->full_pages = full;
-	if (s->pending_full >= dp_batch_pages)
-		flush_all(s, false);
-}
-
-/* Put a formed (held) row on a page; queue it if it has deferred work. */
-static void
-place_tuple(DPScanState *s, DPLeaf *leaf, HeapTuple tup)
-{
-	ItemPointerData tid;
-
-	dp_writer_add(leaf->writer, tup, &tid);
-	if (leaf->needs_post)
-	{
-		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
-
-		queue_row(s, leaf, heap_copytuple(tup));
-		MemoryContextSwitchTo(old);
-	}
-	after_place(s, leaf);
-}
-
-/* Put the row in 'slot' on a page; queue it if it has deferred work. */
-static inline void
-place_slot(DPScanState *s, DPLeaf *leaf, TupleTableSlot *slot)
-{
-	if (leaf->needs_post)
-	{
-		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
-		HeapTuple	copy;
-
-		dp_writer_add_slot(leaf->writer, slot, &slot->tts_tid, &copy);
-		queue_row(s, leaf, copy);
-		MemoryContextSwitchTo(old);
-	}
-	else
-		dp_writer_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
-	after_place(s, leaf);
-}
-
-/* Enough rows: commit to the direct path and place the held rows. */
-static void
-go_direct(DPScanState *s)
-{
-	DPRow	   *held = s->rows;
-	int			nheld = s->nrows;
-	MemoryContext heldcxt = s->rowcxt;
-	DPLeaf	   *leaf;
-
-	s->state = DPS_DIRECT;
-	s->went_direct = true;
-	for (leaf = s->leaves; leaf; leaf = leaf->next)
-		leaf_start_writer(s, leaf);
-
-	/* place the held rows into a fresh queue */
-	s->rowcxt = AllocSetContextCreate(s->css.ss.ps.state->es_query_cxt,
-									  "directpath rows", ALLOCSET_DEFAULT_SIZES);
-	s->rows = palloc(sizeof(DPRow) * s->maxrows);
-	s->nrows = 0;
-	for (int i = 0; i < nheld; i++)
-		place_tuple(s, held[i].leaf, held[i].tuple);
-	pfree(held);
-	MemoryContextDelete(heldcxt);
-	s->held_bytes = 0;
-}
-
-/* The input ended before min_bytes: insert the held rows normally. */
-static void
-finish_normal(DPScanState *s)
-{
-	/* rows inserted one by one get their index entries one by one */
-	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
-		leaf->defer_indexes = false;
-
-	for (int i = 0; i < s->nrows; i++)
-	{
-		DPRow	   *row = &s->rows[i];
-		TupleTableSlot *slot = row->leaf->slot;
-
-		ResetPerTupleExprContext(s->css.ss.ps.state);
-		ExecStoreHeapTuple(row->tuple, slot, false);
-		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, s->cid, 0, NULL);
-		post_process(s, row->leaf, slot);
-		ExecClearTuple(slot);
-	}
-	s->nrows = 0;
-	MemoryContextReset(s->rowcxt);
-}
-
-static void
-finish(DPScanState *s)
-{
-	EState	   *estate = s->css.ss.ps.state;
-	ModifyTableState *mt = s->mtstate;
-	DPLeaf	   *leaf;
-	bool		direct = s->state == DPS_DIRECT;
-	char		why[128];
-
-	if (!direct)
-	{
-		finish_normal(s);
-		snprintf(why, sizeof(why),
-				 "the statement produced less than directpath.min_bytes (%d bytes) of rows",
-				 dp_min_bytes);
-		if (s->nrows_total > 0)
-			report_fallback(s, why);
-	}
-	else
-	{
-		flush_all(s, true);
-		for (leaf = s->leaves; leaf; leaf = leaf->next)
-		{
-			s->pages_total += dp_writer_pages_written(leaf->writer);
-			if (dp_writer_frozen(leaf->writer))
-				dp_fault("before_vm");
-			dp_writer_finish(leaf->writer);
-			if (leaf->defer_indexes)
-			{
-				dp_fault("before_index_rebuild");
-				s->indexes_rebuilt += dp_rebuild_indexes(leaf->rri);
-				dp_fault("after_index_rebuild");
-			}
-		}
-		dp_fault("finish");
-	}
-
-	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
-	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);
-	mt->mt_done = true;
-	s->state = DPS_DONE;
-
-	dp_set_last(direct, direct ? NULL : why, s->nrows_total, s->pages_total,
-				direct && s->any_frozen, s->nleaves, s->indexes_rebuilt);
-}
-
-/* One input row: route, apply row semantics, hold or place it. */
-static void
-process_row(DPScanState *s, TupleTableSlot *slot)
-{
-	EState	   *estate = s->css.ss.ps.state;
-	ModifyTableState *mt = s->mtstate;
-	ResultRelInfo *rri = mt->rootResultRelInfo;
-	Relation	rel;
-	DPLeaf	   *leaf;
-
-	if (mt->mt_partition_tuple_routing)
-	{
-		TupleConversionMap *map;
-
-		rri = ExecFindPartition(mt, rri, mt->mt_partition_tuple_routing,
-								slot, estate);
-		map = DP_ROOT_TO_CHILD_MAP(rri, estate);
-		if (map != NULL)
-			slot = execute_attr_map_slot(map->attrMap, slot,
-										 rri->ri_PartitionTupleSlot);
-	}
-	leaf = get_leaf(s, rri);
-	rel = rri->ri_RelationDesc;
-
-	/* ExecInsert's checks, in ExecInsert's order */
-	slot->tts_tableOid = RelationGetRelid(rel);
-	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
-		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
-	if (rri->ri_WithCheckOptions != NIL)
-		ExecWithCheckOptions(WCO_RLS_INSERT_CHECK, rri, slot, estate);
-	if (rel->rd_att->constr)
-		ExecConstraints(rri, slot, estate);
-	if (rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL)
-		ExecPartitionCheck(rri, slot, estate, true);
-
-	if (mt->canSetTag)
-		estate->es_processed++;
-	s->nrows_total++;
-
-	if (s->state == DPS_HOLD)
-	{
-		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
-		HeapTuple	tup = ExecCopySlotHeapTuple(slot);
-
-		MemoryContextSwitchTo(old);
-		queue_row(s, leaf, tup);
-		s->held_bytes += tup->t_len;
-		if (s->held_bytes >= (Size) dp_min_bytes)
-			go_direct(s);
-	}
-	else
-		place_slot(s, leaf, slot);
-}
-
 /* Pull input rows until RETURNING output is ready or the input ends. */
 static void
 run(DPScanState *s)
@@ -561,16 +117,16 @@ run(DPScanState *s)
 	ModifyTableState *mt = s->mtstate;
 	PlanState  *subplan = outerPlanState(mt);
 
-	if (!s->started)
+	if (s->load == NULL)
 	{
-		s->started = true;
-		s->xid = GetCurrentTransactionId();
-		s->cid = GetCurrentCommandId(true);
+		/* BEFORE STATEMENT triggers, as ExecModifyTable's first call */
 		if (mt->fireBSTriggers)
 		{
 			ExecBSInsertTriggers(estate, mt->rootResultRelInfo);
 			mt->fireBSTriggers = false;
 		}
+		s->load = dp_load_begin("INSERT", estate, mt, s->hinted,
+								s->freeze_allowed, s->retstore, NULL);
 	}
 
 	for (;;)
@@ -582,31 +138,34 @@ run(DPScanState *s)
 
 		planSlot = ExecProcNode(subplan);
 		if (TupIsNull(planSlot))
-		{
-			finish(s);
-			return;
-		}
-		process_row(s, planSlot);
+			break;
+		dp_load_row(s->load, planSlot);
 
 		if (s->retstore && tuplestore_tuple_count(s->retstore) > 0)
 			return;
 	}
+
+	dp_load_finish(s->load);
+	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
+	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);
+	mt->mt_done = true;
+	s->done = true;
 }
 
 static TupleTableSlot *
 dp_exec(CustomScanState *node)
 {
 	DPScanState *s = (DPScanState *) node;
-	TupleTableSlot *out = s->retslot;
 
-	if (s->state == DPS_PASSTHROUGH)
+	if (s->passthrough)
 		return ExecProcNode(&s->mtstate->ps);
 
 	for (;;)
 	{
-		if (s->retstore && tuplestore_gettupleslot(s->retstore, true, false, out))
-			return out;
-		if (s->state == DPS_DONE)
+		if (s->retstore &&
+			tuplestore_gettupleslot(s->retstore, true, false, s->retslot))
+			return s->retslot;
+		if (s->done)
 			return NULL;
 		if (s->retstore)
 			tuplestore_clear(s->retstore);
@@ -621,8 +180,6 @@ dp_end(CustomScanState *node)
 
 	if (s->retstore)
 		tuplestore_end(s->retstore);
-	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
-		ExecDropSingleTupleTableSlot(leaf->slot);
 	ExecEndNode(&s->mtstate->ps);
 }
 
@@ -643,16 +200,15 @@ dp_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Reason", s->reason, es);
 		return;
 	}
-	if (!es->analyze)
+	if (!es->analyze || s->load == NULL)
 	{
 		ExplainPropertyText("Direct Path", "on", es);
 		return;
 	}
 	ExplainPropertyText("Direct Path",
-						s->went_direct || s->state != DPS_DONE ? "on" :
-						"off (small statement)", es);
-	ExplainPropertyInteger("Pages Written", NULL, (int64) s->pages_total, es);
-	ExplainPropertyBool("Frozen", s->any_frozen, es);
-	if (s->indexes_rebuilt > 0)
-		ExplainPropertyInteger("Indexes Rebuilt", NULL, s->indexes_rebuilt, es);
+						dp_load_went_direct(s->load) ? "on" : "off (small statement)", es);
+	ExplainPropertyInteger("Pages Written", NULL, (int64) dp_load_pages(s->load), es);
+	ExplainPropertyBool("Frozen", dp_load_frozen(s->load), es);
+	if (dp_load_indexes_rebuilt(s->load) > 0)
+		ExplainPropertyInteger("Indexes Rebuilt", NULL, dp_load_indexes_rebuilt(s->load), es);
 }
