@@ -16,6 +16,7 @@ OBJS = \
 	src/plan.o \
 	src/exec.o \
 	src/load.o \
+	src/copy.o \
 	src/writer.o \
 	src/wal.o \
 	src/visibility.o \

@@ -15,7 +15,13 @@
  *	- 18 moved EXPLAIN's output helpers to explain_format.h and gave
  *	  RETURNING access to OLD/NEW, which the projection must be told about;
  *	- log_newpages takes char ** before 18 and Page * in 18;
- *	- reindex_index takes the REINDEX statement first from 17 on.
+ *	- reindex_index takes the REINDEX statement first from 17 on;
+ *	- 16 moved permission data from range-table entries to RTEPermissionInfo
+ *	  (ExecCheckRTPerms became ExecCheckPermissions, ExecInitRangeTable
+ *	  takes the list), 18 adds the unpruned relids; CheckValidResultRel
+ *	  gains arguments in 17 and 18;
+ *	- COPY FROM's ON_ERROR and LOG_VERBOSITY come in 17, REJECT_LIMIT and
+ *	  LOG_VERBOSITY silent in 18.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +37,11 @@
 #include "access/xloginsert.h"
 #include "executor/executor.h"
 #include "utils/rel.h"
+
+#include "commands/copyfrom_internal.h"
+#include "commands/progress.h"
+#include "pgstat.h"
+#include "utils/backend_progress.h"
 
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"
@@ -110,6 +121,89 @@ dp_returning_prepare(ProjectionInfo *proj, EState *estate,
 		econtext->ecxt_oldtuple = NULL;
 	proj->pi_state.flags |= EEO_FLAG_OLD_IS_NULL;
 	proj->pi_state.flags &= ~EEO_FLAG_NEW_IS_NULL;
+#endif
+}
+
+/* Permission data of a relation's range-table entry, and checking it. */
+#if PG_VERSION_NUM >= 160000
+typedef RTEPermissionInfo DPPermInfo;
+#define DP_NSITEM_PERMS(nsitem)		((nsitem)->p_perminfo)
+#define DP_CHECK_PERMISSIONS(pstate, perminfo) \
+	ExecCheckPermissions((pstate)->p_rtable, list_make1(perminfo), true)
+#else
+typedef RangeTblEntry DPPermInfo;
+#define DP_NSITEM_PERMS(nsitem)		((nsitem)->p_rte)
+#define DP_CHECK_PERMISSIONS(pstate, perminfo) \
+	ExecCheckRTPerms((pstate)->p_rtable, true)
+#endif
+
+/* COPY FROM's one-entry range table into an executor state. */
+#if PG_VERSION_NUM >= 180000
+#define DP_INIT_COPY_RANGE_TABLE(estate, cstate) \
+	ExecInitRangeTable((estate), (cstate)->range_table, (cstate)->rteperminfos, \
+					   bms_make_singleton(1))
+#elif PG_VERSION_NUM >= 160000
+#define DP_INIT_COPY_RANGE_TABLE(estate, cstate) \
+	ExecInitRangeTable((estate), (cstate)->range_table, (cstate)->rteperminfos)
+#else
+#define DP_INIT_COPY_RANGE_TABLE(estate, cstate) \
+	ExecInitRangeTable((estate), (cstate)->range_table)
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define DP_CHECK_VALID_INSERT_REL(rri) \
+	CheckValidResultRel((rri), CMD_INSERT, ONCONFLICT_NONE, NIL)
+#elif PG_VERSION_NUM >= 170000
+#define DP_CHECK_VALID_INSERT_REL(rri)	CheckValidResultRel((rri), CMD_INSERT, NIL)
+#else
+#define DP_CHECK_VALID_INSERT_REL(rri)	CheckValidResultRel((rri), CMD_INSERT)
+#endif
+
+/*
+ * COPY FROM ... ON_ERROR ignore (17+): NextCopyFrom trapped a conversion
+ * error in this row.  Counts it as core's CopyFrom does and says whether
+ * to skip the row; enforces REJECT_LIMIT (18).
+ */
+static inline bool
+dp_copy_row_skipped(CopyFromState cstate)
+{
+#if PG_VERSION_NUM >= 170000
+	if (cstate->opts.on_error != COPY_ON_ERROR_STOP &&
+		cstate->escontext->error_occurred)
+	{
+		cstate->escontext->error_occurred = false;
+		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_SKIPPED,
+									 cstate->num_errors);
+#if PG_VERSION_NUM >= 180000
+		if (cstate->opts.reject_limit > 0 &&
+			cstate->num_errors > cstate->opts.reject_limit)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("skipped more than REJECT_LIMIT (%" PRId64 ") rows due to data type incompatibility",
+							cstate->opts.reject_limit)));
+#endif
+		return true;
+	}
+#endif
+	return false;
+}
+
+/* The NOTICE core's COPY gives at the end when rows were skipped. */
+static inline void
+dp_copy_report_skipped(CopyFromState cstate)
+{
+#if PG_VERSION_NUM >= 170000
+	if (cstate->opts.on_error != COPY_ON_ERROR_STOP &&
+		cstate->num_errors > 0
+#if PG_VERSION_NUM >= 180000
+		&& cstate->opts.log_verbosity >= COPY_LOG_VERBOSITY_DEFAULT
+#endif
+		)
+		ereport(NOTICE,
+				errmsg_plural("%llu row was skipped due to data type incompatibility",
+							  "%llu rows were skipped due to data type incompatibility",
+							  (unsigned long long) cstate->num_errors,
+							  (unsigned long long) cstate->num_errors));
 #endif
 }
 

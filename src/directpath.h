@@ -29,6 +29,8 @@
 #include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
+#include "utils/queryenvironment.h"
 #include "storage/block.h"
 #include "storage/bufpage.h"
 #include "storage/itemptr.h"
@@ -70,6 +72,12 @@ extern const char *dp_statement_ineligible(Query *parse, PlannedStmt *stmt,
 extern bool dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt,
 									 Oid target);
 extern bool dp_query_is_single_row(Query *parse);
+extern const char *dp_expr_ineligible(Node *expr);
+extern bool dp_expr_has_user_function(Node *expr);
+
+/* copy.c */
+extern bool dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
+							QueryEnvironment *queryEnv, QueryCompletion *qc);
 
 /* plan.c */
 extern void dp_plan_init(void);
@@ -81,7 +89,8 @@ typedef struct DPLoad DPLoad;
 extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 							 ModifyTableState *mtstate, bool hinted,
 							 bool freeze_allowed,
-							 Tuplestorestate *retstore, uint64 *lineno);
+							 Tuplestorestate *retstore, uint64 *lineno,
+							 bool *line_valid);
 extern void dp_load_row(DPLoad *load, TupleTableSlot *slot);
 extern void dp_load_finish(DPLoad *load);
 extern void dp_report_fallback(bool hinted, const char *kind, const char *why);

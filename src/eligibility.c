@@ -193,6 +193,21 @@ unsafe_function_walker(Node *node, void *context)
 }
 
 /*
+ * Why expressions evaluated per row (COPY's column defaults and WHERE
+ * clause) keep a COPY off the direct path, or NULL.
+ */
+const char *
+dp_expr_ineligible(Node *expr)
+{
+	FuncScan	fs = {InvalidOid};
+
+	if (unsafe_function_walker(expr, &fs))
+		return reason("volatile function %s() could observe the partly loaded table",
+					  get_func_name(fs.unsafe_func));
+	return NULL;
+}
+
+/*
  * Does the statement insert a single row of VALUES?  Such an INSERT has an
  * empty FROM list (multi-row VALUES and INSERT ... SELECT have one entry).
  * In directpath.mode = always these are left alone: they can never fill a
@@ -250,6 +265,13 @@ user_function_walker(Node *node, void *context)
 	if (check_functions_in_node(node, user_function_checker, context))
 		return true;
 	return expression_tree_walker(node, user_function_walker, context);
+}
+
+/* Does the expression call a function that is not built in? */
+bool
+dp_expr_has_user_function(Node *expr)
+{
+	return user_function_walker(expr, NULL);
 }
 
 /*

@@ -126,7 +126,7 @@ run(DPScanState *s)
 			mt->fireBSTriggers = false;
 		}
 		s->load = dp_load_begin("INSERT", estate, mt, s->hinted,
-								s->freeze_allowed, s->retstore, NULL);
+								s->freeze_allowed, s->retstore, NULL, NULL);
 	}
 
 	for (;;)

@@ -105,6 +105,7 @@ struct DPLoad
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
 	uint64	   *lineno;			/* caller's current input line, or NULL */
+	bool	   *line_valid;		/* caller's "line text is current" flag */
 	uint64		lineno_now;
 
 	TransactionId xid;
@@ -118,7 +119,7 @@ struct DPLoad
 DPLoad *
 dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 			  bool hinted, bool freeze_allowed, Tuplestorestate *retstore,
-			  uint64 *lineno)
+			  uint64 *lineno, bool *line_valid)
 {
 	DPLoad	   *s = palloc0(sizeof(DPLoad));
 
@@ -129,6 +130,7 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	s->freeze_allowed = freeze_allowed;
 	s->retstore = retstore;
 	s->lineno = lineno;
+	s->line_valid = line_valid;
 	dp_fault_reset();
 	s->state = dp_min_bytes > 0 ? DPS_HOLD : DPS_DIRECT;
 	s->went_direct = s->state == DPS_DIRECT;
@@ -217,6 +219,20 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 	return s->last_leaf = leaf;
 }
 
+/*
+ * Deferred work for a COPY row: errors name its line, as core's batched
+ * COPY does (line number only: the line's text is gone by now).
+ */
+static inline void
+restore_line(DPLoad *s, DPRow *row)
+{
+	if (s->lineno)
+	{
+		*s->lineno = row->lineno;
+		*s->line_valid = false;
+	}
+}
+
 static void
 queue_row(DPLoad *s, DPLeaf *leaf, HeapTuple tup)
 {
@@ -273,8 +289,7 @@ process_queue(DPLoad *s)
 		DPRow	   *row = &s->rows[i];
 
 		ResetPerTupleExprContext(estate);
-		if (s->lineno)
-			*s->lineno = row->lineno;
+		restore_line(s, row);
 		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
 		post_process(s, row->leaf, row->leaf->slot);
 		ExecClearTuple(row->leaf->slot);
@@ -374,7 +389,10 @@ go_direct(DPLoad *s)
 	s->rows = palloc(sizeof(DPRow) * s->maxrows);
 	s->nrows = 0;
 	for (int i = 0; i < nheld; i++)
+	{
+		s->lineno_now = held[i].lineno;
 		place_tuple(s, held[i].leaf, held[i].tuple);
+	}
 	pfree(held);
 	MemoryContextDelete(heldcxt);
 	s->held_bytes = 0;
@@ -394,8 +412,7 @@ finish_normal(DPLoad *s)
 		TupleTableSlot *slot = row->leaf->slot;
 
 		ResetPerTupleExprContext(s->estate);
-		if (s->lineno)
-			*s->lineno = row->lineno;
+		restore_line(s, row);
 		ExecStoreHeapTuple(row->tuple, slot, false);
 		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, s->cid, 0, NULL);
 		post_process(s, row->leaf, slot);

@@ -29,6 +29,8 @@
  * targetlist) through INDEX_VAR Vars, so no projection happens and EXPLAIN
  * VERBOSE prints the same output columns.
  *
+ * Utility hook.  COPY FROM is offered to copy.c first.
+ *
  * Executor hooks.  COPY FREEZE's test "no snapshot registered before this
  * statement, no open cursor" must run before standard_ExecutorStart, which
  * registers the statement's own snapshot; ExecutorStart_hook records the
@@ -49,6 +51,7 @@
 #include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "utils/lsyscache.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
@@ -59,6 +62,7 @@ static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 static planner_hook_type prev_planner = NULL;
 static ExecutorStart_hook_type prev_executor_start = NULL;
 static ExecutorFinish_hook_type prev_executor_finish = NULL;
+static ProcessUtility_hook_type prev_process_utility = NULL;
 
 static CustomScanMethods dp_plan_methods = {
 	.CustomName = "DirectPath",
@@ -277,6 +281,25 @@ dp_executor_finish(QueryDesc *queryDesc)
 		standard_ExecutorFinish(queryDesc);
 }
 
+/* COPY FROM goes to copy.c first. */
+static void
+dp_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	if (IsA(pstmt->utilityStmt, CopyStmt) &&
+		dp_copy_utility(pstmt, queryString, queryEnv, qc))
+		return;
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
 void
 dp_plan_init(void)
 {
@@ -290,4 +313,6 @@ dp_plan_init(void)
 	ExecutorStart_hook = dp_executor_start;
 	prev_executor_finish = ExecutorFinish_hook;
 	ExecutorFinish_hook = dp_executor_finish;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = dp_process_utility;
 }
