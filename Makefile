@@ -26,7 +26,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes freeze faults
+REGRESS = hint eligibility semantics partition triggers indexes freeze faults copy
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)
@@ -38,4 +38,14 @@ ifndef PG_CONFIG
 PG_CONFIG := $(firstword $(wildcard $(dir $(lastword $(MAKEFILE_LIST))).pg/18/bin/pg_config) pg_config)
 endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
+
+# Suites for options that only newer majors have.
+PG_MAJOR := $(shell $(PG_CONFIG) --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
+ifeq ($(shell test $(PG_MAJOR) -ge 16 && echo yes),yes)
+REGRESS += copy16
+endif
+ifeq ($(shell test $(PG_MAJOR) -ge 17 && echo yes),yes)
+REGRESS += copy17
+endif
+
 include $(PGXS)
