@@ -17,6 +17,7 @@ OBJS = \
 	src/exec.o \
 	src/load.o \
 	src/copy.o \
+	src/rejects.o \
 	src/writer.o \
 	src/wal.o \
 	src/visibility.o \
@@ -26,7 +27,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes freeze faults copy
+REGRESS = hint eligibility semantics partition triggers indexes freeze faults copy rejects
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

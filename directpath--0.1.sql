@@ -16,3 +16,16 @@ AS 'MODULE_PATHNAME', 'directpath_last_statement'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 GRANT USAGE ON SCHEMA directpath TO PUBLIC;
+
+-- The shape of a rejects table for COPY ... WITH (REJECTS_TABLE 'name'):
+--   CREATE TABLE my_rejects (LIKE directpath.rejects INCLUDING ALL);
+CREATE TABLE rejects (
+	relation regclass,			-- the table being loaded
+	line bigint,				-- input line (row number for binary COPY)
+	raw_line text,				-- the input line, where still known
+	sqlstate text,				-- what the row failed with
+	message text,
+	detail text,
+	rejected_at timestamptz NOT NULL DEFAULT now()
+);
+GRANT SELECT ON rejects TO PUBLIC;

@@ -124,6 +124,29 @@ dp_returning_prepare(ProjectionInfo *proj, EState *estate,
 #endif
 }
 
+/*
+ * A CHECK constraint as the executor evaluates it: 18 skips NOT ENFORCED
+ * constraints and expands virtual generated columns first.
+ */
+#if PG_VERSION_NUM >= 180000
+#include "rewrite/rewriteHandler.h"
+#define DP_CHECK_ENFORCED(check)	((check)->ccenforced)
+#define DP_CHECK_EXPR(expr, rel) \
+	((Expr *) expand_generated_columns_in_expr((Node *) (expr), (rel), 1))
+#else
+#define DP_CHECK_ENFORCED(check)	true
+#define DP_CHECK_EXPR(expr, rel)	((Expr *) (expr))
+#endif
+
+/* Index insertion that reports, rather than raises, unique conflicts. */
+#if PG_VERSION_NUM >= 160000
+#define DP_INSERT_INDEX_TUPLES_NODUP(rri, slot, estate, conflict) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), NIL, false)
+#else
+#define DP_INSERT_INDEX_TUPLES_NODUP(rri, slot, estate, conflict) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), NIL)
+#endif
+
 /* Permission data of a relation's range-table entry, and checking it. */
 #if PG_VERSION_NUM >= 160000
 typedef RTEPermissionInfo DPPermInfo;

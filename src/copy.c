@@ -26,6 +26,9 @@
  * 18), the WHERE filter, progress in pg_stat_progress_copy, the error
  * context line "COPY t, line N", statement-level triggers.
  *
+ * Our own options, REJECTS_TABLE and MAX_REJECTS (rejects.c), are taken out
+ * of the option list before core sees it; they imply the direct path.
+ *
  *-------------------------------------------------------------------------
  */
 #include "directpath.h"
@@ -35,6 +38,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/copy.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "executor/execPartition.h"
 #include "miscadmin.h"
@@ -116,22 +120,123 @@ default_exprs(Relation rel, List *attnums)
 	return exprs;
 }
 
+/* directpath's own COPY options, taken out before core parses the rest. */
+typedef struct DPCopyOptions
+{
+	char	   *rejects_table;	/* REJECTS_TABLE 'name' */
+	int64		max_rejects;	/* MAX_REJECTS n; -1: no limit */
+	List	   *core_options;	/* everything else */
+} DPCopyOptions;
+
+static void
+split_options(List *options, DPCopyOptions *opts)
+{
+	ListCell   *lc;
+
+	opts->rejects_table = NULL;
+	opts->max_rejects = -1;
+	opts->core_options = NIL;
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst_node(DefElem, lc);
+
+		if (strcmp(def->defname, "rejects_table") == 0)
+			opts->rejects_table = defGetString(def);
+		else if (strcmp(def->defname, "max_rejects") == 0)
+		{
+			opts->max_rejects = defGetInt64(def);
+			if (opts->max_rejects < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("MAX_REJECTS must be zero or more")));
+		}
+		else
+			opts->core_options = lappend(opts->core_options, def);
+	}
+	if (opts->max_rejects >= 0 && opts->rejects_table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("MAX_REJECTS needs REJECTS_TABLE")));
+}
+
+/*
+ * Read the next row; with a rejects table, inside a subtransaction, so that
+ * a malformed row is recorded and skipped.  Returns false at the end.
+ */
+static bool
+next_row(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
+		 DPRejects *rejects)
+{
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	for (;;)
+	{
+		uint64		line_before = cstate->cur_lineno;
+		volatile bool more = false;
+		ErrorData  *volatile edata = NULL;
+
+		if (rejects == NULL)
+		{
+			MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+			more = NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull);
+			MemoryContextSwitchTo(oldcontext);
+			return more;
+		}
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+		PG_TRY();
+		{
+			more = NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull);
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(oldcontext);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (edata == NULL)
+			return more;
+
+		/* not a bad row, or no progress through the input: give up */
+		if (!dp_rejects_error_ok(edata->sqlerrcode) ||
+			cstate->cur_lineno == line_before)
+			ReThrowError(edata);
+		dp_rejects_add(rejects, cstate->cur_lineno,
+					   cstate->line_buf_valid ? cstate->line_buf.data : NULL,
+					   edata->sqlerrcode, edata->message, edata->detail);
+		FreeErrorData(edata);
+		ResetPerTupleExprContext(estate);
+		ExecClearTuple(slot);
+	}
+}
+
 /* Core's CopyFrom loop, with the rows going to a direct-path load. */
 static uint64
-copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed)
+copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed,
+		  DPCopyOptions *opts)
 {
+	DPRejects  *rejects = NULL;
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri;
 	ModifyTableState *mtstate;
 	TupleTableSlot *slot;
 	ExprContext *econtext;
 	ErrorContextCallback errcallback;
+	bool		freeze_requested = cstate->opts.freeze;
 	MemoryContext oldcontext = CurrentMemoryContext;
 	DPLoad	   *load;
 	uint64		processed = 0;
 	uint64		excluded = 0;
 
-	if (cstate->opts.freeze)
+	if (freeze_requested)
 	{
 		/* COPY FREEZE's own rules, with core's messages */
 		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
@@ -177,6 +282,12 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed)
 	load = dp_load_begin("COPY", estate, mtstate, hinted, freeze_allowed,
 						 NULL, &cstate->cur_lineno,
 						 &cstate->line_buf_valid);
+	if (opts->rejects_table)
+	{
+		rejects = dp_rejects_open(opts->rejects_table, opts->max_rejects, rel);
+		dp_load_set_rejects(load, rejects, &cstate->line_buf,
+							&cstate->line_buf_valid);
+	}
 	econtext = GetPerTupleExprContext(estate);
 
 	errcallback.callback = CopyFromErrorCallback;
@@ -188,18 +299,13 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed)
 	{
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
-		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
 		ExecClearTuple(slot);
-		if (!NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull))
+		if (!next_row(cstate, estate, slot, rejects))
 			break;
 		if (dp_copy_row_skipped(cstate))
-		{
-			MemoryContextSwitchTo(oldcontext);
 			continue;
-		}
 		ExecStoreVirtualTuple(slot);
 		slot->tts_tableOid = RelationGetRelid(rel);
-		MemoryContextSwitchTo(oldcontext);
 
 		if (cstate->whereClause)
 		{
@@ -212,15 +318,21 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed)
 			}
 		}
 
-		dp_load_row(load, slot);
-		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
+		if (dp_load_row(load, slot))
+			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
 	}
 	MemoryContextSwitchTo(oldcontext);
 
 	/* the last batch's errors still name their input lines */
 	dp_load_finish(load);
+	processed -= dp_load_deleted(load);
 	error_context_stack = errcallback.previous;
 	dp_copy_report_skipped(cstate);
+	if (rejects && dp_rejects_count(rejects) > 0)
+		ereport(NOTICE,
+				(errmsg("%llu rows were rejected into %s",
+						(unsigned long long) dp_rejects_count(rejects),
+						opts->rejects_table)));
 
 	ExecASInsertTriggers(estate, rri, cstate->transition_capture);
 	AfterTriggerEndQuery(estate);
@@ -231,6 +343,22 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed)
 	ExecCloseRangeTableRelations(estate);
 	FreeExecutorState(estate);
 	return processed;
+}
+
+/*
+ * The statement goes to core after all.  Core does not know our options,
+ * so a COPY that uses them cannot: say why.
+ */
+static bool
+leave_to_core(DPCopyOptions *opts, const char *why)
+{
+	if (opts->rejects_table)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("COPY option REJECTS_TABLE needs the direct path"),
+				 why ? errdetail("This COPY cannot take it: %s.", why) :
+				 errdetail("Core COPY refuses this statement; run it without REJECTS_TABLE to see why.")));
+	return false;
 }
 
 /*
@@ -257,11 +385,24 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 	bool		freeze_allowed;
 	CopyFromState cstate;
 	uint64		processed;
+	DPCopyOptions opts;
 
-	if (!stmt->is_from || stmt->relation == NULL || dp_mode == DP_MODE_OFF)
+	if (!stmt->is_from || stmt->relation == NULL)
 		return false;
+	split_options(stmt->options, &opts);
 	hint = dp_find_hint(queryString, pstmt->stmt_location, pstmt->stmt_len);
-	if (hint == DP_HINT_NOAPPEND ||
+
+	/* REJECTS_TABLE asks for the direct path by itself */
+	if (opts.rejects_table)
+	{
+		if (hint == DP_HINT_NOAPPEND || dp_mode == DP_MODE_OFF)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("COPY option REJECTS_TABLE needs the direct path"),
+					 errdetail("The statement has /*+ NOAPPEND */ or directpath.mode is off.")));
+		hint = DP_HINT_APPEND;
+	}
+	if (dp_mode == DP_MODE_OFF || hint == DP_HINT_NOAPPEND ||
 		(hint != DP_HINT_APPEND && dp_mode != DP_MODE_ALWAYS))
 		return false;
 	hinted = hint == DP_HINT_APPEND;
@@ -271,11 +412,11 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 		!has_privs_of_role(GetUserId(), stmt->is_program ?
 						   ROLE_PG_EXECUTE_SERVER_PROGRAM :
 						   ROLE_PG_READ_SERVER_FILES))
-		return false;
+		return leave_to_core(&opts, NULL);
 	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
 	if (!OidIsValid(relid) ||
 		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-		return false;
+		return leave_to_core(&opts, NULL);
 
 	/* Eligible?  Look first, then take the strong lock and look again. */
 	rel = table_open(relid, NoLock);
@@ -293,7 +434,7 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 	{
 		dp_report_fallback(hinted, "COPY", why);
 		dp_set_last(false, why, 0, 0, false, 0, 0);
-		return false;
+		return leave_to_core(&opts, why);
 	}
 
 	/* DoCopy's range table, WHERE clause and permission checks */
@@ -325,7 +466,7 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 		dp_set_last(false, why, 0, 0, false, 0, 0);
 		table_close(rel, NoLock);
 		free_parsestate(pstate);
-		return false;
+		return leave_to_core(&opts, why);
 	}
 
 	/* COPY FREEZE's "prior transaction activity" test */
@@ -336,8 +477,8 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,
 						   stmt->is_program, NULL, stmt->attlist,
-						   stmt->options);
-	processed = copy_rows(cstate, rel, hinted, freeze_allowed);
+						   opts.core_options);
+	processed = copy_rows(cstate, rel, hinted, freeze_allowed, &opts);
 	EndCopyFrom(cstate);
 
 	table_close(rel, NoLock);

@@ -12,6 +12,7 @@
  *	exec.c			the DirectPath CustomScan: drives an INSERT's input
  *					through the load
  *	copy.c			COPY FROM through the load
+ *	rejects.c		COPY's rejected rows: soft constraint checks, duplicates
  *	load.c			the row pipeline: row semantics, writers, per-batch
  *					index maintenance, AFTER ROW triggers and RETURNING
  *	writer.c		builds heap pages in backend memory and appends them
@@ -83,6 +84,22 @@ extern bool dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 extern void dp_plan_init(void);
 extern bool dp_prior_snapshots_clear;
 
+/* rejects.c */
+typedef struct DPRejects DPRejects;
+
+extern DPRejects *dp_rejects_open(const char *name, int64 limit, Relation target);
+extern void dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw,
+						   int sqlerrcode, const char *message,
+						   const char *detail);
+extern uint64 dp_rejects_count(DPRejects *r);
+extern bool dp_rejects_error_ok(int sqlerrcode);
+extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
+								EState *estate, int *sqlerrcode,
+								char **message, char **detail);
+extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
+								  TupleTableSlot *slot, EState *estate,
+								  char **message, char **detail);
+
 /* load.c */
 typedef struct DPLoad DPLoad;
 
@@ -91,10 +108,13 @@ extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 							 bool freeze_allowed,
 							 Tuplestorestate *retstore, uint64 *lineno,
 							 bool *line_valid);
-extern void dp_load_row(DPLoad *load, TupleTableSlot *slot);
+extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
 extern void dp_load_finish(DPLoad *load);
 extern void dp_report_fallback(bool hinted, const char *kind, const char *why);
+extern void dp_load_set_rejects(DPLoad *load, DPRejects *rejects,
+								StringInfo raw_line, bool *raw_valid);
 extern bool dp_load_went_direct(DPLoad *load);
+extern uint64 dp_load_deleted(DPLoad *load);
 extern uint64 dp_load_pages(DPLoad *load);
 extern bool dp_load_frozen(DPLoad *load);
 extern int	dp_load_indexes_rebuilt(DPLoad *load);

@@ -33,6 +33,10 @@
  * (the normal path, shared buffers) so that a one-row INSERT does not cost
  * a fresh page.
  *
+ * With a rejects table (COPY ... REJECTS_TABLE, rejects.c), constraints
+ * are evaluated without raising and duplicate keys are detected when index
+ * entries are inserted; a duplicate row is deleted again and recorded.
+ *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written; rows are post-processed in input order; the
  * row count and pg_stat counters are the plain path's.
@@ -69,6 +73,7 @@ typedef struct DPLeaf
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
 	bool		defer_indexes;	/* indexes rebuilt at the end instead */
+	bool		has_unique;		/* any immediate unique index? */
 	int			full_pages;		/* writer's full pages last counted */
 	struct DPLeaf *next;
 } DPLeaf;
@@ -79,6 +84,7 @@ typedef struct DPRow
 	DPLeaf	   *leaf;
 	HeapTuple	tuple;
 	uint64		lineno;			/* input line (COPY), for error context */
+	char	   *raw;			/* input line text, kept only for rejects */
 } DPRow;
 
 struct DPLoad
@@ -104,6 +110,10 @@ struct DPLoad
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
+	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
+	StringInfo	raw_line;		/* COPY's current input line */
+	bool	   *raw_valid;
+	uint64		deleted;		/* rows rejected as duplicates after writing */
 	uint64	   *lineno;			/* caller's current input line, or NULL */
 	bool	   *line_valid;		/* caller's "line text is current" flag */
 	uint64		lineno_now;
@@ -156,7 +166,8 @@ static void
 leaf_start_writer(DPLoad *s, DPLeaf *leaf)
 {
 	Relation	rel = leaf->rri->ri_RelationDesc;
-	bool		freeze = s->freeze_allowed && dp_storage_new_in_subxact(rel);
+	bool		freeze = s->freeze_allowed && dp_storage_new_in_subxact(rel) &&
+		!(s->rejects && leaf->has_unique);
 
 	leaf->writer = dp_writer_begin(rel, freeze, s->xid, s->cid);
 	s->any_frozen |= freeze;
@@ -203,7 +214,13 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 	leaf = palloc0(sizeof(DPLeaf));
 	leaf->rri = rri;
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	leaf->defer_indexes = dp_can_defer_indexes(rri);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique &&
+			rri->ri_IndexRelationDescs[i]->rd_index->indimmediate)
+			leaf->has_unique = true;
+	/* duplicates can only be rejected row by row */
+	leaf->defer_indexes = dp_can_defer_indexes(rri) &&
+		!(s->rejects && leaf->has_unique);
 	leaf->needs_post = (rri->ri_NumIndices > 0 && !leaf->defer_indexes) ||
 		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
 		tcs != NULL ||
@@ -244,6 +261,14 @@ queue_row(DPLoad *s, DPLeaf *leaf, HeapTuple tup)
 	s->rows[s->nrows].leaf = leaf;
 	s->rows[s->nrows].tuple = tup;
 	s->rows[s->nrows].lineno = s->lineno_now;
+	s->rows[s->nrows].raw = NULL;
+	if (s->rejects && leaf->has_unique && *s->raw_valid)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
+
+		s->rows[s->nrows].raw = pstrdup(s->raw_line->data);
+		MemoryContextSwitchTo(old);
+	}
 	s->nrows++;
 }
 
@@ -252,15 +277,41 @@ queue_row(DPLoad *s, DPLeaf *leaf, HeapTuple tup)
  * triggers (and transition tables), view WITH CHECK OPTION, RETURNING.
  */
 static void
-post_process(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot)
+post_process(DPLoad *s, DPRow *row, TupleTableSlot *slot)
 {
 	EState	   *estate = s->estate;
+	DPLeaf	   *leaf = row->leaf;
 	ResultRelInfo *rri = leaf->rri;
 	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
 	List	   *recheck = NIL;
 
 	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes)
-		recheck = DP_INSERT_INDEX_TUPLES(rri, slot, estate);
+	{
+		if (s->rejects && leaf->has_unique)
+		{
+			bool		conflict = false;
+
+			recheck = DP_INSERT_INDEX_TUPLES_NODUP(rri, slot, estate, &conflict);
+			if (conflict)
+			{
+				char	   *message;
+				char	   *detail;
+
+				/* a duplicate: take the row back and record it */
+				dp_describe_duplicate(rri, recheck, slot, estate, &message, &detail);
+				simple_heap_delete(rri->ri_RelationDesc, &slot->tts_tid);
+				dp_rejects_add(s->rejects, row->lineno, row->raw,
+							   ERRCODE_UNIQUE_VIOLATION, message, detail);
+				s->deleted++;
+				if (s->mtstate->canSetTag)
+					estate->es_processed--;
+				list_free(recheck);
+				return;
+			}
+		}
+		else
+			recheck = DP_INSERT_INDEX_TUPLES(rri, slot, estate);
+	}
 
 	if (tcs)
 		tcs->tcs_original_insert_tuple = NULL;
@@ -291,7 +342,7 @@ process_queue(DPLoad *s)
 		ResetPerTupleExprContext(estate);
 		restore_line(s, row);
 		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
-		post_process(s, row->leaf, row->leaf->slot);
+		post_process(s, row, row->leaf->slot);
 		ExecClearTuple(row->leaf->slot);
 	}
 	s->nrows = 0;
@@ -415,7 +466,7 @@ finish_normal(DPLoad *s)
 		restore_line(s, row);
 		ExecStoreHeapTuple(row->tuple, slot, false);
 		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, s->cid, 0, NULL);
-		post_process(s, row->leaf, slot);
+		post_process(s, row, slot);
 		ExecClearTuple(slot);
 	}
 	s->nrows = 0;
@@ -423,7 +474,7 @@ finish_normal(DPLoad *s)
 }
 
 /* One input row: route, apply row semantics, hold or place it. */
-void
+bool
 dp_load_row(DPLoad *s, TupleTableSlot *slot)
 {
 	EState	   *estate = s->estate;
@@ -452,10 +503,27 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
 	if (rri->ri_WithCheckOptions != NIL)
 		ExecWithCheckOptions(WCO_RLS_INSERT_CHECK, rri, slot, estate);
-	if (rel->rd_att->constr)
-		ExecConstraints(rri, slot, estate);
-	if (rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL)
-		ExecPartitionCheck(rri, slot, estate, true);
+	if (s->rejects)
+	{
+		int			code;
+		char	   *message;
+		char	   *detail;
+
+		if (!dp_soft_constraints(rri, slot, estate, &code, &message, &detail))
+		{
+			dp_rejects_add(s->rejects, *s->lineno,
+						   *s->raw_valid ? s->raw_line->data : NULL,
+						   code, message, detail);
+			return false;
+		}
+	}
+	else
+	{
+		if (rel->rd_att->constr)
+			ExecConstraints(rri, slot, estate);
+		if (rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL)
+			ExecPartitionCheck(rri, slot, estate, true);
+	}
 
 	if (mt->canSetTag)
 		estate->es_processed++;
@@ -475,6 +543,7 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 	}
 	else
 		place_slot(s, leaf, slot);
+	return true;
 }
 
 
@@ -521,8 +590,25 @@ dp_load_finish(DPLoad *s)
 	for (leaf = s->leaves; leaf; leaf = leaf->next)
 		ExecDropSingleTupleTableSlot(leaf->slot);
 
-	dp_set_last(direct, direct ? NULL : why, s->nrows_total, s->pages_total,
+	dp_set_last(direct, direct ? NULL : why, s->nrows_total - s->deleted, s->pages_total,
 				direct && s->any_frozen, s->nleaves, s->indexes_rebuilt);
+}
+
+/* COPY ... REJECTS_TABLE: reject bad rows instead of failing. */
+void
+dp_load_set_rejects(DPLoad *s, DPRejects *rejects, StringInfo raw_line,
+					bool *raw_valid)
+{
+	s->rejects = rejects;
+	s->raw_line = raw_line;
+	s->raw_valid = raw_valid;
+}
+
+/* Rows accepted by dp_load_row and later rejected as duplicates. */
+uint64
+dp_load_deleted(DPLoad *s)
+{
+	return s->deleted;
 }
 
 bool
