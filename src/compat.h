@@ -138,6 +138,20 @@ dp_returning_prepare(ProjectionInfo *proj, EState *estate,
 #define DP_CHECK_EXPR(expr, rel)	((Expr *) (expr))
 #endif
 
+/* The executor's cached CHECK expressions of a result relation. */
+#if PG_VERSION_NUM >= 180000
+#define DP_RI_CHECK_EXPRS(rri)	((rri)->ri_CheckConstraintExprs)
+#else
+#define DP_RI_CHECK_EXPRS(rri)	((rri)->ri_ConstraintExprs)
+#endif
+
+/* A possibly qualified name typed by the user, as a name list. */
+#if PG_VERSION_NUM >= 160000
+#define DP_QUALIFIED_NAME_LIST(str)	stringToQualifiedNameList((str), NULL)
+#else
+#define DP_QUALIFIED_NAME_LIST(str)	stringToQualifiedNameList(str)
+#endif
+
 /* Index insertion that reports, rather than raises, unique conflicts. */
 #if PG_VERSION_NUM >= 160000
 #define DP_INSERT_INDEX_TUPLES_NODUP(rri, slot, estate, conflict) \

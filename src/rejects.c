@@ -58,7 +58,7 @@ DPRejects *
 dp_rejects_open(const char *name, int64 limit, Relation target)
 {
 	DPRejects  *r = palloc0(sizeof(DPRejects));
-	List	   *names = stringToQualifiedNameList(name, NULL);
+	List	   *names = DP_QUALIFIED_NAME_LIST(name);
 	RangeVar   *rv = makeRangeVarFromNameList(names);
 
 	r->relid = RangeVarGetRelid(rv, RowExclusiveLock, true);
@@ -220,16 +220,16 @@ dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *estate,
 		ExprContext *econtext = GetPerTupleExprContext(estate);
 
 		/* the same expressions ExecConstraints builds, kept for the query */
-		if (rri->ri_CheckConstraintExprs == NULL)
+		if (DP_RI_CHECK_EXPRS(rri) == NULL)
 		{
 			MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
 
-			rri->ri_CheckConstraintExprs = palloc0(sizeof(ExprState *) * constr->num_check);
+			DP_RI_CHECK_EXPRS(rri) = palloc0(sizeof(ExprState *) * constr->num_check);
 			for (int i = 0; i < constr->num_check; i++)
 			{
 				if (!DP_CHECK_ENFORCED(&constr->check[i]))
 					continue;
-				rri->ri_CheckConstraintExprs[i] =
+				DP_RI_CHECK_EXPRS(rri)[i] =
 					ExecPrepareExpr(DP_CHECK_EXPR(stringToNode(constr->check[i].ccbin), rel),
 									estate);
 			}
@@ -238,7 +238,7 @@ dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *estate,
 		econtext->ecxt_scantuple = slot;
 		for (int i = 0; i < constr->num_check; i++)
 		{
-			ExprState  *check = rri->ri_CheckConstraintExprs[i];
+			ExprState  *check = DP_RI_CHECK_EXPRS(rri)[i];
 
 			if (check && !ExecCheck(check, econtext))
 			{
