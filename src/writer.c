@@ -39,6 +39,24 @@
  *	Unlogged: checksum, smgrextend with fsync registration, so the
  *	shutdown checkpoint syncs the data.
  *
+ * Pipelining (existing storage, full pages only).  The XLogFlush above
+ * would put a WAL fsync on the critical path of every batch.  Instead, a
+ * batch's WAL is inserted and the WAL writer woken to flush it
+ * (XLogSetAsyncXactLSN, as an asynchronous commit does); the batch's
+ * pages are written at the next flush, inside that flush's
+ * checkpoint-delay window, after XLogFlush of their WAL, which by then is
+ * normally durable already.  Because the WAL and the writes now fall in
+ * different windows, a checkpoint can begin in between: it would neither
+ * replay these pages (their WAL precedes its redo pointer) nor know of
+ * their writes.  So if the redo pointer moved since the batch's WAL was
+ * inserted, the relation is fsynced at once after the writes.  A flush
+ * that must make everything readable (a partial page, the end of the
+ * statement, rows waiting for index or trigger work) drains the pipeline.
+ * Pages whose WAL was inserted but that were never written (the statement
+ * failed in between) are harmless: their tuples belong to an aborted
+ * transaction, and whoever extends the relation next re-initialises those
+ * blocks, in WAL too.
+ *
  * At the end, the VM bits of frozen pages are set (visibility.c) and the
  * last page, the only one that can have room left beyond the fillfactor
  * reserve, is recorded in the free-space map.
@@ -57,6 +75,7 @@
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
@@ -87,6 +106,14 @@ struct DPWriter
 	int			maxpages;
 	Page	   *spare;			/* written pages kept for reuse */
 	int			nspare;
+	int			maxspare;
+
+	/* pipelined batch: WAL inserted, pages not yet written */
+	Page	   *logged;
+	int			nlogged;
+	BlockNumber logged_first;
+	XLogRecPtr	logged_end;		/* end of its WAL */
+	XLogRecPtr	logged_redo;	/* redo pointer when it was logged */
 
 	BlockNumber last_block;		/* last block written, and its free space */
 	Size		last_free;
@@ -121,7 +148,9 @@ dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid)
 	w->next_block = w->first_block;
 	w->maxpages = 64;
 	w->pages = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
-	w->spare = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
+	w->maxspare = w->maxpages;
+	w->spare = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxspare);
+	w->logged = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
 
 	/* As heap_multi_insert: a serializable reader of the table conflicts. */
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
@@ -137,7 +166,7 @@ new_page(DPWriter *w)
 	{
 		w->maxpages *= 2;
 		w->pages = repalloc(w->pages, sizeof(Page) * w->maxpages);
-		w->spare = repalloc(w->spare, sizeof(Page) * w->maxpages);
+		w->logged = repalloc(w->logged, sizeof(Page) * w->maxpages);
 	}
 	if (w->nspare > 0)
 		page = w->spare[--w->nspare];
@@ -306,50 +335,121 @@ dp_writer_full_pages(DPWriter *w)
 	return w->npages > 0 ? w->npages - 1 : 0;
 }
 
+/* Checksum and append pages [0, n) of 'pages', starting at block 'first'. */
+static void
+write_pages(DPWriter *w, Page *pages, int n, BlockNumber first)
+{
+	for (int i = 0; i < n; i++)
+	{
+		BlockNumber blkno = first + i;
+
+		/*
+		 * A sync request names a whole segment, so one per segment touched
+		 * is enough: the write of its last block in this call.
+		 */
+		bool		last_in_segment = (i == n - 1) ||
+			(blkno / RELSEG_SIZE != (blkno + 1) / RELSEG_SIZE);
+
+		PageSetChecksumInplace(pages[i], blkno);
+		smgrextend(RelationGetSmgr(w->rel), MAIN_FORKNUM, blkno,
+				   pages[i], w->skip_fsync || !last_in_segment);
+	}
+	w->last_block = first + n - 1;
+	w->last_free = PageGetHeapFreeSpace(pages[n - 1]);
+	w->pages_written += n;
+}
+
+/* Take the first n built pages off the list, their blocks assigned. */
+static void
+take_pages(DPWriter *w, int n, Page *dest)
+{
+	memcpy(dest, w->pages, sizeof(Page) * n);
+	memmove(w->pages, w->pages + n, sizeof(Page) * (w->npages - n));
+	w->npages -= n;
+	w->next_block += n;
+}
+
+static void
+recycle(DPWriter *w, Page *pages, int n)
+{
+	if (w->nspare + n > w->maxspare)
+	{
+		w->maxspare = Max(w->maxspare * 2, w->nspare + n);
+		w->spare = repalloc(w->spare, sizeof(Page) * w->maxspare);
+	}
+	memcpy(w->spare + w->nspare, pages, sizeof(Page) * n);
+	w->nspare += n;
+}
+
 /*
  * Write the built pages: all of them with include_partial, else all but
- * the one still filling.
+ * the one still filling.  Without include_partial, WAL-logged pages of
+ * existing storage are pipelined (see the file header); include_partial
+ * drains the pipeline, so everything is readable afterwards.
  */
 void
 dp_writer_flush(DPWriter *w, bool include_partial)
 {
 	int			n = include_partial ? w->npages : dp_writer_full_pages(w);
+	bool		pipeline = w->use_wal && !w->new_storage && !include_partial;
+	BlockNumber first = w->next_block;
+	Page	   *batch;
 	BlockNumber *blknos;
 	bool		delayed = false;
 
-	if (n == 0)
+	if (n == 0 && w->nlogged == 0)
 		return;
 
-	blknos = palloc(sizeof(BlockNumber) * n);
+	batch = palloc(sizeof(Page) * Max(n, 1));
+	blknos = palloc(sizeof(BlockNumber) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-		blknos[i] = w->next_block + i;
+		blknos[i] = first + i;
+	take_pages(w, n, batch);
 
 	PG_TRY();
 	{
+		XLogRecPtr	end = InvalidXLogRecPtr;
+		XLogRecPtr	redo = InvalidXLogRecPtr;
+
 		if (w->use_wal)
 		{
-			XLogRecPtr	end;
-
 			Assert((MyProc->delayChkptFlags & DELAY_CHKPT_START) == 0);
 			MyProc->delayChkptFlags |= DELAY_CHKPT_START;
 			delayed = true;
-			end = dp_wal_log_pages(w->rel, n, blknos, w->pages);
-			if (!w->new_storage)
-				XLogFlush(end);
-			dp_fault("batch_wal");
+			redo = GetRedoRecPtr();
+			if (n > 0)
+				end = dp_wal_log_pages(w->rel, n, blknos, batch);
 		}
-		for (int i = 0; i < n; i++)
-		{
-			/*
-			 * A sync request names a whole segment, so one per segment
-			 * touched by the batch is enough: the write of its last block.
-			 */
-			bool		last_in_segment = (i == n - 1) ||
-				(blknos[i] / RELSEG_SIZE != blknos[i + 1] / RELSEG_SIZE);
 
-			PageSetChecksumInplace(w->pages[i], blknos[i]);
-			smgrextend(RelationGetSmgr(w->rel), MAIN_FORKNUM, blknos[i],
-					   w->pages[i], w->skip_fsync || !last_in_segment);
+		/* the previous batch, whose WAL the WAL writer has been flushing */
+		if (w->nlogged > 0)
+		{
+			XLogFlush(w->logged_end);
+			dp_fault("batch_wal");
+			write_pages(w, w->logged, w->nlogged, w->logged_first);
+			if (GetRedoRecPtr() != w->logged_redo)
+				smgrimmedsync(RelationGetSmgr(w->rel), MAIN_FORKNUM);
+			recycle(w, w->logged, w->nlogged);
+			w->nlogged = 0;
+		}
+
+		if (n > 0 && pipeline)
+		{
+			memcpy(w->logged, batch, sizeof(Page) * n);
+			w->nlogged = n;
+			w->logged_first = first;
+			w->logged_end = end;
+			w->logged_redo = redo;
+			XLogSetAsyncXactLSN(end);
+		}
+		else if (n > 0)
+		{
+			if (w->use_wal && !w->new_storage)
+				XLogFlush(end);
+			if (w->use_wal)
+				dp_fault("batch_wal");
+			write_pages(w, batch, n, first);
+			recycle(w, batch, n);
 		}
 	}
 	PG_FINALLY();
@@ -359,16 +459,7 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 	}
 	PG_END_TRY();
 
-	w->last_block = blknos[n - 1];
-	w->last_free = PageGetHeapFreeSpace(w->pages[n - 1]);
-
-	/* Recycle the written pages; keep a partial page that was not written. */
-	for (int i = 0; i < n; i++)
-		w->spare[w->nspare++] = w->pages[i];
-	memmove(w->pages, w->pages + n, sizeof(Page) * (w->npages - n));
-	w->npages -= n;
-	w->next_block += n;
-	w->pages_written += n;
+	pfree(batch);
 	pfree(blknos);
 }
 
