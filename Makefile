@@ -50,3 +50,12 @@ REGRESS += copy17
 endif
 
 include $(PGXS)
+
+# Benchmarks (not tests): bench/run.py, report in bench/results/.
+.PHONY: bench bench-quick
+bench:
+	$(srcdir)/scripts/setup-python.sh
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py $(BENCH_ARGS)
+bench-quick:
+	$(srcdir)/scripts/setup-python.sh
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --quick $(BENCH_ARGS)
