@@ -159,37 +159,58 @@ builtin_runs_queries(Oid funcid)
 	return found;
 }
 
+/*
+ * Looking for a function in a query or expression tree: 'checker' decides
+ * which function counts, 'found' is the first one that did.
+ */
 typedef struct FuncScan
 {
-	Oid			unsafe_func;	/* first volatile function that may query */
+	check_function_callback checker;
+	Oid			found;
 } FuncScan;
 
 static bool
-unsafe_function_checker(Oid funcid, void *context)
+function_walker(Node *node, void *context)
 {
 	FuncScan   *fs = (FuncScan *) context;
 
-	if (func_volatile(funcid) != PROVOLATILE_VOLATILE)
-		return false;
-	if (funcid >= FirstNormalObjectId || builtin_runs_queries(funcid))
-	{
-		fs->unsafe_func = funcid;
-		return true;
-	}
-	return false;
-}
-
-static bool
-unsafe_function_walker(Node *node, void *context)
-{
 	if (node == NULL)
 		return false;
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, unsafe_function_walker,
-								 context, 0);
-	if (check_functions_in_node(node, unsafe_function_checker, context))
+		return query_tree_walker((Query *) node, function_walker, context, 0);
+	if (check_functions_in_node(node, fs->checker, context))
 		return true;
-	return expression_tree_walker(node, unsafe_function_walker, context);
+	return expression_tree_walker(node, function_walker, context);
+}
+
+static Oid
+find_function(Node *node, check_function_callback checker)
+{
+	FuncScan	fs = {checker, InvalidOid};
+
+	function_walker(node, &fs);
+	return fs.found;
+}
+
+/* A volatile function that may query the table being loaded. */
+static bool
+unsafe_function(Oid funcid, void *context)
+{
+	if (func_volatile(funcid) != PROVOLATILE_VOLATILE ||
+		(funcid < FirstNormalObjectId && !builtin_runs_queries(funcid)))
+		return false;
+	((FuncScan *) context)->found = funcid;
+	return true;
+}
+
+/* Any function that is not built in. */
+static bool
+user_function(Oid funcid, void *context)
+{
+	if (funcid < FirstNormalObjectId)
+		return false;
+	((FuncScan *) context)->found = funcid;
+	return true;
 }
 
 /*
@@ -199,11 +220,11 @@ unsafe_function_walker(Node *node, void *context)
 const char *
 dp_expr_ineligible(Node *expr)
 {
-	FuncScan	fs = {InvalidOid};
+	Oid			func = find_function(expr, unsafe_function);
 
-	if (unsafe_function_walker(expr, &fs))
+	if (OidIsValid(func))
 		return reason("volatile function %s() could observe the partly loaded table",
-					  get_func_name(fs.unsafe_func));
+					  get_func_name(func));
 	return NULL;
 }
 
@@ -227,7 +248,6 @@ const char *
 dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 {
 	ModifyTable *mt;
-	FuncScan	fs = {InvalidOid};
 
 	if (!IsA(stmt->planTree, ModifyTable))
 		return "the statement's plan does not end in an INSERT";
@@ -242,36 +262,14 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 		return "the statement has a data-modifying WITH";
 	if (!hinted && dp_query_is_single_row(parse))
 		return "single-row VALUES";
-	if (unsafe_function_walker((Node *) parse, &fs))
-		return reason("volatile function %s() could observe the partly loaded table",
-					  get_func_name(fs.unsafe_func));
-	return NULL;
-}
-
-static bool
-user_function_checker(Oid funcid, void *context)
-{
-	return funcid >= FirstNormalObjectId;
-}
-
-static bool
-user_function_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, user_function_walker,
-								 context, 0);
-	if (check_functions_in_node(node, user_function_checker, context))
-		return true;
-	return expression_tree_walker(node, user_function_walker, context);
+	return dp_expr_ineligible((Node *) parse);
 }
 
 /* Does the expression call a function that is not built in? */
 bool
 dp_expr_has_user_function(Node *expr)
 {
-	return user_function_walker(expr, NULL);
+	return OidIsValid(find_function(expr, user_function));
 }
 
 /*
@@ -299,5 +297,5 @@ dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt, Oid target)
 	list_free(tree);
 	if (seen > 1)
 		return false;
-	return !user_function_walker((Node *) parse, NULL);
+	return !dp_expr_has_user_function((Node *) parse);
 }
