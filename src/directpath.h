@@ -46,12 +46,20 @@ typedef enum DPMode
 	DP_MODE_ALWAYS,
 } DPMode;
 
+/* directpath.wal_format */
+typedef enum DPWalFormat
+{
+	DP_WAL_IMAGE,
+	DP_WAL_RECORDS,
+} DPWalFormat;
+
 /* GUCs (directpath.c) */
 extern int	dp_mode;
 extern int	dp_fallback_level;
 extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
+extern int	dp_wal_format;
 
 extern void dp_fault(const char *point);
 extern void dp_fault_reset(void);
