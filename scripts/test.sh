@@ -83,6 +83,19 @@ if [ $as_root -eq 1 ]; then
 			LOGNAME="$test_user" PATH="$PATH" "$@"
 	}
 	user_dir() { mkdir -p "$1" && chown "$test_user" "$1"; }
+	# The disk-full tests need a small filesystem: a 64 MB tmpfs, unmounted
+	# at exit (only as root, only when none was given in DP_SMALL_FS).
+	if [ -z "${DP_SMALL_FS:-}" ] && [ $run_pytest -eq 1 ]; then
+		small_fs="$work/small_fs"
+		mkdir -p "$small_fs"
+		if mount -t tmpfs -o size=64m,mode=0755 tmpfs "$small_fs" 2>/dev/null; then
+			chown "$test_user" "$small_fs"
+			export DP_SMALL_FS="$small_fs"
+			trap 'umount "$small_fs" 2>/dev/null || true' EXIT
+		else
+			log "could not mount a small tmpfs: the disk-full tests will be skipped"
+		fi
+	fi
 	# The repo (sources, .pg, .venv) must be readable by the test user.
 	chmod -R a+rX "$top"
 	traversable "$top"
@@ -200,6 +213,7 @@ for m in "${majors[@]}"; do
 			args=("$top/tests" -p no:cacheprovider --basetemp="$pdir/tmp")
 			[ -n "$kexpr" ] && args+=(-k "$kexpr")
 			(cd "$pdir" && as_user env DP_PG_BINDIR="$pgdir/bin" \
+				DP_SMALL_FS="${DP_SMALL_FS:-}" \
 				LD_LIBRARY_PATH="$pgdir/lib" PYTHONDONTWRITEBYTECODE=1 \
 				"$venv/bin/python" -m pytest "${args[@]}")
 			rc=$?
@@ -222,6 +236,7 @@ done
 echo
 echo "================ summary ================"
 for l in "${summary[@]}"; do echo "$l"; done
+[ -n "${small_fs:-}" ] && umount "$small_fs" 2>/dev/null
 if [ $nfail -eq 0 ] && [ "${DP_KEEP_WORK:-0}" = 0 ]; then
 	rm -rf "$work"
 else

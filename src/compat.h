@@ -36,6 +36,8 @@
 
 #include "access/xloginsert.h"
 #include "executor/executor.h"
+#include "common/relpath.h"
+#include "storage/smgr.h"
 #include "utils/rel.h"
 
 #include "commands/copyfrom_internal.h"
@@ -136,6 +138,14 @@ dp_returning_prepare(ProjectionInfo *proj, EState *estate,
 #else
 #define DP_CHECK_ENFORCED(check)	true
 #define DP_CHECK_EXPR(expr, rel)	((Expr *) (expr))
+#endif
+
+/* Path of a permanent relation's main fork (segment 0), palloc'd. */
+#if PG_VERSION_NUM >= 180000
+#define DP_RELPATH_MAIN(rel) \
+	pstrdup(relpathperm(*DP_REL_LOCATOR(rel), MAIN_FORKNUM).str)
+#else
+#define DP_RELPATH_MAIN(rel)	relpathperm(*DP_REL_LOCATOR(rel), MAIN_FORKNUM)
 #endif
 
 /* The executor's cached CHECK expressions of a result relation. */

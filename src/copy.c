@@ -418,10 +418,17 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		return leave_to_core(&opts, NULL);
 
+	/* no strong lock for a user who cannot insert: core says why */
+	if (!dp_may_insert(relid))
+		return leave_to_core(&opts, NULL);
+
 	/* Eligible?  Look first, then take the strong lock and look again. */
 	rel = table_open(relid, NoLock);
 	why = dp_relation_ineligible(rel, true);
 	table_close(rel, NoLock);
+	if (why == NULL && !ConditionalLockRelationOid(relid, ShareRowExclusiveLock) &&
+		CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
+		why = "another session holds a conflicting lock on the table, and waiting for it here could deadlock";
 	if (why == NULL)
 	{
 		LockRelationOid(relid, ShareRowExclusiveLock);

@@ -91,6 +91,7 @@ extern bool dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 /* plan.c */
 extern void dp_plan_init(void);
 extern bool dp_prior_snapshots_clear;
+extern bool dp_may_insert(Oid relid);
 
 /* rejects.c */
 typedef struct DPRejects DPRejects;

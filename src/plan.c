@@ -14,7 +14,11 @@
  * we give back the RowExclusive lock this statement took before waiting,
  * so that two loaders queue instead of deadlocking; afterwards we verify
  * that the table's row type did not change while we waited, since the
- * statement was analysed against it.
+ * statement was analysed against it.  If the transaction already held a
+ * lock on the table (it wrote it before), ours cannot be given back, and
+ * the statement takes the strong lock at plan time only if it is free at
+ * once, else uses the normal path.  Users without INSERT privilege take no
+ * strong lock at all: they get the permission error of the plain path.
  *
  * Planning.  After the standard planner, an INSERT whose plan is a
  * ModifyTable and which carries the hint (or runs under mode = always) is
@@ -43,6 +47,7 @@
 #include "directpath.h"
 
 #include "access/relation.h"
+#include "miscadmin.h"
 #include "access/table.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
@@ -52,6 +57,7 @@
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
@@ -80,24 +86,45 @@ wanted(DPHint hint, Query *query)
 	return dp_mode == DP_MODE_ALWAYS && !dp_query_is_single_row(query);
 }
 
+/* May the current user insert into the table at all (any column)? */
+bool
+dp_may_insert(Oid relid)
+{
+	Oid			user = GetUserId();
+
+	return pg_class_aclcheck(relid, user, ACL_INSERT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck_all(relid, user, ACL_INSERT, ACLMASK_ANY) == ACLCHECK_OK;
+}
+
 /*
- * Take ShareRowExclusiveLock on the target, giving back this statement's
- * RowExclusive lock first if we have to wait (see the file header).
+ * Take ShareRowExclusiveLock on the target (see the file header).  If it
+ * is not free, give back this statement's RowExclusive lock and wait, so
+ * that two loaders queue.  If the transaction held a lock on the table
+ * before this statement, giving back ours is not possible and waiting
+ * could deadlock: then take nothing and return false; the statement uses
+ * the normal path (plan time says why).
  */
-static void
+static bool
 lock_target(Oid relid)
 {
 	Relation	rel;
 	TupleDesc	before;
 
 	if (ConditionalLockRelationOid(relid, ShareRowExclusiveLock))
-		return;
+		return true;
+
+	UnlockRelationOid(relid, RowExclusiveLock);
+	if (CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
+	{
+		/* held since an earlier statement of this transaction */
+		LockRelationOid(relid, RowExclusiveLock);
+		return false;
+	}
 
 	rel = relation_open(relid, NoLock);
 	before = CreateTupleDescCopy(RelationGetDescr(rel));
 	relation_close(rel, NoLock);
 
-	UnlockRelationOid(relid, RowExclusiveLock);
 	LockRelationOid(relid, ShareRowExclusiveLock);
 	LockRelationOid(relid, RowExclusiveLock);
 
@@ -115,6 +142,7 @@ lock_target(Oid relid)
 				 errhint("Retry the statement.")));
 	relation_close(rel, NoLock);
 	FreeTupleDesc(before);
+	return true;
 }
 
 static void
@@ -139,13 +167,34 @@ dp_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 			bool		ok = dp_relation_ineligible(rel, false) == NULL;
 
 			relation_close(rel, NoLock);
-			if (ok)
-			{
-				lock_target(rte->relid);
+			/* no strong lock for a user who cannot insert at all */
+			if (ok && dp_may_insert(rte->relid) && lock_target(rte->relid))
 				rte->rellockmode = ShareRowExclusiveLock;
-			}
 		}
 	}
+}
+
+/*
+ * The target must be held in ShareRowExclusiveLock before execution.
+ * Normally parse analysis took it.  When it did not (an updatable view's
+ * base table is only known after rewriting; the transaction had already
+ * locked the table), take it now only if that needs no wait: waiting for
+ * it while holding RowExclusive could deadlock.  The plan records the mode,
+ * so a cached plan takes the strong lock directly.
+ */
+static const char *
+lock_for_plan(PlannedStmt *stmt, Index rti)
+{
+	RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
+
+	if (rte->rellockmode == ShareRowExclusiveLock)
+		return NULL;
+	if (!dp_may_insert(rte->relid))
+		return "no INSERT privilege on the table";
+	if (!ConditionalLockRelationOid(rte->relid, ShareRowExclusiveLock))
+		return "another session holds a conflicting lock on the table, and waiting for it here could deadlock";
+	rte->rellockmode = ShareRowExclusiveLock;
+	return NULL;
 }
 
 /* Wrap the finished plan's ModifyTable in a DirectPath CustomScan. */
@@ -225,6 +274,8 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 
 		why = dp_relation_ineligible(rel, true);
 		table_close(rel, NoLock);
+		if (why == NULL)
+			why = lock_for_plan(stmt, linitial_int(mt->resultRelations));
 		if (why == NULL)
 			freeze = dp_statement_freeze_safe(parse, stmt, relid);
 	}

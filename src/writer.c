@@ -19,6 +19,12 @@
  *	WAL-logged (permanent, wal_level >= replica or storage older than the
  *	transaction):
  *		set DELAY_CHKPT_START
+ *		reserve disk space for the batch's blocks without changing the
+ *		  file's size (fallocate with FALLOC_FL_KEEP_SIZE), so that running
+ *		  out of space fails before any WAL names those blocks and redo
+ *		  never has to create a block the primary could not.  The file is
+ *		  not zero-extended: a concurrent reader could then cache an empty
+ *		  page in shared buffers that our direct write would never update
  *		write the WAL (wal.c), which sets each page's LSN
  *		existing storage only: XLogFlush to the batch's end (WAL before
  *		  data, and our XID durable before any of our tuples is)
@@ -48,8 +54,9 @@
  * normally durable already.  Because the WAL and the writes now fall in
  * different windows, a checkpoint can begin in between: it would neither
  * replay these pages (their WAL precedes its redo pointer) nor know of
- * their writes.  So if the redo pointer moved since the batch's WAL was
- * inserted, the relation is fsynced at once after the writes.  A flush
+ * their writes, and a write torn by an OS crash could not be repaired.
+ * So if the redo pointer moved since the batch's WAL was inserted, the
+ * batch is logged again in the current window before it is written.  A flush
  * that must make everything readable (a partial page, the end of the
  * statement, rows waiting for index or trigger work) drains the pipeline.
  * Pages whose WAL was inserted but that were never written (the statement
@@ -71,6 +78,8 @@
  */
 #include "directpath.h"
 
+#include <fcntl.h>
+
 #include "access/heapam.h"
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
@@ -78,10 +87,12 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "common/file_perm.h"
 #include "storage/bufmgr.h"
 #include "storage/freespace.h"
 #include "storage/predicate.h"
 #include "storage/proc.h"
+#include "storage/fd.h"
 #include "storage/smgr.h"
 #include "utils/memutils.h"
 
@@ -335,6 +346,55 @@ dp_writer_full_pages(DPWriter *w)
 	return w->npages > 0 ? w->npages - 1 : 0;
 }
 
+/*
+ * Reserve disk space for blocks [first, first + n) past the end of the
+ * file, keeping its size (see the file header).  Where the filesystem
+ * cannot do that, nothing is reserved.
+ */
+static void
+reserve_space(DPWriter *w, BlockNumber first, int n)
+{
+#if defined(__linux__) && defined(FALLOC_FL_KEEP_SIZE)
+	char	   *path = DP_RELPATH_MAIN(w->rel);
+	BlockNumber blk = first;
+	BlockNumber end = first + n;
+
+	while (blk < end)
+	{
+		BlockNumber segno = blk / RELSEG_SIZE;
+		BlockNumber segend = Min(end, (segno + 1) * RELSEG_SIZE);
+		char	   *segpath = segno == 0 ? pstrdup(path) : psprintf("%s.%u", path, segno);
+		int			fd;
+		int			rc;
+		int			save_errno;
+
+		/* a new segment is created here, as mdextend would create it */
+		fd = OpenTransientFilePerm(segpath, O_RDWR | O_CREAT | PG_BINARY, pg_file_create_mode);
+		if (fd < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", segpath)));
+		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE,
+					   (off_t) (blk % RELSEG_SIZE) * BLCKSZ,
+					   (off_t) (segend - blk) * BLCKSZ);
+		save_errno = errno;
+		CloseTransientFile(fd);
+		if (rc != 0 && save_errno != EOPNOTSUPP && save_errno != ENOSYS)
+		{
+			errno = save_errno;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not reserve space for blocks %u to %u of file \"%s\": %m",
+							blk, segend - 1, segpath),
+					 errhint("Free some disk space, then retry the load.")));
+		}
+		pfree(segpath);
+		blk = segend;
+	}
+	pfree(path);
+#endif
+}
+
 /* Checksum and append pages [0, n) of 'pages', starting at block 'first'. */
 static void
 write_pages(DPWriter *w, Page *pages, int n, BlockNumber first)
@@ -418,17 +478,28 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 			delayed = true;
 			redo = GetRedoRecPtr();
 			if (n > 0)
+			{
+				reserve_space(w, first, n);
 				end = dp_wal_log_pages(w->rel, n, blknos, batch);
+			}
 		}
 
 		/* the previous batch, whose WAL the WAL writer has been flushing */
 		if (w->nlogged > 0)
 		{
+			if (redo != w->logged_redo)
+			{
+				/* a checkpoint began since: log it again, after its redo */
+				BlockNumber *lblk = palloc(sizeof(BlockNumber) * w->nlogged);
+
+				for (int i = 0; i < w->nlogged; i++)
+					lblk[i] = w->logged_first + i;
+				w->logged_end = dp_wal_log_pages(w->rel, w->nlogged, lblk, w->logged);
+				pfree(lblk);
+			}
 			XLogFlush(w->logged_end);
 			dp_fault("batch_wal");
 			write_pages(w, w->logged, w->nlogged, w->logged_first);
-			if (GetRedoRecPtr() != w->logged_redo)
-				smgrimmedsync(RelationGetSmgr(w->rel), MAIN_FORKNUM);
 			recycle(w, w->logged, w->nlogged);
 			w->nlogged = 0;
 		}

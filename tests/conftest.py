@@ -607,3 +607,197 @@ def pytest_sessionfinish(session, exitstatus):
     alive = [p for p in STARTED_POSTMASTERS if pid_alive(p)]
     if alive:
         print(f"\nWARNING: postmasters still alive after the session: {alive}")
+
+
+# -- reliability helpers (tests marked `reliability`) ----------------------
+#
+# Small loads made of many batches, fault points, statements run on their own
+# connection in a thread, SQLSTATE comparisons with the plain path.
+
+import threading  # noqa: E402  (appended section)
+
+# Settings for small loads that still make many batches (direct path forced).
+SMALL_BATCHES = {"directpath.min_bytes": "0", "directpath.batch_pages": "8"}
+
+
+def set_gucs(conn, settings):
+    """set_config() each of a dict of settings (session level)."""
+    for k, v in (settings or {}).items():
+        conn.execute("SELECT set_config(%s, %s, false)", (k, str(v)))
+
+
+def fault_gucs(point, hit=1, action="sleep", sleep_ms=120_000):
+    return {"directpath.fault_point": point, "directpath.fault_hit": str(hit),
+            "directpath.fault_action": action, "directpath.fault_sleep_ms": str(sleep_ms)}
+
+
+def connect_as(cluster, user, dbname="postgres", autocommit=True, **kw):
+    """A connection as another role (the clusters use trust authentication)."""
+    kw.setdefault("connect_timeout", 10)
+    return psycopg.connect(host=str(cluster.sockdir), port=cluster.port, user=user,
+                           dbname=dbname, autocommit=autocommit, **kw)
+
+
+def count_sum(conn, table):
+    """(count(*), sum(value)) of a seed-like table."""
+    return tuple(conn.execute(f"SELECT count(*), sum(value::bigint) FROM {table}").fetchone())
+
+
+def sqlstate_of(conn, query, params=None):
+    """Run one statement: None when it succeeds, else its SQLSTATE.  An open
+    transaction is rolled back after an error."""
+    try:
+        conn.execute(query, params)
+        return None
+    except psycopg.Error as e:
+        if not conn.autocommit and not conn.closed:
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                pass
+        return e.sqlstate
+
+
+def leaf_tables(conn, table):
+    """The table itself, or the leaf partitions of a partitioned table."""
+    rows = conn.execute(
+        "SELECT relid::regclass::text FROM pg_partition_tree(%s::regclass) "
+        "WHERE isleaf ORDER BY 1", (table,)).fetchall()
+    return [r[0] for r in rows] or [table]
+
+
+def verify_tree(conn, table, frozen_expected=None):
+    """verify_table() on a table or on every leaf of a partitioned table."""
+    return {leaf: verify_table(conn, leaf, frozen_expected)
+            for leaf in leaf_tables(conn, table)}
+
+
+class Background:
+    """Statements run in order on a connection of their own, in a thread.
+
+    `settings` are set first (set_config); `pid` is the backend's pid; with a
+    threading.Barrier the statements start when all its parties arrive.  After
+    join(): `error` (the psycopg exception, if any), `results` (rows or
+    status of each statement that ran), `notices`, `elapsed`."""
+
+    def __init__(self, cluster, statements, settings=None, user="postgres",
+                 dbname="postgres", name="background", barrier=None):
+        if isinstance(statements, str):
+            statements = [statements]
+        self.cluster = cluster
+        self.statements = list(statements)
+        self.conn = connect_as(cluster, user, dbname)
+        self.pid = self.conn.info.backend_pid
+        self.notices = []
+        self.conn.add_notice_handler(lambda d: self.notices.append(d.message_primary))
+        set_gucs(self.conn, settings)
+        self.error = None
+        self.results = []
+        self.elapsed = None
+        self.started = None
+        self.done = threading.Event()
+        self.barrier = barrier
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self):
+        if self.barrier is not None:
+            # start together with the other threads of the barrier
+            self.barrier.wait(60)
+        self.started = time.monotonic()
+        try:
+            for s in self.statements:
+                cur = self.conn.execute(s)
+                self.results.append(cur.fetchall() if cur.description else cur.statusmessage)
+        except psycopg.Error as e:
+            self.error = e
+        finally:
+            self.elapsed = time.monotonic() - self.started
+            self.done.set()
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def execute(self, query, params=None):
+        """One more statement on this connection (only once the thread is done)."""
+        assert self.done.is_set(), "the background statements are still running"
+        return self.conn.execute(query, params)
+
+    def join(self, timeout=120):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), (
+            f"{self.thread.name} (pid {self.pid}) still running after {timeout}s")
+        return self
+
+    @property
+    def sqlstate(self):
+        return self.error.sqlstate if self.error is not None else None
+
+    def close(self):
+        if self.thread.is_alive():
+            self.thread.join(30)
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def wait_fault_sleep(cluster, bg, point, log_offset, timeout=90):
+    """Wait until background `bg` sleeps at fault point `point` (server log)."""
+    rx = re.compile(r"\[%d\] .*directpath: sleeping at fault point \"%s\""
+                    % (bg.pid, re.escape(point)))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if rx.search(cluster.log(log_offset)):
+            return
+        if bg.done.is_set():
+            raise AssertionError(
+                f"{bg.thread.name} ended before fault point {point!r}: error={bg.error!r} "
+                f"results={bg.results!r}\n{cluster.log_tail(30, log_offset)}")
+        time.sleep(0.05)
+    raise AssertionError(f"fault point {point!r} not reached in {timeout}s:\n"
+                         f"{cluster.log_tail(30, log_offset)}")
+
+
+def wait_lock_wait(conn, pid, timeout=60):
+    """Wait until backend `pid` waits for a heavyweight lock."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = conn.execute("SELECT wait_event_type, wait_event FROM pg_stat_activity "
+                           "WHERE pid = %s", (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"backend {pid} never waited for a lock (last: {row})")
+
+
+def crash_backend(cluster, pid):
+    """SIGKILL one backend and wait for the crash restart to finish."""
+    off = cluster.log_size()
+    cluster.kill_backend(pid, signal.SIGKILL)
+    cluster.wait_crash_restart(off)
+    assert f"[{pid}]" in cluster.log(off) or "terminated by signal 9" in cluster.log(off)
+
+
+def crash_immediate(cluster):
+    """pg_ctl stop -m immediate, then start (crash recovery)."""
+    off = cluster.log_size()
+    cluster.stop("immediate")
+    cluster.start()
+    cluster.wait_ready()
+    assert "not properly shut down" in cluster.log(off)
+
+
+def checksums_roundtrip(cluster):
+    """Clean stop, pg_checksums --check, start again."""
+    cluster.stop("fast")
+    out = cluster.pg_checksums_check() if cluster.checksums else ""
+    cluster.start()
+    cluster.wait_ready()
+    return out
