@@ -72,7 +72,8 @@ psql -c "COPY ($gen) TO '$work/seed.copy'"
 # One scenario run: prints "load_s ckpt_s wal_mb vac_s vacwal_mb frozen_pages pages"
 run() {
 	local setup=$1 load=$2
-	psql -At -c "SET client_min_messages = warning" <<EOF
+	psql -At <<EOF
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS t;
 $setup
 CHECKPOINT;
