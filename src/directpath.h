@@ -162,13 +162,11 @@ extern int	dp_writer_full_pages(DPWriter *w);
 extern void dp_writer_flush(DPWriter *w, bool include_partial);
 extern void dp_writer_finish(DPWriter *w);
 extern uint64 dp_writer_pages_written(DPWriter *w);
-extern uint64 dp_writer_tuples(DPWriter *w);
 extern bool dp_writer_frozen(DPWriter *w);
-extern bool dp_writer_new_storage(DPWriter *w);
 
 /* wal.c */
-extern XLogRecPtr dp_wal_log_pages(Relation rel, int npages,
-								   BlockNumber *blknos, Page *pages);
+extern XLogRecPtr dp_wal_log_pages(Relation rel, BlockNumber first,
+								   int npages, Page *pages);
 
 /* visibility.c */
 extern bool dp_storage_new_in_subxact(Relation rel);

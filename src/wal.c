@@ -4,7 +4,7 @@
  *	  WAL records for pages the direct path appends.
  *
  * The page writer calls one function, dp_wal_log_pages(), with a batch of
- * finished pages in ascending block order; it returns the end of the WAL
+ * finished pages for consecutive blocks starting at 'first'; it returns the end of the WAL
  * it wrote and leaves each page's LSN set, so that the checksum the writer
  * computes afterwards covers the final page.  Two formats
  * (directpath.wal_format):
@@ -80,24 +80,28 @@ log_page_tuples(Relation rel, BlockNumber blkno, Page page, char *scratch)
 }
 
 XLogRecPtr
-dp_wal_log_pages(Relation rel, int npages, BlockNumber *blknos, Page *pages)
+dp_wal_log_pages(Relation rel, BlockNumber first, int npages, Page *pages)
 {
 	if (npages <= 0)
 		return InvalidXLogRecPtr;
 
 	if (dp_wal_format == DP_WAL_IMAGE)
 	{
+		BlockNumber *blknos = palloc(sizeof(BlockNumber) * npages);
+
+		for (int i = 0; i < npages; i++)
+			blknos[i] = first + i;
 		log_newpages(DP_REL_LOCATOR(rel), MAIN_FORKNUM, npages, blknos,
 					 (DPPageArg *) pages, true);
-		return XactLastRecEnd;
+		pfree(blknos);
 	}
-
+	else
 	{
 		/* the tuples of a page, with their WAL headers, fit in a block */
 		PGAlignedBlock scratch;
 
 		for (int i = 0; i < npages; i++)
-			log_page_tuples(rel, blknos[i], pages[i], scratch.data);
+			log_page_tuples(rel, first + i, pages[i], scratch.data);
 	}
 	return XactLastRecEnd;
 }

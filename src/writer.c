@@ -454,16 +454,12 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 	bool		pipeline = w->use_wal && !w->new_storage && !include_partial;
 	BlockNumber first = w->next_block;
 	Page	   *batch;
-	BlockNumber *blknos;
 	bool		delayed = false;
 
 	if (n == 0 && w->nlogged == 0)
 		return;
 
 	batch = palloc(sizeof(Page) * Max(n, 1));
-	blknos = palloc(sizeof(BlockNumber) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		blknos[i] = first + i;
 	take_pages(w, n, batch);
 
 	PG_TRY();
@@ -480,23 +476,17 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 			if (n > 0)
 			{
 				reserve_space(w, first, n);
-				end = dp_wal_log_pages(w->rel, n, blknos, batch);
+				end = dp_wal_log_pages(w->rel, first, n, batch);
 			}
 		}
 
 		/* the previous batch, whose WAL the WAL writer has been flushing */
 		if (w->nlogged > 0)
 		{
+			/* a checkpoint began since: log it again, after its redo */
 			if (redo != w->logged_redo)
-			{
-				/* a checkpoint began since: log it again, after its redo */
-				BlockNumber *lblk = palloc(sizeof(BlockNumber) * w->nlogged);
-
-				for (int i = 0; i < w->nlogged; i++)
-					lblk[i] = w->logged_first + i;
-				w->logged_end = dp_wal_log_pages(w->rel, w->nlogged, lblk, w->logged);
-				pfree(lblk);
-			}
+				w->logged_end = dp_wal_log_pages(w->rel, w->logged_first,
+												 w->nlogged, w->logged);
 			XLogFlush(w->logged_end);
 			dp_fault("batch_wal");
 			write_pages(w, w->logged, w->nlogged, w->logged_first);
@@ -531,7 +521,6 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 	PG_END_TRY();
 
 	pfree(batch);
-	pfree(blknos);
 }
 
 /*
@@ -568,20 +557,8 @@ dp_writer_pages_written(DPWriter *w)
 	return w->pages_written;
 }
 
-uint64
-dp_writer_tuples(DPWriter *w)
-{
-	return w->tuples;
-}
-
 bool
 dp_writer_frozen(DPWriter *w)
 {
 	return w->frozen;
-}
-
-bool
-dp_writer_new_storage(DPWriter *w)
-{
-	return w->new_storage;
 }
