@@ -101,6 +101,11 @@ extern void dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw,
 						   int sqlerrcode, const char *message,
 						   const char *detail);
 extern uint64 dp_rejects_count(DPRejects *r);
+extern void dp_rejects_hold_while(DPRejects *r, int *hold);
+extern void dp_rejects_write_queued(DPRejects *r);
+extern int	dp_rejects_queued(DPRejects *r);
+
+#define DP_REJECTS_QUEUE_MAX 1000
 extern bool dp_rejects_error_ok(int sqlerrcode);
 extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
 								EState *estate, int *sqlerrcode,
@@ -154,7 +159,8 @@ extern void dp_set_last(bool direct, const char *reason, uint64 rows,
 typedef struct DPWriter DPWriter;
 
 extern DPWriter *dp_writer_begin(Relation rel, bool freeze,
-								 TransactionId xid, CommandId cid);
+								 TransactionId xid, CommandId cid,
+								 int *toast_pending);
 extern void dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid);
 extern void dp_writer_add_slot(DPWriter *w, TupleTableSlot *slot,
 							   ItemPointer tid, HeapTuple *copy);
@@ -166,7 +172,8 @@ extern bool dp_writer_frozen(DPWriter *w);
 
 /* wal.c */
 extern XLogRecPtr dp_wal_log_pages(Relation rel, BlockNumber first,
-								   int npages, Page *pages);
+								   int npages, Page *pages, bool relog,
+								   bool toast_pending);
 
 /* visibility.c */
 extern bool dp_storage_new_in_subxact(Relation rel);

@@ -14,15 +14,18 @@
  *	  data-modifying WITH, more than one target;
  *	- targets that are not heap tables: views (INSTEAD OF triggers),
  *	  foreign tables, other table access methods; temporary tables (local
- *	  buffers); system catalogs;
+ *	  buffers); system catalogs and user_catalog_table tables (logical
+ *	  decoding reads those through historic snapshots, which need the
+ *	  command ids that heap inserts log for them);
  *	- BEFORE ROW or INSTEAD OF ROW INSERT triggers on the target or any
  *	  partition (they may read the table and expect every earlier row);
  *	- foreign partitions (they keep core's batched FDW path);
- *	- tables that are logically logged (wal_level = logical): page images
- *	  cannot be decoded;
  *	- a volatile function that is not built in (it may read the table and
  *	  expect the rows inserted so far); built-in volatile functions such as
  *	  random() or clock_timestamp() cannot, except those that run queries.
+ *
+ * Logically logged tables (wal_level = logical) are eligible: wal.c
+ * writes records that decoding reads as one INSERT per row.
  *
  * Relation checks (dp_relation_ineligible) run twice: at parse analysis,
  * before the early lock is taken, and at plan time.  Statement checks run
@@ -91,9 +94,6 @@ check_one_relation(Relation rel)
 		return reason("\"%s\" has a BEFORE ROW INSERT trigger", name);
 	if (trig && trig->trig_insert_instead_row)
 		return reason("\"%s\" has an INSTEAD OF INSERT trigger", name);
-	if (rel->rd_rel->relkind == RELKIND_RELATION &&
-		RelationIsLogicallyLogged(rel))
-		return reason("\"%s\" is logically logged (wal_level = logical)", name);
 	return NULL;
 }
 

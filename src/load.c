@@ -35,7 +35,9 @@
  *
  * With a rejects table (COPY ... REJECTS_TABLE, rejects.c), constraints
  * are evaluated without raising and duplicate keys are detected when index
- * entries are inserted; a duplicate row is deleted again and recorded.
+ * entries are inserted; a duplicate row is deleted again and recorded,
+ * except in a logically logged table, where decoding would still send the
+ * row: there a duplicate fails the statement, as in plain COPY.
  *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written; rows are post-processed in input order; the
@@ -48,6 +50,8 @@
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/catalog.h"
 #include "commands/trigger.h"
 #include "executor/execPartition.h"
 #include "executor/nodeModifyTable.h"
@@ -107,6 +111,7 @@ struct DPLoad
 	int			maxrows;
 	Size		held_bytes;
 	int			pending_full;	/* full pages waiting, all writers */
+	int			toast_pending;	/* writers with unlogged toasted rows */
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
@@ -169,7 +174,8 @@ leaf_start_writer(DPLoad *s, DPLeaf *leaf)
 	bool		freeze = s->freeze_allowed && dp_storage_new_in_subxact(rel) &&
 		!(s->rejects && leaf->has_unique);
 
-	leaf->writer = dp_writer_begin(rel, freeze, s->xid, s->cid);
+	leaf->writer = dp_writer_begin(rel, freeze, s->xid, s->cid,
+								   &s->toast_pending);
 	s->any_frozen |= freeze;
 }
 
@@ -297,8 +303,22 @@ post_process(DPLoad *s, DPRow *row, TupleTableSlot *slot)
 				char	   *message;
 				char	   *detail;
 
-				/* a duplicate: take the row back and record it */
 				dp_describe_duplicate(rri, recheck, slot, estate, &message, &detail);
+
+				/*
+				 * Taking the row back would not take back its INSERT from
+				 * the WAL that logical decoding reads: a subscriber would
+				 * still receive the duplicate.  Fail as COPY does.
+				 */
+				if (RelationIsLogicallyLogged(rri->ri_RelationDesc))
+					ereport(ERROR,
+							(errcode(ERRCODE_UNIQUE_VIOLATION),
+							 errmsg("%s", message),
+							 detail ? errdetail("%s", detail) : 0,
+							 errhint("REJECTS_TABLE cannot reject duplicate keys of a logically logged table (wal_level = logical). "
+									 "Remove the duplicates from the input, or load into a table without the unique index first.")));
+
+				/* a duplicate: take the row back and record it */
 				simple_heap_delete(rri->ri_RelationDesc, &slot->tts_tid);
 				dp_rejects_add(s->rejects, row->lineno, row->raw,
 							   ERRCODE_UNIQUE_VIOLATION, message, detail);
@@ -349,11 +369,15 @@ process_queue(DPLoad *s)
 	MemoryContextReset(s->rowcxt);
 }
 
-/* Write every writer's pages, then do the queued rows' deferred work. */
+/*
+ * Write every writer's pages, then do the queued rows' deferred work.
+ * With 'drain', or while rows are queued, pages still filling are written
+ * too.
+ */
 static void
-flush_all(DPLoad *s, bool final)
+flush_all(DPLoad *s, bool drain)
 {
-	bool		partial = final || s->nrows > 0;
+	bool		partial = drain || s->nrows > 0;
 	DPLeaf	   *leaf;
 
 	if (!s->flushed_once)
@@ -369,6 +393,8 @@ flush_all(DPLoad *s, bool final)
 	}
 	s->pending_full = 0;
 	dp_fault("batch_written");
+	if (s->rejects && s->toast_pending == 0)
+		dp_rejects_write_queued(s->rejects);
 	process_queue(s);
 	dp_fault("batch_done");
 }
@@ -509,6 +535,10 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		char	   *message;
 		char	   *detail;
 
+		/* rejects held back for long (rejects.c): write out every page */
+		if (dp_rejects_queued(s->rejects) >= DP_REJECTS_QUEUE_MAX &&
+			s->state == DPS_DIRECT)
+			flush_all(s, true);
 		if (!dp_soft_constraints(rri, slot, estate, &code, &message, &detail))
 		{
 			dp_rejects_add(s->rejects, *s->lineno,
@@ -586,6 +616,9 @@ dp_load_finish(DPLoad *s)
 		}
 		dp_fault("finish");
 	}
+	Assert(s->toast_pending == 0);
+	if (s->rejects)
+		dp_rejects_write_queued(s->rejects);
 	s->state = DPS_DONE;
 	for (leaf = s->leaves; leaf; leaf = leaf->next)
 		ExecDropSingleTupleTableSlot(leaf->slot);
@@ -602,6 +635,7 @@ dp_load_set_rejects(DPLoad *s, DPRejects *rejects, StringInfo raw_line,
 	s->rejects = rejects;
 	s->raw_line = raw_line;
 	s->raw_valid = raw_valid;
+	dp_rejects_hold_while(rejects, &s->toast_pending);
 }
 
 /* Rows accepted by dp_load_row and later rejected as duplicates. */

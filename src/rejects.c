@@ -28,6 +28,13 @@
  * with the load and vanish if it fails.  More than MAX_REJECTS rejected
  * rows (default: no limit) fail the load.
  *
+ * Logical decoding forgets the TOAST chunks it has collected after any
+ * ordinary INSERT, and the chunks of a row the direct path has toasted are
+ * in WAL before the row itself (wal.c).  So while the load says that such
+ * rows are waiting ('hold', a count kept by the writers), rejects are kept
+ * in memory and written once none are; the load writes every page early
+ * rather than keep more than DP_REJECTS_QUEUE_MAX of them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "directpath.h"
@@ -52,7 +59,19 @@ struct DPRejects
 	int64		limit;			/* -1: none */
 	uint64		count;
 	SPIPlanPtr	plan;
+	int		   *hold;			/* write nothing while *hold > 0 */
+	List	   *queued;			/* QueuedReject, held back */
+	MemoryContext queue_cxt;
 };
+
+typedef struct QueuedReject
+{
+	uint64		lineno;
+	char	   *raw;
+	int			sqlerrcode;
+	char	   *message;
+	char	   *detail;
+} QueuedReject;
 
 DPRejects *
 dp_rejects_open(const char *name, int64 limit, Relation target)
@@ -76,25 +95,27 @@ dp_rejects_open(const char *name, int64 limit, Relation target)
 											  get_rel_name(r->relid));
 	r->target = RelationGetRelid(target);
 	r->limit = limit;
+	r->queue_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "directpath rejects",
+										 ALLOCSET_SMALL_SIZES);
 	return r;
 }
 
-/* Record one rejected row; fail the load past MAX_REJECTS. */
+/* Hold rejects back while *hold > 0 (see the file header). */
 void
-dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw, int sqlerrcode,
-			   const char *message, const char *detail)
+dp_rejects_hold_while(DPRejects *r, int *hold)
+{
+	r->hold = hold;
+}
+
+/* Insert one row into the rejects table. */
+static void
+write_reject(DPRejects *r, uint64 lineno, const char *raw, int sqlerrcode,
+			 const char *message, const char *detail)
 {
 	Oid			types[6] = {REGCLASSOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-
-	r->count++;
-	if (r->limit >= 0 && r->count > (uint64) r->limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("more than MAX_REJECTS (" INT64_FORMAT ") rows were rejected", r->limit),
-				 errdetail("Line %llu: %s", (unsigned long long) lineno, message),
-				 errhint("The load and its rejected rows were rolled back.")));
 
 	values[0] = ObjectIdGetDatum(r->target);
 	values[1] = Int64GetDatum((int64) lineno);
@@ -120,6 +141,61 @@ dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw, int sqlerrcode,
 	if (SPI_execute_plan(r->plan, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "directpath: could not record a rejected row in %s", r->qualified);
 	SPI_finish();
+}
+
+/* Write the rejects held back so far. */
+void
+dp_rejects_write_queued(DPRejects *r)
+{
+	ListCell   *lc;
+
+	if (r->queued == NIL)
+		return;
+	foreach(lc, r->queued)
+	{
+		QueuedReject *q = lfirst(lc);
+
+		write_reject(r, q->lineno, q->raw, q->sqlerrcode, q->message, q->detail);
+	}
+	r->queued = NIL;
+	MemoryContextReset(r->queue_cxt);
+}
+
+int
+dp_rejects_queued(DPRejects *r)
+{
+	return list_length(r->queued);
+}
+
+/* Record one rejected row; fail the load past MAX_REJECTS. */
+void
+dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw, int sqlerrcode,
+			   const char *message, const char *detail)
+{
+	r->count++;
+	if (r->limit >= 0 && r->count > (uint64) r->limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("more than MAX_REJECTS (" INT64_FORMAT ") rows were rejected", r->limit),
+				 errdetail("Line %llu: %s", (unsigned long long) lineno, message),
+				 errhint("The load and its rejected rows were rolled back.")));
+
+	if (r->hold && *r->hold > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(r->queue_cxt);
+		QueuedReject *q = palloc(sizeof(QueuedReject));
+
+		q->lineno = lineno;
+		q->raw = raw ? pstrdup(raw) : NULL;
+		q->sqlerrcode = sqlerrcode;
+		q->message = message ? pstrdup(message) : NULL;
+		q->detail = detail ? pstrdup(detail) : NULL;
+		r->queued = lappend(r->queued, q);
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	dp_rejects_write_queued(r);
+	write_reject(r, lineno, raw, sqlerrcode, message, detail);
 }
 
 uint64

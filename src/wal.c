@@ -4,32 +4,49 @@
  *	  WAL records for pages the direct path appends.
  *
  * The page writer calls one function, dp_wal_log_pages(), with a batch of
- * finished pages for consecutive blocks starting at 'first'; it returns the end of the WAL
- * it wrote and leaves each page's LSN set, so that the checksum the writer
- * computes afterwards covers the final page.  Two formats
- * (directpath.wal_format):
+ * finished pages for consecutive blocks starting at 'first'; it returns the
+ * end of the WAL it wrote and leaves each page's LSN set, so that the
+ * checksum the writer computes afterwards covers the final page.  Two
+ * formats (directpath.wal_format):
  *
- *	image	full-page images, XLR_MAX_BLOCK_ID pages per record (core's
- *			log_newpages, as its bulk writer uses), standard page layout so
- *			the hole is not logged, wal_compression applied when enabled.
- *			Redo restores the images exactly.  Invisible to logical
- *			decoding.
- *
- *	records	per page, core's own heap multi-insert record with the
- *			init-page flag (XLOG_HEAP2_MULTI_INSERT | XLOG_HEAP_INIT_PAGE,
- *			the record COPY emits): the tuples' headers (infomask2,
- *			infomask, hoff) and data, no line pointers, no page header.
- *			Redo (heap_xlog_multi_insert) initialises the page and adds the
+ *	records	(the default) per page, core's own heap multi-insert record
+ *			with the init-page flag (XLOG_HEAP2_MULTI_INSERT |
+ *			XLOG_HEAP_INIT_PAGE, the record COPY emits when it starts a
+ *			page): the tuples' headers (infomask2, infomask, hoff) and
+ *			data, no line pointers, no page header.  Redo
+ *			(heap_xlog_multi_insert) initialises the page and adds the
  *			tuples at offsets 1..n in order, which reproduces our page: the
  *			same line pointers and tuple placement, xmin from the record's
  *			XID (ours), ctid its own place, PD_ALL_VISIBLE when the record
  *			says ALL_FROZEN_SET.  The one field that can differ is the
  *			command id (redo writes FirstCommandId), which no other
- *			transaction ever looks at.  The layout of the record is the
- *			same in 15-18.
+ *			transaction ever looks at.  The layout is the same in 15-18.
  *
- * Both formats carry the loading transaction's XID in every record, so a
- * standby tracks it as running and recovery advances nextXid past it.
+ *	image	full-page images, XLR_MAX_BLOCK_ID pages per record (core's
+ *			log_newpages, as its bulk writer uses), standard page layout so
+ *			the hole is not logged, wal_compression applied when enabled.
+ *			Redo restores the images exactly.
+ *
+ * Logical decoding.  decode.c ignores page images, and reads a
+ * multi-insert record's rows only when it says CONTAINS_NEW_TUPLE.  So a
+ * relation that is logically logged (wal_level = logical, a permanent
+ * user table) always gets records, whatever the setting, with that flag
+ * and the replication origin, and every row decodes as an INSERT, in page
+ * order.  Its TOAST chunks were logged by core's toaster (ordinary heap
+ * inserts into the TOAST table) when the row was placed, i.e. before the
+ * record that carries the row; the decoder keeps chunks until a record
+ * flagged LAST_IN_MULTI has been applied.  A batch's last record therefore
+ * carries that flag only when no toasted row is waiting on a later,
+ * not yet logged page ('toast_pending'); otherwise the chunks of those
+ * rows would be thrown away before their rows arrive.
+ *
+ * A batch logged a second time (the writer re-logs a pipelined batch when
+ * a checkpoint began in between) is always logged as images: redo restores
+ * them just the same, and decoding does not see its rows a second time.
+ *
+ * Every record carries the loading transaction's XID, so a standby tracks
+ * it as running, recovery advances nextXid past it, and decoding assigns
+ * the rows to the right (sub)transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,11 +56,14 @@
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
+#include "catalog/catalog.h"
 #include "common/relpath.h"
+#include "utils/rel.h"
 
 /* Log one page as a multi-insert record that initialises the page. */
 static void
-log_page_tuples(Relation rel, BlockNumber blkno, Page page, char *scratch)
+log_page_tuples(Relation rel, BlockNumber blkno, Page page, uint8 flags,
+				char *scratch)
 {
 	xl_heap_multi_insert xlrec;
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
@@ -66,11 +86,14 @@ log_page_tuples(Relation rel, BlockNumber blkno, Page page, char *scratch)
 		p += datalen;
 	}
 
-	xlrec.flags = PageIsAllVisible(page) ? XLH_INSERT_ALL_FROZEN_SET : 0;
+	xlrec.flags = flags;
+	if (PageIsAllVisible(page))
+		xlrec.flags |= XLH_INSERT_ALL_FROZEN_SET;
 	xlrec.ntuples = maxoff;
 
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, SizeOfHeapMultiInsert);
+	/* WILL_INIT: never a page image, so the tuples are always in the record */
 	XLogRegisterBlock(0, DP_REL_LOCATOR(rel), MAIN_FORKNUM, blkno,
 					  (DPPageArg) page, REGBUF_STANDARD | REGBUF_WILL_INIT);
 	XLogRegisterBufData(0, scratch, p - scratch);
@@ -80,12 +103,15 @@ log_page_tuples(Relation rel, BlockNumber blkno, Page page, char *scratch)
 }
 
 XLogRecPtr
-dp_wal_log_pages(Relation rel, BlockNumber first, int npages, Page *pages)
+dp_wal_log_pages(Relation rel, BlockNumber first, int npages, Page *pages,
+				 bool relog, bool toast_pending)
 {
+	bool		logical = RelationIsLogicallyLogged(rel);
+
 	if (npages <= 0)
 		return InvalidXLogRecPtr;
 
-	if (dp_wal_format == DP_WAL_IMAGE)
+	if (relog || (dp_wal_format == DP_WAL_IMAGE && !logical))
 	{
 		BlockNumber *blknos = palloc(sizeof(BlockNumber) * npages);
 
@@ -99,9 +125,16 @@ dp_wal_log_pages(Relation rel, BlockNumber first, int npages, Page *pages)
 	{
 		/* the tuples of a page, with their WAL headers, fit in a block */
 		PGAlignedBlock scratch;
+		uint8		flags = logical ? XLH_INSERT_CONTAINS_NEW_TUPLE : 0;
 
 		for (int i = 0; i < npages; i++)
-			log_page_tuples(rel, first + i, pages[i], scratch.data);
+		{
+			bool		last = (i == npages - 1) && !toast_pending;
+
+			log_page_tuples(rel, first + i, pages[i],
+							flags | (last ? XLH_INSERT_LAST_IN_MULTI : 0),
+							scratch.data);
+		}
 	}
 	return XactLastRecEnd;
 }

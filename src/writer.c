@@ -32,9 +32,9 @@
  *		  block in the batch registers that segment for the next
  *		  checkpoint's fsync
  *		clear DELAY_CHKPT_START (also on error)
- *	  A checkpoint whose redo pointer precedes our WAL waits for the flag,
- *	  so the writes are registered before its sync phase; one whose redo
- *	  pointer follows our WAL replays the images.  Either way every page is
+ *	  A checkpoint whose redo pointer follows our WAL waits for the flag,
+ *	  so the writes are registered before its sync phase; recovery from one
+ *	  whose redo pointer precedes our WAL replays that WAL.  Either way every page is
  *	  durable after a crash without an end-of-load fsync, and a torn write
  *	  of an uncommitted load is repaired by replay.
  *
@@ -56,9 +56,10 @@
  * replay these pages (their WAL precedes its redo pointer) nor know of
  * their writes, and a write torn by an OS crash could not be repaired.
  * So if the redo pointer moved since the batch's WAL was inserted, the
- * batch is logged again in the current window before it is written.  A flush
- * that must make everything readable (a partial page, the end of the
- * statement, rows waiting for index or trigger work) drains the pipeline.
+ * batch is logged again in the current window, as images, before it is
+ * written.  A flush that must make everything readable (a partial page,
+ * the end of the statement, rows waiting for index or trigger work)
+ * drains the pipeline.
  * Pages whose WAL was inserted but that were never written (the statement
  * failed in between) are harmless: their tuples belong to an aborted
  * transaction, and whoever extends the relation next re-initialises those
@@ -85,6 +86,7 @@
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
+#include "catalog/catalog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "common/file_perm.h"
@@ -126,6 +128,15 @@ struct DPWriter
 	XLogRecPtr	logged_end;		/* end of its WAL */
 	XLogRecPtr	logged_redo;	/* redo pointer when it was logged */
 
+	/*
+	 * Logically logged relations (wal.c): the highest block holding a row
+	 * whose TOAST chunks are in WAL, whether that block is not logged yet,
+	 * and the number of such writers in the statement, shared by them.
+	 */
+	BlockNumber toast_block;
+	bool		toast_unlogged;
+	int		   *toast_pending;
+
 	BlockNumber last_block;		/* last block written, and its free space */
 	Size		last_free;
 
@@ -135,7 +146,8 @@ struct DPWriter
 };
 
 DPWriter *
-dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid)
+dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
+				int *toast_pending)
 {
 	DPWriter   *w = palloc0(sizeof(DPWriter));
 
@@ -157,6 +169,8 @@ dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid)
 		if (TupleDescAttr(RelationGetDescr(rel), i)->attlen == -1)
 			w->has_varlena = true;
 	w->next_block = w->first_block;
+	w->toast_block = InvalidBlockNumber;
+	w->toast_pending = toast_pending;
 	w->maxpages = 64;
 	w->pages = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
 	w->maxspare = w->maxpages;
@@ -336,7 +350,19 @@ dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid)
 	placed(w, page, off, tid);
 	tup->t_self = *tid;
 	if (heaptup != tup)
+	{
+		/* its chunks are logged now, the row only when its page is */
+		if (HeapTupleHasExternal(heaptup) && RelationIsLogicallyLogged(w->rel))
+		{
+			w->toast_block = ItemPointerGetBlockNumber(tid);
+			if (!w->toast_unlogged)
+			{
+				w->toast_unlogged = true;
+				(*w->toast_pending)++;
+			}
+		}
 		heap_freetuple(heaptup);
+	}
 }
 
 /* Full pages waiting to be written (the last page may still take rows). */
@@ -476,17 +502,28 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 			if (n > 0)
 			{
 				reserve_space(w, first, n);
-				end = dp_wal_log_pages(w->rel, first, n, batch);
+				/* are rows with logged TOAST chunks left unlogged anywhere? */
+				if (w->toast_unlogged && w->toast_block < first + n)
+				{
+					w->toast_unlogged = false;
+					(*w->toast_pending)--;
+				}
+				end = dp_wal_log_pages(w->rel, first, n, batch, false,
+									   *w->toast_pending > 0);
 			}
 		}
 
 		/* the previous batch, whose WAL the WAL writer has been flushing */
 		if (w->nlogged > 0)
 		{
-			/* a checkpoint began since: log it again, after its redo */
+			/*
+			 * A checkpoint began since: log it again, after its redo, as
+			 * images (wal.c: its rows must not be decoded twice).
+			 */
 			if (redo != w->logged_redo)
 				w->logged_end = dp_wal_log_pages(w->rel, w->logged_first,
-												 w->nlogged, w->logged);
+												 w->nlogged, w->logged,
+												 true, false);
 			XLogFlush(w->logged_end);
 			dp_fault("batch_wal");
 			write_pages(w, w->logged, w->nlogged, w->logged_first);

@@ -1,19 +1,26 @@
-"""wal_level = logical: full-page images cannot be decoded, so a hinted load
-into a logically logged table takes the normal path, says why, and a
-subscriber and a test_decoding slot see every row.  Never silent loss."""
+"""wal_level = logical: direct path loads of logically logged tables write
+multi-insert records that decoding reads, so a subscriber and a
+test_decoding slot see every row, TOASTed values included, and nothing of a
+load rolled back to a savepoint."""
 
+import hashlib
 import re
 import time
 
+import psycopg
 import pytest
 
 from conftest import (SMALL_BATCHES, TABLE_COLUMNS, last_statement,
-                      seed_insert, set_gucs, table_digest, verify_table,
-                      verify_tree)
+                      seed_insert, set_gucs, sqlstate_of, table_digest,
+                      verify_table, verify_tree)
 
 pytestmark = [pytest.mark.directpath, pytest.mark.reliability]
 
 N = 20_000
+TOAST_EVERY = 40          # every 40th row has a payload stored out of line
+TOAST_PIECES = 100        # 100 md5 strings: 3200 bytes, over the threshold
+
+LG_COLUMNS = "(id int PRIMARY KEY, grp int, note text, payload text)"
 
 
 def wait_until(fn, what, timeout=120):
@@ -27,143 +34,277 @@ def wait_until(fn, what, timeout=120):
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
-def create_tables(conn):
-    conn.execute(f"CREATE TABLE lg_t {TABLE_COLUMNS}")
-    conn.execute("ALTER TABLE lg_t ADD PRIMARY KEY (indid)")
-    conn.execute(f"CREATE TABLE lg_trunc {TABLE_COLUMNS}")
-    conn.execute("ALTER TABLE lg_trunc ADD PRIMARY KEY (indid)")
-    conn.execute(f"CREATE TABLE lg_part {TABLE_COLUMNS} PARTITION BY RANGE (timeid)")
-    conn.execute("CREATE TABLE lg_part_1 PARTITION OF lg_part FOR VALUES FROM (MINVALUE) TO (25)")
-    conn.execute("CREATE TABLE lg_part_2 PARTITION OF lg_part FOR VALUES FROM (25) TO (MAXVALUE)")
-    conn.execute(f"CREATE TABLE lg_unpub {TABLE_COLUMNS}")
+def payload(i):
+    """The payload of row i (None for most rows), as lg_select builds it."""
+    if i % TOAST_EVERY:
+        return None
+    return "".join(hashlib.md5(f"{i}{g}".encode()).hexdigest()
+                   for g in range(1, TOAST_PIECES + 1))
 
 
-def hinted(conn, sql, notices):
-    """Run a hinted statement; returns last_statement() and the fallback
-    NOTICEs it raised."""
-    del notices[:]
+def lg_select(first, last):
+    return (f"SELECT a, a % 50, 'n' || a, CASE WHEN a % {TOAST_EVERY} = 0 THEN "
+            f"(SELECT string_agg(md5(a::text || g), '' ORDER BY g) "
+            f"FROM generate_series(1, {TOAST_PIECES}) g) END "
+            f"FROM generate_series({first}, {last}) a")
+
+
+def lg_insert(table, first, last):
+    return f"/*+ APPEND */ INSERT INTO {table} {lg_select(first, last)}"
+
+
+def create_lg(conn, table, unlogged=False):
+    conn.execute(f"CREATE {'UNLOGGED ' if unlogged else ''}TABLE {table} {LG_COLUMNS}")
+    # out of line without compression: every payload is in the TOAST table
+    conn.execute(f"ALTER TABLE {table} ALTER payload SET STORAGE EXTERNAL")
+
+
+def copy_lg(conn, table, first, last):
+    """COPY FROM STDIN of rows first..last, direct by the leading hint."""
+    with conn.cursor() as cur:
+        with cur.copy(f"/*+ APPEND */ COPY {table} FROM STDIN") as cp:
+            for i in range(first, last + 1):
+                cp.write_row((i, i % 50, f"n{i}", payload(i)))
+    st = last_statement(conn)
+    assert st["path"] == "direct" and st["rows_inserted"] == last - first + 1, st
+
+
+def direct(conn, sql, rows, frozen=None):
     conn.execute(sql)
     st = last_statement(conn)
-    return st, [n for n in notices if "normal path" in n]
+    assert st["path"] == "direct" and st["rows_inserted"] == rows, (sql, st)
+    if frozen is not None:
+        assert st["frozen"] is frozen, st
+    return st
 
 
-def assert_fallback(st, msgs, table):
-    assert st["path"] == "normal", st
-    assert "logically logged" in (st["reason"] or ""), st
-    assert msgs and "logically logged" in msgs[0] and table in msgs[0], msgs
+def create_pub_tables(conn):
+    create_lg(conn, "lg_t")
+    create_lg(conn, "lg_trunc")
+    # published through the root, and leaf by leaf
+    for t in ("lg_proot", "lg_pleaf"):
+        conn.execute(f"CREATE TABLE {t} {LG_COLUMNS} PARTITION BY RANGE (id)")
+        conn.execute(f"CREATE TABLE {t}_1 PARTITION OF {t} FOR VALUES FROM (MINVALUE) TO (10000)")
+        conn.execute(f"CREATE TABLE {t}_2 PARTITION OF {t} FOR VALUES FROM (10000) TO (MAXVALUE)")
+        conn.execute(f"ALTER TABLE {t} ALTER payload SET STORAGE EXTERNAL")
 
 
-def test_logical_fallback_subscriber_and_decoding(make_cluster):
+def create_sub_tables(conn):
+    create_lg(conn, "lg_t")
+    create_lg(conn, "lg_trunc")
+    # the root arrives as itself: a plain table here
+    create_lg(conn, "lg_proot")
+    # leaves arrive as themselves: plain tables of the same names
+    create_lg(conn, "lg_pleaf_1")
+    create_lg(conn, "lg_pleaf_2")
+
+
+def test_subscriber_receives_direct_loads(make_cluster):
     pub = make_cluster(name="pub", wal_level="logical")
     sub = make_cluster(name="sub")
     with pub.conn() as conn:
-        create_tables(conn)
-        conn.execute(seed_insert("lg_t", 1000, hint=False))
-        conn.execute(seed_insert("lg_trunc", 500, hint=False))
-        conn.execute("CREATE PUBLICATION lg_pub FOR TABLE lg_t, lg_trunc, lg_part "
+        create_pub_tables(conn)
+        conn.execute(f"INSERT INTO lg_t {lg_select(1, 1000)}")
+        conn.execute(f"INSERT INTO lg_trunc {lg_select(1, 500)}")
+        conn.execute("CREATE PUBLICATION lg_pub FOR TABLE lg_t, lg_trunc, lg_proot "
                      "WITH (publish_via_partition_root = true)")
-        conn.execute("SELECT pg_create_logical_replication_slot('lg_dec', 'test_decoding')")
+        conn.execute("CREATE PUBLICATION lg_pub_leaf FOR TABLE lg_pleaf "
+                     "WITH (publish_via_partition_root = false)")
     with sub.conn() as conn:
-        create_tables(conn)
+        create_sub_tables(conn)
         conn.execute(f"CREATE SUBSCRIPTION lg_sub CONNECTION '{pub.conninfo()}' "
-                     "PUBLICATION lg_pub")
+                     "PUBLICATION lg_pub, lg_pub_leaf")
         wait_until(lambda: conn.execute(
-            "SELECT count(*) = 3 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"
+            "SELECT count(*) = 5 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"
         ).fetchone()[0], "the initial table sync")
 
     with pub.conn() as conn:
-        notices = []
-        conn.add_notice_handler(lambda d: notices.append(d.message_primary))
         set_gucs(conn, SMALL_BATCHES)
-        # existing published table
-        st, msgs = hinted(conn, seed_insert("lg_t", 1000 + N, start=1001), notices)
-        assert_fallback(st, msgs, "lg_t")
-        # storage truncated in the transaction (would be frozen at replica)
+        # an existing published table: INSERT, then COPY
+        direct(conn, lg_insert("lg_t", 1001, 1000 + N), N, frozen=False)
+        copy_lg(conn, "lg_t", 1001 + N, 1000 + 2 * N)
+        # storage truncated in the transaction: frozen pages
         conn.execute("BEGIN")
         conn.execute("TRUNCATE lg_trunc")
-        st, msgs = hinted(conn, seed_insert("lg_trunc", N), notices)
+        direct(conn, lg_insert("lg_trunc", 1, N), N, frozen=True)
         conn.execute("COMMIT")
-        assert_fallback(st, msgs, "lg_trunc")
-        # Oracle's hint placement, a partitioned target
-        st, msgs = hinted(conn, f"INSERT /*+ APPEND */ INTO lg_part "
-                                f"SELECT a % 50, a % 10000, a, a FROM generate_series(1, {N}) a",
-                          notices)
-        assert_fallback(st, msgs, "lg_part")
-        # directpath.mode = always, no hint
-        conn.execute("SET directpath.mode = always")
-        conn.execute(seed_insert("lg_t", 1000 + 2 * N, start=1001 + N, hint=False))
-        st = last_statement(conn)
-        conn.execute("RESET directpath.mode")
-        assert st["path"] == "normal" and "logically logged" in st["reason"], st
-        # an unpublished table is logically logged too (the slot decodes it)
-        st, msgs = hinted(conn, seed_insert("lg_unpub", N), notices)
-        assert_fallback(st, msgs, "lg_unpub")
-        # a table created in the loading transaction
+        # partitioned, both ways of publishing; Oracle's hint placement
+        for t in ("lg_proot", "lg_pleaf"):
+            direct(conn, f"INSERT /*+ APPEND */ INTO {t} {lg_select(1, N)}", N)
+            copy_lg(conn, t, N + 1, N + 5000)
+        # rolled back to a savepoint: nothing of it may arrive
         conn.execute("BEGIN")
-        conn.execute(f"CREATE TABLE lg_new {TABLE_COLUMNS}")
-        st, msgs = hinted(conn, seed_insert("lg_new", N), notices)
+        direct(conn, lg_insert("lg_t", 1001 + 2 * N, 1000 + 3 * N), N)
+        conn.execute("SAVEPOINT s")
+        direct(conn, lg_insert("lg_t", 1001 + 3 * N, 1000 + 4 * N), N)
+        copy_lg(conn, "lg_t", 1001 + 4 * N, 1000 + 5 * N)
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        copy_lg(conn, "lg_proot", N + 5001, 2 * N)
         conn.execute("COMMIT")
-        assert_fallback(st, msgs, "lg_new")
-        # EXPLAIN says the same
-        plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN (COSTS OFF) " + seed_insert("lg_t", 10)).fetchall())
-        assert "Direct Path: off" in plan and "logically logged" in plan, plan
+        # the session setting, no hint
+        conn.execute("SET directpath.mode = always")
+        conn.execute(f"INSERT INTO lg_t {lg_select(1001 + 5 * N, 1000 + 6 * N)}")
+        conn.execute("RESET directpath.mode")
+        assert last_statement(conn)["path"] == "direct"
 
-        want = {t: table_digest(conn, t) for t in ("lg_t", "lg_trunc", "lg_part")}
-        assert want["lg_t"][0] == 1000 + 2 * N and want["lg_trunc"][0] == N
-        for t in ("lg_t", "lg_trunc", "lg_unpub", "lg_new"):
+        want = {t: table_digest(conn, t)
+                for t in ("lg_t", "lg_trunc", "lg_proot", "lg_pleaf_1", "lg_pleaf_2")}
+        assert want["lg_t"][0] == 1000 + 4 * N and want["lg_trunc"][0] == N
+        assert want["lg_proot"][0] == 2 * N
+        assert want["lg_pleaf_1"][0] + want["lg_pleaf_2"][0] == N + 5000
+        assert conn.execute("SELECT count(*) FROM lg_t WHERE id BETWEEN %s AND %s",
+                            (1001 + 3 * N, 1000 + 5 * N)).fetchone()[0] == 0
+        toasted = conn.execute("SELECT count(*) FROM lg_t WHERE payload IS NOT NULL").fetchone()[0]
+        assert toasted == (1000 + 4 * N) // TOAST_EVERY
+        for t in ("lg_t", "lg_trunc"):
             verify_table(conn, t)
-        verify_tree(conn, "lg_part")
-        # test_decoding sees every row of every load, on every table
-        changes = [r[0] for r in conn.execute(
-            "SELECT data FROM pg_logical_slot_get_changes('lg_dec', NULL, NULL)").fetchall()]
-    decoded = {}
-    for line in changes:
-        m = re.match(r"table public\.(\w+): (INSERT|TRUNCATE):", line)
-        if m:
-            decoded[m.groups()] = decoded.get(m.groups(), 0) + 1
-    parts = decoded.pop(("lg_part_1", "INSERT"), 0) + decoded.pop(("lg_part_2", "INSERT"), 0)
-    assert parts == N, decoded
-    assert decoded == {("lg_t", "INSERT"): 2 * N, ("lg_trunc", "TRUNCATE"): 1,
-                       ("lg_trunc", "INSERT"): N, ("lg_unpub", "INSERT"): N,
-                       ("lg_new", "INSERT"): N}, decoded
+        verify_tree(conn, "lg_proot")
 
-    # the subscriber ends with the same rows
     with sub.conn() as conn:
         for t, d in want.items():
             wait_until(lambda: table_digest(conn, t) == d,
-                       f"{t} on the subscriber to match the publisher "
-                       f"({d[0]} rows)", timeout=180)
-        for t in ("lg_t", "lg_trunc"):
+                       f"{t} on the subscriber to match the publisher ({d[0]} rows)",
+                       timeout=180)
+        assert conn.execute("SELECT count(*) FROM lg_t WHERE id BETWEEN %s AND %s",
+                            (1001 + 3 * N, 1000 + 5 * N)).fetchone()[0] == 0
+        for t in want:
             verify_table(conn, t)
-        verify_tree(conn, "lg_part")
         conn.execute("DROP SUBSCRIPTION lg_sub")
+    sub.stop()
+    pub.stop()
+    pub.pg_checksums_check()
 
 
-def test_logical_unlogged_keeps_direct_path(make_cluster):
-    """Tables that are not logically logged keep the direct path at
-    wal_level = logical (unlogged); the fallback is only where needed."""
+DECODED = re.compile(r"^table public\.(\w+): INSERT: id\[integer\]:(\d+) .*"
+                     r"payload\[text\]:(null|'[0-9a-f]*'|unchanged-toast-datum)$")
+
+
+def decoded_rows(conn, slot):
+    """{table: {id: payload}} of the INSERTs a test_decoding slot prints;
+    also returns the other lines."""
+    rows, other = {}, []
+    for (line,) in conn.execute(
+            "SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL)", (slot,)):
+        m = DECODED.match(line)
+        if not m:
+            other.append(line)
+            continue
+        t, i, p = m.groups()
+        assert p != "unchanged-toast-datum", f"{t} row {i}: its TOAST value did not decode"
+        per = rows.setdefault(t, {})
+        assert int(i) not in per, f"{t} row {i} decoded twice"
+        per[int(i)] = None if p == "null" else p[1:-1]
+    return rows, other
+
+
+def assert_decoded(rows, table, first, last):
+    got = rows.get(table, {})
+    assert sorted(got) == list(range(first, last + 1)), \
+        f"{table}: decoded {len(got)} rows, want {first}..{last}"
+    bad = [i for i in range(first, last + 1) if got[i] != payload(i)]
+    assert not bad, f"{table}: payloads decoded wrongly for rows {bad[:10]}"
+
+
+@pytest.mark.parametrize("wal_format", ["records", "image"])
+def test_decoding_slot_prints_every_row(make_cluster, wal_format):
+    """Every row of every kind of load decodes, TOAST values whole, in both
+    settings of directpath.wal_format (a logically logged table gets
+    records either way)."""
     c = make_cluster(name="logical", wal_level="logical")
     with c.conn() as conn:
+        create_lg(conn, "lg_t")
+        conn.execute(f"INSERT INTO lg_t {lg_select(1, 100)}")
+        conn.execute(f"CREATE TABLE lg_part {LG_COLUMNS} PARTITION BY HASH (id)")
+        for r in range(3):
+            conn.execute(f"CREATE TABLE lg_part_{r} PARTITION OF lg_part "
+                         f"FOR VALUES WITH (MODULUS 3, REMAINDER {r})")
+        conn.execute("ALTER TABLE lg_part ALTER payload SET STORAGE EXTERNAL")
+        create_lg(conn, "lg_unl", unlogged=True)
+        conn.execute("SELECT pg_create_logical_replication_slot('lg_dec', 'test_decoding')")
+
         set_gucs(conn, SMALL_BATCHES)
-        conn.execute(f"CREATE UNLOGGED TABLE lg_unl {TABLE_COLUMNS}")
-        conn.execute("CREATE INDEX ON lg_unl (indid)")
-        conn.execute("SELECT pg_create_logical_replication_slot('lg_dec2', 'test_decoding')")
-        conn.execute(seed_insert("lg_unl", N))
-        st = last_statement(conn)
-        assert st["path"] == "direct" and st["rows_inserted"] == N, st
-        assert conn.execute("SELECT count(*), sum(value::bigint) FROM lg_unl").fetchone() == \
-            (N, N * (N + 1) // 2)
-        verify_table(conn, "lg_unl")
-        # and a logged table right after, in the same session, falls back
-        conn.execute(f"CREATE TABLE lg_logged {TABLE_COLUMNS}")
-        conn.execute(seed_insert("lg_logged", N))
-        st = last_statement(conn)
-        assert st["path"] == "normal" and "logically logged" in st["reason"], st
-        n = conn.execute(
-            "SELECT count(*) FROM pg_logical_slot_get_changes('lg_dec2', NULL, NULL) "
-            "WHERE data LIKE 'table public.lg_logged: INSERT:%'").fetchone()[0]
-        assert n == N
-        conn.execute("SELECT pg_drop_replication_slot('lg_dec2')")
+        conn.execute(f"SET directpath.wal_format = {wal_format}")
+        direct(conn, lg_insert("lg_t", 101, N), N - 100, frozen=False)
+        copy_lg(conn, "lg_t", N + 1, 2 * N)
+        conn.execute("BEGIN")
+        create_lg(conn, "lg_new")
+        direct(conn, lg_insert("lg_new", 1, N), N, frozen=True)
+        conn.execute("SAVEPOINT s")
+        direct(conn, lg_insert("lg_t", 2 * N + 1, 3 * N), N)
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        conn.execute("SAVEPOINT s2")
+        copy_lg(conn, "lg_part", 1, N)
+        conn.execute("RELEASE SAVEPOINT s2")
+        conn.execute("COMMIT")
+        # a transaction that fails after its load sends nothing
+        conn.execute("BEGIN")
+        direct(conn, lg_insert("lg_t", 3 * N + 1, 4 * N), N)
+        assert sqlstate_of(conn, "SELECT 1 / 0") == "22012"
+        conn.execute("ROLLBACK")
+        # unlogged: direct, and not decoded
+        direct(conn, lg_insert("lg_unl", 1, N), N)
+
+        rows, other = decoded_rows(conn, "lg_dec")
+        assert_decoded(rows, "lg_t", 101, 2 * N)
+        assert_decoded(rows, "lg_new", 1, N)
+        parts = {}
+        for r in range(3):
+            parts.update(rows.pop(f"lg_part_{r}", {}))
+        rows["lg_part"] = parts
+        assert_decoded(rows, "lg_part", 1, N)
+        assert set(rows) == {"lg_t", "lg_new", "lg_part"}, set(rows)
+        assert not [o for o in other if not o.startswith(("BEGIN", "COMMIT"))], other[:5]
+        for t in ("lg_t", "lg_new", "lg_unl"):
+            verify_table(conn, t)
+        verify_tree(conn, "lg_part")
+        conn.execute("SELECT pg_drop_replication_slot('lg_dec')")
     c.stop()
     c.pg_checksums_check()
+
+
+def test_rejects_on_logically_logged_table(make_cluster):
+    """REJECTS_TABLE on a logically logged table: rejected rows are written
+    without breaking the decoding of the TOAST values of rows around them
+    (one row in ten rejected, more than the rejects held back at a time);
+    a duplicate key cannot be taken back from the decoded WAL, so that COPY
+    fails, as plain COPY does, and nothing of it is decoded."""
+    c = make_cluster(name="logical", wal_level="logical")
+    with c.conn() as conn:
+        create_lg(conn, "lg_r")
+        conn.execute("ALTER TABLE lg_r ADD CHECK (grp % 10 <> 7)")
+        conn.execute(f"CREATE TABLE lg_u {TABLE_COLUMNS}")
+        conn.execute("ALTER TABLE lg_u ADD PRIMARY KEY (indid)")
+        for t in ("lg_bad", "lg_bad2"):
+            conn.execute(f"CREATE TABLE {t} (LIKE directpath.rejects INCLUDING ALL)")
+        conn.execute("SELECT pg_create_logical_replication_slot('lg_rej', 'test_decoding')")
+        set_gucs(conn, SMALL_BATCHES)
+        with conn.cursor() as cur:
+            with cur.copy("/*+ APPEND */ COPY lg_r FROM STDIN "
+                          "WITH (REJECTS_TABLE 'lg_bad')") as cp:
+                for i in range(1, N + 1):
+                    cp.write_row((i, i % 50, f"n{i}", payload(i)))
+        st = last_statement(conn)
+        good = [i for i in range(1, N + 1) if i % 50 % 10 != 7]
+        assert st["path"] == "direct" and st["rows_inserted"] == len(good), st
+        bad = [r[0] for r in conn.execute("SELECT line FROM lg_bad ORDER BY line")]
+        assert bad == [i for i in range(1, N + 1) if i % 50 % 10 == 7]
+
+        dup = "".join(f"1\t1\t{i}\t{i}\n" for i in list(range(1, 5000)) + [42])
+        with pytest.raises(psycopg.errors.UniqueViolation) as e:
+            with conn.cursor() as cur:
+                with cur.copy("/*+ APPEND */ COPY lg_u FROM STDIN "
+                              "WITH (REJECTS_TABLE 'lg_bad2')") as cp:
+                    cp.write(dup)
+        assert "REJECTS_TABLE cannot reject duplicate keys" in e.value.diag.message_hint
+        assert conn.execute("SELECT count(*) FROM lg_u").fetchone()[0] == 0
+
+        rows, other = decoded_rows(conn, "lg_rej")
+        got = rows.get("lg_r", {})
+        assert sorted(got) == good
+        assert all(got[i] == payload(i) for i in good), "payloads decoded wrongly"
+        assert "lg_u" not in rows
+        assert sum(1 for o in other if o.startswith("table public.lg_bad: INSERT")) == \
+            N - len(good)
+        verify_table(conn, "lg_r")
+        conn.execute("SELECT pg_drop_replication_slot('lg_rej')")
+    c.stop()
