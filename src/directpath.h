@@ -158,9 +158,22 @@ extern void dp_set_last(bool direct, const char *reason, uint64 rows,
 /* writer.c */
 typedef struct DPWriter DPWriter;
 
+/*
+ * Rows of logically logged relations whose TOAST chunks are in WAL while
+ * the rows are not yet (wal.c): shared by a statement's writers.
+ */
+typedef struct DPToastWait
+{
+	int			writers;		/* writers holding such rows */
+	uint64		bytes;			/* their size before toasting, roughly */
+} DPToastWait;
+
+/* drain every writer's pages once this much waits (decoder memory) */
+#define DP_TOAST_WAIT_MAX_BYTES (16 * 1024 * 1024)
+
 extern DPWriter *dp_writer_begin(Relation rel, bool freeze,
 								 TransactionId xid, CommandId cid,
-								 int *toast_pending);
+								 DPToastWait *toast_wait);
 extern void dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid);
 extern void dp_writer_add_slot(DPWriter *w, TupleTableSlot *slot,
 							   ItemPointer tid, HeapTuple *copy);

@@ -111,7 +111,7 @@ struct DPLoad
 	int			maxrows;
 	Size		held_bytes;
 	int			pending_full;	/* full pages waiting, all writers */
-	int			toast_pending;	/* writers with unlogged toasted rows */
+	DPToastWait toast_wait;		/* rows whose TOAST chunks wait (wal.c) */
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
@@ -175,7 +175,7 @@ leaf_start_writer(DPLoad *s, DPLeaf *leaf)
 		!(s->rejects && leaf->has_unique);
 
 	leaf->writer = dp_writer_begin(rel, freeze, s->xid, s->cid,
-								   &s->toast_pending);
+								   &s->toast_wait);
 	s->any_frozen |= freeze;
 }
 
@@ -393,7 +393,7 @@ flush_all(DPLoad *s, bool drain)
 	}
 	s->pending_full = 0;
 	dp_fault("batch_written");
-	if (s->rejects && s->toast_pending == 0)
+	if (s->rejects && s->toast_wait.writers == 0)
 		dp_rejects_write_queued(s->rejects);
 	process_queue(s);
 	dp_fault("batch_done");
@@ -409,6 +409,13 @@ after_place(DPLoad *s, DPLeaf *leaf)
 	leaf->full_pages = full;
 	if (s->pending_full >= dp_batch_pages)
 		flush_all(s, false);
+
+	/*
+	 * A decoder keeps the TOAST chunks of rows it has not seen yet in
+	 * memory (wal.c): bound that by writing the pages still filling too.
+	 */
+	if (s->toast_wait.bytes >= DP_TOAST_WAIT_MAX_BYTES)
+		flush_all(s, true);
 }
 
 /* Put a formed (held) row on a page; queue it if it has deferred work. */
@@ -616,7 +623,7 @@ dp_load_finish(DPLoad *s)
 		}
 		dp_fault("finish");
 	}
-	Assert(s->toast_pending == 0);
+	Assert(s->toast_wait.writers == 0);
 	if (s->rejects)
 		dp_rejects_write_queued(s->rejects);
 	s->state = DPS_DONE;
@@ -635,7 +642,7 @@ dp_load_set_rejects(DPLoad *s, DPRejects *rejects, StringInfo raw_line,
 	s->rejects = rejects;
 	s->raw_line = raw_line;
 	s->raw_valid = raw_valid;
-	dp_rejects_hold_while(rejects, &s->toast_pending);
+	dp_rejects_hold_while(rejects, &s->toast_wait.writers);
 }
 
 /* Rows accepted by dp_load_row and later rejected as duplicates. */

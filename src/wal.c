@@ -35,10 +35,15 @@
  * order.  Its TOAST chunks were logged by core's toaster (ordinary heap
  * inserts into the TOAST table) when the row was placed, i.e. before the
  * record that carries the row; the decoder keeps chunks until a record
- * flagged LAST_IN_MULTI has been applied.  A batch's last record therefore
- * carries that flag only when no toasted row is waiting on a later,
- * not yet logged page ('toast_pending'); otherwise the chunks of those
- * rows would be thrown away before their rows arrive.
+ * flagged LAST_IN_MULTI, or any ordinary insert, has been applied.  A
+ * batch's last record therefore carries that flag only when no toasted row
+ * is waiting on a not yet logged page of any of the statement's writers
+ * ('toast_pending', DPToastWait); otherwise the chunks of those rows would
+ * be thrown away before their rows arrive.  For the same reason the load
+ * holds back rejected rows while toasted rows wait (rejects.c), and it
+ * writes the pages still filling once the waiting rows add up to
+ * DP_TOAST_WAIT_MAX_BYTES, which bounds the chunks a decoder keeps in
+ * memory.
  *
  * A batch logged a second time (the writer re-logs a pipelined batch when
  * a checkpoint began in between) is always logged as images: redo restores

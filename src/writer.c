@@ -131,11 +131,11 @@ struct DPWriter
 	/*
 	 * Logically logged relations (wal.c): the highest block holding a row
 	 * whose TOAST chunks are in WAL, whether that block is not logged yet,
-	 * and the number of such writers in the statement, shared by them.
+	 * and what the statement's writers hold of such rows together.
 	 */
 	BlockNumber toast_block;
 	bool		toast_unlogged;
-	int		   *toast_pending;
+	DPToastWait *toast_wait;
 
 	BlockNumber last_block;		/* last block written, and its free space */
 	Size		last_free;
@@ -147,7 +147,7 @@ struct DPWriter
 
 DPWriter *
 dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
-				int *toast_pending)
+				DPToastWait *toast_wait)
 {
 	DPWriter   *w = palloc0(sizeof(DPWriter));
 
@@ -170,7 +170,7 @@ dp_writer_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
 			w->has_varlena = true;
 	w->next_block = w->first_block;
 	w->toast_block = InvalidBlockNumber;
-	w->toast_pending = toast_pending;
+	w->toast_wait = toast_wait;
 	w->maxpages = 64;
 	w->pages = MemoryContextAlloc(w->cxt, sizeof(Page) * w->maxpages);
 	w->maxspare = w->maxpages;
@@ -355,10 +355,11 @@ dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid)
 		if (HeapTupleHasExternal(heaptup) && RelationIsLogicallyLogged(w->rel))
 		{
 			w->toast_block = ItemPointerGetBlockNumber(tid);
+			w->toast_wait->bytes += tup->t_len;
 			if (!w->toast_unlogged)
 			{
 				w->toast_unlogged = true;
-				(*w->toast_pending)++;
+				w->toast_wait->writers++;
 			}
 		}
 		heap_freetuple(heaptup);
@@ -506,10 +507,11 @@ dp_writer_flush(DPWriter *w, bool include_partial)
 				if (w->toast_unlogged && w->toast_block < first + n)
 				{
 					w->toast_unlogged = false;
-					(*w->toast_pending)--;
+					if (--w->toast_wait->writers == 0)
+						w->toast_wait->bytes = 0;
 				}
 				end = dp_wal_log_pages(w->rel, first, n, batch, false,
-									   *w->toast_pending > 0);
+									   w->toast_wait->writers > 0);
 			}
 		}
 

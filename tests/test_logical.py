@@ -53,8 +53,9 @@ def lg_insert(table, first, last):
     return f"/*+ APPEND */ INSERT INTO {table} {lg_select(first, last)}"
 
 
-def create_lg(conn, table, unlogged=False):
-    conn.execute(f"CREATE {'UNLOGGED ' if unlogged else ''}TABLE {table} {LG_COLUMNS}")
+def create_lg(conn, table, unlogged=False, pkey=True):
+    columns = LG_COLUMNS if pkey else LG_COLUMNS.replace(" PRIMARY KEY", "")
+    conn.execute(f"CREATE {'UNLOGGED ' if unlogged else ''}TABLE {table} {columns}")
     # out of line without compression: every payload is in the TOAST table
     conn.execute(f"ALTER TABLE {table} ALTER payload SET STORAGE EXTERNAL")
 
@@ -307,4 +308,45 @@ def test_rejects_on_logically_logged_table(make_cluster):
             N - len(good)
         verify_table(conn, "lg_r")
         conn.execute("SELECT pg_drop_replication_slot('lg_rej')")
+    c.stop()
+
+
+def test_toast_chunks_released_during_long_loads(make_cluster):
+    """Every row out of line, and no index (rows not queued, so a batch
+    leaves the page still filling unwritten): toasted rows wait on that
+    page at every batch, so the load writes it too once 16MB of them wait, and the records tell the decoder it may release the chunks
+    (LAST_IN_MULTI) during the load, not only at its end.  Every row still
+    decodes whole."""
+    c = make_cluster(name="logical", wal_level="logical")
+    n = 8000
+    with c.conn() as conn:
+        conn.execute("CREATE EXTENSION pg_walinspect")
+        create_lg(conn, "lg_all", pkey=False)
+        conn.execute("SELECT pg_create_logical_replication_slot('lg_mem', 'test_decoding')")
+        set_gucs(conn, SMALL_BATCHES)
+        start = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        direct(conn, f"/*+ APPEND */ INSERT INTO lg_all SELECT a, a % 50, 'n' || a, "
+                     f"(SELECT string_agg(md5(a::text || g), '' ORDER BY g) "
+                     f"FROM generate_series(1, {TOAST_PIECES}) g) "
+                     f"FROM generate_series(1, {n}) a", n)
+        end = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        filenode = conn.execute("SELECT pg_relation_filenode('lg_all')").fetchone()[0]
+        flags = [int(re.search(r"flags:? 0x([0-9A-F]{2})", d).group(1), 16) for (d,) in conn.execute(
+            "SELECT description FROM pg_get_wal_records_info(%s, %s) "
+            "WHERE record_type = 'MULTI_INSERT+INIT' AND block_ref ~ %s",
+            (start, end, rf"rel \d+/\d+/{filenode}\M")).fetchall()]
+        assert len(flags) > 40, len(flags)
+        released = [i for i, f in enumerate(flags) if f & 0x02]
+        # once in the middle (16MB of 26MB), and at the end
+        assert len(released) >= 2 and released[-1] == len(flags) - 1, released
+        assert released[0] < len(flags) - 1, released
+
+        rows, other = decoded_rows(conn, "lg_mem")
+        got = rows.get("lg_all", {})
+        assert sorted(got) == list(range(1, n + 1))
+        want = {i: "".join(hashlib.md5(f"{i}{g}".encode()).hexdigest()
+                           for g in range(1, TOAST_PIECES + 1)) for i in range(1, n + 1)}
+        assert got == want
+        verify_table(conn, "lg_all")
+        conn.execute("SELECT pg_drop_replication_slot('lg_mem')")
     c.stop()
