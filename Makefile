@@ -51,11 +51,14 @@ endif
 
 include $(PGXS)
 
-# Benchmarks (not tests): bench/run.py, report in bench/results/.
-.PHONY: bench bench-quick
+# Benchmarks (not tests): bench/run.py and bench/wal.py, reports in bench/results/.
+.PHONY: bench bench-quick bench-wal
 bench:
 	$(srcdir)/scripts/setup-python.sh
 	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py $(BENCH_ARGS)
 bench-quick:
 	$(srcdir)/scripts/setup-python.sh
 	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --quick $(BENCH_ARGS)
+bench-wal:
+	$(srcdir)/scripts/setup-python.sh
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/wal.py $(BENCH_ARGS)
