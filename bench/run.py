@@ -27,36 +27,19 @@ Runs from anywhere with any python3: it re-executes itself with the
 repository's .venv and installs bench/requirements.txt there if needed.
 """
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-VENV = REPO / ".venv"
-
-
-def bootstrap():
-    """Re-exec under .venv/bin/python; install the requirements if missing."""
-    venv_py = VENV / "bin" / "python"
-    if Path(sys.prefix).resolve() != VENV.resolve():
-        if not venv_py.exists():
-            subprocess.run([str(REPO / "scripts" / "setup-python.sh")], check=True)
-        os.execv(str(venv_py), [str(venv_py), str(Path(__file__).resolve()), *sys.argv[1:]])
-    try:
-        import matplotlib  # noqa: F401
-        import psycopg  # noqa: F401
-    except ImportError:
-        print("bench: installing bench/requirements.txt into .venv", file=sys.stderr)
-        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-                        "-r", str(HERE / "requirements.txt")], check=True)
-
+sys.path.insert(0, str(HERE))
 
 if __name__ == "__main__":
-    bootstrap()
+    from dpbench import venv
+    venv.ensure(__file__, modules=("matplotlib", "psycopg"),
+                requirements=HERE / "requirements.txt")
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -65,8 +48,6 @@ import shutil  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
-
-sys.path.insert(0, str(HERE))
 
 from dpbench import report  # noqa: E402
 from dpbench.s1_insert import InsertScenario  # noqa: E402

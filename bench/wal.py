@@ -33,26 +33,15 @@ report.md to bench/results/<UTC time>-wal-<host>/ (or --out).
 """
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-VENV = REPO / ".venv"
-
-
-def bootstrap():
-    """Re-exec under .venv/bin/python (created by scripts/setup-python.sh)."""
-    venv_py = VENV / "bin" / "python"
-    if Path(sys.prefix).resolve() != VENV.resolve():
-        if not venv_py.exists():
-            subprocess.run([str(REPO / "scripts" / "setup-python.sh")], check=True)
-        os.execv(str(venv_py), [str(venv_py), str(Path(__file__).resolve()), *sys.argv[1:]])
-
+sys.path.insert(0, str(HERE))
 
 if __name__ == "__main__":
-    bootstrap()
+    from dpbench import venv
+    venv.ensure(__file__)
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
@@ -61,8 +50,6 @@ import shutil  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
-
-sys.path.insert(0, str(HERE))
 
 from dpbench.measure import check_direct, insert_lsn, wal_diff  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, Server, as_server_user,  # noqa: E402
