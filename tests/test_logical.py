@@ -10,9 +10,9 @@ import time
 import psycopg
 import pytest
 
-from conftest import (SMALL_BATCHES, TABLE_COLUMNS, last_statement,
-                      seed_insert, set_gucs, sqlstate_of, table_digest,
-                      verify_table, verify_tree)
+from conftest import (SMALL_BATCHES, TABLE_COLUMNS, Background, crash_immediate, fault_gucs,
+                      last_statement, set_gucs, sqlstate_of, table_digest,
+                      verify_table, verify_tree, wait_fault_sleep)
 
 pytestmark = [pytest.mark.directpath, pytest.mark.reliability]
 
@@ -350,3 +350,42 @@ def test_toast_chunks_released_during_long_loads(make_cluster):
         verify_table(conn, "lg_all")
         conn.execute("SELECT pg_drop_replication_slot('lg_mem')")
     c.stop()
+
+
+def test_relogged_batch_decodes_once(make_cluster):
+    """A pipelined batch whose WAL precedes a checkpoint that began before
+    the batch was written is logged again, as page images: redo restores
+    it, and decoding sees each of its rows once."""
+    c = make_cluster(name="logical", wal_level="logical")
+    with c.conn() as conn:
+        conn.execute("CREATE EXTENSION pg_walinspect")
+        create_lg(conn, "lg_p", pkey=False)   # no index: batches are pipelined
+        conn.execute("SELECT pg_create_logical_replication_slot('lg_relog', 'test_decoding')")
+        start = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+    off = c.log_size()
+    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", hit=1, sleep_ms=3000))
+    with Background(c, [lg_insert("lg_p", 1, N)], settings=settings) as bg:
+        bg.start()
+        wait_fault_sleep(c, bg, "batch_done", off)
+        c.sql("CHECKPOINT")
+        bg.join()
+        assert bg.error is None, bg.error
+        st = bg.execute("SELECT path, rows_inserted FROM directpath.last_statement()").fetchone()
+        assert st == ("direct", N), st
+    with c.conn() as conn:
+        filenode = conn.execute("SELECT pg_relation_filenode('lg_p')").fetchone()[0]
+        kinds = dict(conn.execute(
+            "SELECT record_type, count(*) FROM pg_get_wal_records_info(%s, "
+            "pg_current_wal_insert_lsn()) WHERE block_ref ~ %s GROUP BY 1",
+            (start, rf"rel \d+/\d+/{filenode}\M")).fetchall())
+        assert kinds.get("FPI", 0) > 0 and kinds.get("MULTI_INSERT+INIT", 0) > 0, kinds
+        rows, _ = decoded_rows(conn, "lg_relog")
+        assert_decoded(rows, "lg_p", 1, N)
+        verify_table(conn, "lg_p")
+        conn.execute("SELECT pg_drop_replication_slot('lg_relog')")
+    crash_immediate(c)
+    with c.conn() as conn:
+        assert conn.execute("SELECT count(*) FROM lg_p").fetchone()[0] == N
+        verify_table(conn, "lg_p")
+    c.stop()
+    c.pg_checksums_check()
