@@ -329,7 +329,7 @@ def test_toast_chunks_released_during_long_loads(make_cluster):
                      f"(SELECT string_agg(md5(a::text || g), '' ORDER BY g) "
                      f"FROM generate_series(1, {TOAST_PIECES}) g) "
                      f"FROM generate_series(1, {n}) a", n)
-        end = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        end = conn.execute("SELECT pg_current_wal_flush_lsn()").fetchone()[0]
         filenode = conn.execute("SELECT pg_relation_filenode('lg_all')").fetchone()[0]
         flags = [int(re.search(r"flags:? 0x([0-9A-F]{2})", d).group(1), 16) for (d,) in conn.execute(
             "SELECT description FROM pg_get_wal_records_info(%s, %s) "
@@ -376,7 +376,7 @@ def test_relogged_batch_decodes_once(make_cluster):
         filenode = conn.execute("SELECT pg_relation_filenode('lg_p')").fetchone()[0]
         kinds = dict(conn.execute(
             "SELECT record_type, count(*) FROM pg_get_wal_records_info(%s, "
-            "pg_current_wal_insert_lsn()) WHERE block_ref ~ %s GROUP BY 1",
+            "pg_current_wal_flush_lsn()) WHERE block_ref ~ %s GROUP BY 1",
             (start, rf"rel \d+/\d+/{filenode}\M")).fetchall())
         assert kinds.get("FPI", 0) > 0 and kinds.get("MULTI_INSERT+INIT", 0) > 0, kinds
         rows, _ = decoded_rows(conn, "lg_relog")
@@ -389,3 +389,56 @@ def test_relogged_batch_decodes_once(make_cluster):
         verify_table(conn, "lg_p")
     c.stop()
     c.pg_checksums_check()
+
+
+@pytest.mark.parametrize("streaming", ["on", "off"])
+def test_streamed_transaction_reaches_subscriber(make_cluster, streaming):
+    """A load larger than logical_decoding_work_mem: with streaming = on the
+    publisher streams the transaction while it runs (toasted rows waiting
+    for their record hold streaming back until their batch is complete),
+    without it the publisher spills to disk; the subscriber gets every row
+    either way, and none of a part rolled back to a savepoint."""
+    pub = make_cluster(name="pub", wal_level="logical",
+                       extra_conf={"logical_decoding_work_mem": "64kB"})
+    sub = make_cluster(name="sub")
+    for c in (pub, sub):
+        with c.conn() as conn:
+            create_lg(conn, "lg_s")
+            create_lg(conn, "lg_snk", pkey=False)
+            if c is sub:   # the subscriber needs no key to apply inserts
+                continue
+            conn.execute("CREATE PUBLICATION lg_spub FOR TABLE lg_s, lg_snk")
+    with sub.conn() as conn:
+        conn.execute(f"CREATE SUBSCRIPTION lg_ssub CONNECTION '{pub.conninfo()}' "
+                     f"PUBLICATION lg_spub WITH (streaming = {streaming})")
+        wait_until(lambda: conn.execute(
+            "SELECT count(*) = 2 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"
+        ).fetchone()[0], "the initial table sync")
+    with pub.conn() as conn:
+        set_gucs(conn, SMALL_BATCHES)
+        conn.execute("BEGIN")
+        direct(conn, lg_insert("lg_s", 1, N), N)
+        direct(conn, lg_insert("lg_snk", 1, N), N)
+        conn.execute("SAVEPOINT s")
+        direct(conn, lg_insert("lg_s", N + 1, 2 * N), N)
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        copy_lg(conn, "lg_snk", N + 1, 2 * N)
+        conn.execute("COMMIT")
+        want = {t: table_digest(conn, t) for t in ("lg_s", "lg_snk")}
+        assert want["lg_s"][0] == N and want["lg_snk"][0] == 2 * N
+    with sub.conn() as conn:
+        for t, d in want.items():
+            wait_until(lambda: table_digest(conn, t) == d,
+                       f"{t} on the subscriber ({d[0]} rows)", timeout=180)
+    with pub.conn() as conn:
+        streamed, spilled = conn.execute(
+            "SELECT coalesce(sum(stream_txns), 0), coalesce(sum(spill_txns), 0) "
+            "FROM pg_stat_replication_slots").fetchone()
+    if streaming == "on":
+        assert streamed > 0, (streamed, spilled)
+    else:
+        assert spilled > 0 and streamed == 0, (streamed, spilled)
+    with sub.conn() as conn:
+        conn.execute("DROP SUBSCRIPTION lg_ssub")
+    sub.stop()
+    pub.stop()

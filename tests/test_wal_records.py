@@ -161,7 +161,7 @@ def test_redo_reproduces_loaded_pages(make_cluster, tmp_path, wal_level, wal_for
         conn.execute(f"SET directpath.wal_format = {wal_format}")
         start = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
         first = load(conn)
-        end = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        end = conn.execute("SELECT pg_current_wal_flush_lsn()").fetchone()[0]
         # before anything reads the rows (hint bits)
         want = capture(conn, first)
         check_records(conn, want, first, wal_level, wal_format, start, end)
