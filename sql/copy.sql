@@ -115,6 +115,7 @@ RESET ROLE;
 CREATE FUNCTION vdef() RETURNS int LANGUAGE sql VOLATILE AS 'SELECT 1';
 CREATE TABLE cv (a int, b int DEFAULT vdef());
 /*+ APPEND */ COPY cv (a) FROM PROGRAM 'seq 1 3';
+SELECT path, rows_inserted FROM directpath.last_statement();
 SELECT * FROM cv ORDER BY a;
 CREATE TEMP TABLE ctemp (a int);
 /*+ APPEND */ COPY ctemp FROM PROGRAM 'seq 1 3';

@@ -6,6 +6,8 @@ CREATE TABLE e (a int PRIMARY KEY, b text);
 
 -- ON CONFLICT
 /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT DO NOTHING;
+-- the rows the normal path inserted are counted
+SELECT path, rows_inserted FROM directpath.last_statement();
 EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET b = 'y';
 SELECT count(*) FROM e;
 
@@ -16,6 +18,7 @@ CREATE TEMP TABLE et (a int);
 -- a user-defined volatile function could read the table mid-load
 CREATE FUNCTION vol(int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT $1';
 /*+ APPEND */ INSERT INTO e SELECT vol(g), 'v' FROM generate_series(11, 20) g;
+SELECT path, rows_inserted FROM directpath.last_statement();
 -- built-in volatile functions are fine
 /*+ APPEND */ INSERT INTO e SELECT g, CASE WHEN random() >= 0 THEN 'r' END FROM generate_series(21, 30) g;
 SELECT path, rows_inserted FROM directpath.last_statement();

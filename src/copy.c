@@ -366,8 +366,9 @@ leave_to_core(DPCopyOptions *opts, const char *why)
  * the statement to core.
  */
 bool
-dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
-				QueryEnvironment *queryEnv, QueryCompletion *qc)
+dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
+				const char *queryString, QueryEnvironment *queryEnv,
+				QueryCompletion *qc)
 {
 	CopyStmt   *stmt = (CopyStmt *) pstmt->utilityStmt;
 	DPHint		hint;
@@ -440,7 +441,7 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 	if (why != NULL)
 	{
 		dp_report_fallback(hinted, "COPY", why);
-		dp_set_last(false, why, 0, 0, false, 0, 0);
+		*fallback_id = dp_set_last(false, why, 0, 0, false, 0, 0);
 		return leave_to_core(&opts, why);
 	}
 
@@ -470,7 +471,7 @@ dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
 	if (why != NULL)
 	{
 		dp_report_fallback(hinted, "COPY", why);
-		dp_set_last(false, why, 0, 0, false, 0, 0);
+		*fallback_id = dp_set_last(false, why, 0, 0, false, 0, 0);
 		table_close(rel, NoLock);
 		free_parsestate(pstate);
 		return leave_to_core(&opts, why);

@@ -192,10 +192,19 @@ dp_fault(const char *point)
 	}
 }
 
-void
+/*
+ * Record what the last INSERT or COPY did; returns an id by which a
+ * statement that learns its row count only later (one left to the normal
+ * path at plan time) can fill it in, unless another statement, say one run
+ * by a trigger, has recorded itself since.
+ */
+uint64
 dp_set_last(bool direct, const char *reason, uint64 rows, uint64 pages,
 			bool frozen, int relations, int indexes_rebuilt)
 {
+	static uint64 last_id = 0;
+
+	dp_last.id = ++last_id;
 	dp_last.valid = true;
 	dp_last.direct = direct;
 	strlcpy(dp_last.reason, reason ? reason : "", sizeof(dp_last.reason));
@@ -204,6 +213,14 @@ dp_set_last(bool direct, const char *reason, uint64 rows, uint64 pages,
 	dp_last.frozen = frozen;
 	dp_last.relations = relations;
 	dp_last.indexes_rebuilt = indexes_rebuilt;
+	return dp_last.id;
+}
+
+void
+dp_set_last_rows(uint64 id, uint64 rows)
+{
+	if (dp_last.valid && dp_last.id == id)
+		dp_last.rows = rows;
 }
 
 PG_FUNCTION_INFO_V1(directpath_last_statement);

@@ -85,7 +85,8 @@ extern const char *dp_expr_ineligible(Node *expr);
 extern bool dp_expr_has_user_function(Node *expr);
 
 /* copy.c */
-extern bool dp_copy_utility(PlannedStmt *pstmt, const char *queryString,
+extern bool dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
+							const char *queryString,
 							QueryEnvironment *queryEnv, QueryCompletion *qc);
 
 /* plan.c */
@@ -148,12 +149,14 @@ typedef struct DPLastStatement
 	bool		frozen;
 	int			relations;
 	int			indexes_rebuilt;
+	uint64		id;				/* dp_set_last's return value */
 } DPLastStatement;
 
 extern DPLastStatement dp_last;
-extern void dp_set_last(bool direct, const char *reason, uint64 rows,
-						uint64 pages, bool frozen, int relations,
-						int indexes_rebuilt);
+extern uint64 dp_set_last(bool direct, const char *reason, uint64 rows,
+						  uint64 pages, bool frozen, int relations,
+						  int indexes_rebuilt);
+extern void dp_set_last_rows(uint64 id, uint64 rows);
 
 /* writer.c */
 typedef struct DPWriter DPWriter;

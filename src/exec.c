@@ -34,6 +34,7 @@ typedef struct DPScanState
 	const char *reason;			/* plan-time reason for the normal path */
 	bool		freeze_allowed;
 	bool		passthrough;
+	uint64		last_id;		/* passthrough: our last_statement() entry */
 	bool		done;
 	DPLoad	   *load;			/* NULL until the first call */
 	Tuplestorestate *retstore;
@@ -93,7 +94,7 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 	if (s->passthrough)
 	{
 		dp_report_fallback(s->hinted, "INSERT", s->reason);
-		dp_set_last(false, s->reason, 0, 0, false, 0, 0);
+		s->last_id = dp_set_last(false, s->reason, 0, 0, false, 0, 0);
 		return;
 	}
 
@@ -180,6 +181,8 @@ dp_end(CustomScanState *node)
 
 	if (s->retstore)
 		tuplestore_end(s->retstore);
+	if (s->last_id != 0)
+		dp_set_last_rows(s->last_id, node->ss.ps.state->es_processed);
 	ExecEndNode(&s->mtstate->ps);
 }
 

@@ -339,8 +339,10 @@ dp_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   ParamListInfo params, QueryEnvironment *queryEnv,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
+	uint64		copy_fallback = 0;
+
 	if (IsA(pstmt->utilityStmt, CopyStmt) &&
-		dp_copy_utility(pstmt, queryString, queryEnv, qc))
+		dp_copy_utility(&copy_fallback, pstmt, queryString, queryEnv, qc))
 		return;
 
 	if (prev_process_utility)
@@ -349,6 +351,10 @@ dp_process_utility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	/* a COPY we left to core: its row count, for last_statement() */
+	if (copy_fallback != 0 && qc != NULL)
+		dp_set_last_rows(copy_fallback, qc->nprocessed);
 }
 
 void
