@@ -15,6 +15,7 @@ OBJS = \
 	src/eligibility.o \
 	src/plan.o \
 	src/exec.o \
+	src/foreign.o \
 	src/load.o \
 	src/copy.o \
 	src/rejects.o \
@@ -27,7 +28,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes freeze faults copy rejects
+REGRESS = hint eligibility semantics partition triggers indexes freeze faults copy rejects foreign
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

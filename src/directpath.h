@@ -76,6 +76,7 @@ extern DPHint dp_find_hint(const char *source, int location, int len);
 
 /* eligibility.c */
 extern const char *dp_relation_ineligible(Relation rel, bool recurse);
+extern const char *dp_partition_ineligible(Relation rel);
 extern const char *dp_statement_ineligible(Query *parse, PlannedStmt *stmt,
 										   bool hinted);
 extern bool dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt,
@@ -93,6 +94,19 @@ extern bool dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
 extern void dp_plan_init(void);
 extern bool dp_prior_snapshots_clear;
 extern bool dp_may_insert(Oid relid);
+
+/* foreign.c */
+typedef struct DPForeign DPForeign;
+typedef void (*DPForeignDone) (void *arg, TupleTableSlot *slot);
+
+extern DPForeign *dp_foreign_begin(ResultRelInfo *rri, EState *estate);
+extern uint64 dp_foreign_insert(DPForeign *f, EState *estate,
+								TupleTableSlot *slot, DPForeignDone done,
+								void *arg);
+extern uint64 dp_foreign_flush(DPForeign *f, EState *estate,
+							   DPForeignDone done, void *arg);
+extern bool dp_foreign_batched(DPForeign *f);
+extern void dp_foreign_end(DPForeign *f);
 
 /* rejects.c */
 typedef struct DPRejects DPRejects;

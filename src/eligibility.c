@@ -19,7 +19,9 @@
  *	  command ids that heap inserts log for them);
  *	- BEFORE ROW or INSTEAD OF ROW INSERT triggers on the target or any
  *	  partition (they may read the table and expect every earlier row);
- *	- foreign partitions (they keep core's batched FDW path);
+ *	- a foreign partition whose wrapper cannot insert routed rows (the
+ *	  other foreign partitions of a partitioned target get their rows
+ *	  through the wrapper, batched as core batches them, load.c);
  *	- a volatile function that is not built in (it may read the table and
  *	  expect the rows inserted so far); built-in volatile functions such as
  *	  random() or clock_timestamp() cannot, except those that run queries.
@@ -43,6 +45,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "foreign/fdwapi.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
@@ -64,9 +67,12 @@ reason(const char *fmt,...)
 	return reason_buf;
 }
 
-/* Checks of one relation, without looking at its partitions. */
+/*
+ * Checks of one relation, without looking at its partitions.  A foreign
+ * table is acceptable only as a partition reached by routing.
+ */
 static const char *
-check_one_relation(Relation rel)
+check_one_relation(Relation rel, bool as_partition)
 {
 	const char *name = RelationGetRelationName(rel);
 	TriggerDesc *trig = rel->trigdesc;
@@ -77,7 +83,12 @@ check_one_relation(Relation rel)
 		case RELKIND_PARTITIONED_TABLE:
 			break;
 		case RELKIND_FOREIGN_TABLE:
-			return reason("\"%s\" is a foreign table", name);
+			if (!as_partition)
+				return reason("\"%s\" is a foreign table", name);
+			if (GetFdwRoutineForRelation(rel, false)->ExecForeignInsert == NULL)
+				return reason("partition \"%s\" is a foreign table whose wrapper cannot insert",
+							  name);
+			break;
 		case RELKIND_VIEW:
 			return reason("\"%s\" is a view", name);
 		default:
@@ -105,7 +116,7 @@ check_one_relation(Relation rel)
 const char *
 dp_relation_ineligible(Relation rel, bool recurse)
 {
-	const char *r = check_one_relation(rel);
+	const char *r = check_one_relation(rel, false);
 	List	   *children;
 	ListCell   *lc;
 
@@ -122,17 +133,20 @@ dp_relation_ineligible(Relation rel, bool recurse)
 		if (childid == RelationGetRelid(rel))
 			continue;
 		child = relation_open(childid, NoLock);
-		if (child->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
-			r = reason("partition \"%s\" is a foreign table",
-					   RelationGetRelationName(child));
-		else
-			r = check_one_relation(child);
+		r = check_one_relation(child, true);
 		relation_close(child, NoLock);
 		if (r != NULL)
 			break;
 	}
 	list_free(children);
 	return r;
+}
+
+/* The checks of a partition that tuple routing reached. */
+const char *
+dp_partition_ineligible(Relation rel)
+{
+	return check_one_relation(rel, true);
 }
 
 /* Built-in volatile functions that run queries of their own. */

@@ -15,8 +15,14 @@
  *	constraints, the partition constraint when inserting into a partition
  *	directly.
  *
- * The row then goes to the leaf's page writer (writer.c).  What ExecInsert
- * does after the heap insert (index entries, AFTER ROW triggers and
+ * The row then goes to the leaf's page writer (writer.c), or, for a
+ * foreign partition, to its foreign-data wrapper (foreign.c), whose rows
+ * get their AFTER ROW triggers, view checks and RETURNING as soon as the
+ * wrapper reports them inserted, as in core; when such a row needs that
+ * work and is sent at once (no batching), the rows before it are written
+ * and processed first, so that the work stays in input order.
+ *
+ * What ExecInsert does after the heap insert (index entries, AFTER ROW triggers and
  * transition tables, view WITH CHECK OPTION, RETURNING) needs the row to be
  * readable through the buffer manager, so it is deferred: the row is queued
  * and processed, in input order, after the flush that writes its page.  A
@@ -74,6 +80,7 @@ typedef struct DPLeaf
 {
 	ResultRelInfo *rri;
 	DPWriter   *writer;			/* NULL until the direct path is chosen */
+	DPForeign  *foreign;		/* a foreign partition: its batch, else NULL */
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
 	bool		defer_indexes;	/* indexes rebuilt at the end instead */
@@ -112,6 +119,8 @@ struct DPLoad
 	Size		held_bytes;
 	int			pending_full;	/* full pages waiting, all writers */
 	DPToastWait toast_wait;		/* rows whose TOAST chunks wait (wal.c) */
+	DPLeaf	   *foreign_leaf;	/* the leaf foreign_done() works for */
+	uint64		foreign_rows;	/* rows sent to foreign partitions */
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
@@ -197,7 +206,11 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 			return s->last_leaf = leaf;
 
 	/* A partition seen for the first time: check and lock it. */
-	why = dp_relation_ineligible(rel, false);
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE &&
+		s->mtstate->mt_partition_tuple_routing != NULL)
+		why = dp_partition_ineligible(rel);
+	else
+		why = dp_relation_ineligible(rel, false);
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -209,9 +222,11 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 	 * Appending requires that nobody else extends the relation.  The target
 	 * is normally locked at parse analysis already (then this is a local
 	 * lock-table hit); partitions, and base tables reached through an
-	 * updatable view, are locked here.
+	 * updatable view, are locked here.  Rows of a foreign partition go
+	 * through its wrapper: routing's lock is what a plain INSERT takes.
 	 */
-	LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
+	if (rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
+		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
 
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
 	/* as ExecInsert: open the indexes on first use */
@@ -237,7 +252,9 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 	leaf->next = s->leaves;
 	s->leaves = leaf;
 	s->nleaves++;
-	if (s->state == DPS_DIRECT)
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		leaf->foreign = dp_foreign_begin(rri, estate);
+	else if (s->state == DPS_DIRECT)
 		leaf_start_writer(s, leaf);
 	return s->last_leaf = leaf;
 }
@@ -465,7 +482,8 @@ go_direct(DPLoad *s)
 	s->state = DPS_DIRECT;
 	s->went_direct = true;
 	for (leaf = s->leaves; leaf; leaf = leaf->next)
-		leaf_start_writer(s, leaf);
+		if (leaf->foreign == NULL)
+			leaf_start_writer(s, leaf);
 
 	/* place the held rows into a fresh queue */
 	s->rowcxt = AllocSetContextCreate(s->estate->es_query_cxt,
@@ -506,6 +524,60 @@ finish_normal(DPLoad *s)
 	MemoryContextReset(s->rowcxt);
 }
 
+/* A row the wrapper reports inserted: ExecInsert's work after the insert. */
+static void
+foreign_done(void *arg, TupleTableSlot *slot)
+{
+	DPLoad	   *s = (DPLoad *) arg;
+	DPLeaf	   *leaf = s->foreign_leaf;
+	DPRow		row = {leaf, NULL, s->lineno_now, NULL};
+
+	if (leaf->needs_post)
+		post_process(s, &row, slot);
+}
+
+/* Rows the wrapper did not insert ("do nothing") are not counted. */
+static void
+foreign_uncount(DPLoad *s, uint64 skipped)
+{
+	if (skipped == 0)
+		return;
+	if (s->mtstate->canSetTag)
+		s->estate->es_processed -= skipped;
+	s->nrows_total -= skipped;
+	s->foreign_rows -= skipped;
+}
+
+/* A row for a foreign partition (foreign.c). */
+static void
+foreign_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot)
+{
+	/* work for this row now: the rows before it first */
+	if (leaf->needs_post && !dp_foreign_batched(leaf->foreign) && s->nrows > 0)
+	{
+		if (s->state == DPS_HOLD)
+			go_direct(s);
+		flush_all(s, true);
+	}
+	s->foreign_leaf = leaf;
+	s->foreign_rows++;
+	foreign_uncount(s, dp_foreign_insert(leaf->foreign, s->estate, slot,
+										 foreign_done, s));
+}
+
+/* Send every foreign partition's waiting rows. */
+static void
+foreign_flush_all(DPLoad *s)
+{
+	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
+		if (leaf->foreign)
+		{
+			s->foreign_leaf = leaf;
+			foreign_uncount(s, dp_foreign_flush(leaf->foreign, s->estate,
+												foreign_done, s));
+		}
+}
+
 /* One input row: route, apply row semantics, hold or place it. */
 bool
 dp_load_row(DPLoad *s, TupleTableSlot *slot)
@@ -536,7 +608,8 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
 	if (rri->ri_WithCheckOptions != NIL)
 		ExecWithCheckOptions(WCO_RLS_INSERT_CHECK, rri, slot, estate);
-	if (s->rejects)
+	/* (a foreign partition's constraints are the remote side's, as in core) */
+	if (s->rejects && leaf->foreign == NULL)
 	{
 		int			code;
 		char	   *message;
@@ -554,7 +627,7 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 			return false;
 		}
 	}
-	else
+	else if (leaf->foreign == NULL)
 	{
 		if (rel->rd_att->constr)
 			ExecConstraints(rri, slot, estate);
@@ -567,7 +640,9 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 	s->nrows_total++;
 	s->lineno_now = s->lineno ? *s->lineno : 0;
 
-	if (s->state == DPS_HOLD)
+	if (leaf->foreign)
+		foreign_row(s, leaf, slot);
+	else if (s->state == DPS_HOLD)
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->rowcxt);
 		HeapTuple	tup = ExecCopySlotHeapTuple(slot);
@@ -593,23 +668,33 @@ void
 dp_load_finish(DPLoad *s)
 {
 	DPLeaf	   *leaf;
-	bool		direct = s->state == DPS_DIRECT;
+	bool		direct;
 	char		why[128];
 
+	foreign_flush_all(s);
+	direct = s->state == DPS_DIRECT;
 	if (!direct)
 	{
 		finish_normal(s);
-		snprintf(why, sizeof(why),
-				 "the statement produced less than directpath.min_bytes (%d bytes) of rows",
-				 dp_min_bytes);
-		if (s->nrows_total > 0)
+		if (s->nrows_total > s->foreign_rows)
+		{
+			snprintf(why, sizeof(why),
+					 "the statement produced less than directpath.min_bytes (%d bytes) of rows",
+					 dp_min_bytes);
 			dp_report_fallback(s->hinted, s->kind, why);
+		}
+		else
+			snprintf(why, sizeof(why), "%s",
+					 s->nrows_total > 0 ? "every row went to a foreign partition" :
+					 "the statement produced no rows");
 	}
 	else
 	{
 		flush_all(s, true);
 		for (leaf = s->leaves; leaf; leaf = leaf->next)
 		{
+			if (leaf->writer == NULL)
+				continue;
 			s->pages_total += dp_writer_pages_written(leaf->writer);
 			if (dp_writer_frozen(leaf->writer))
 				dp_fault("before_vm");
@@ -628,7 +713,11 @@ dp_load_finish(DPLoad *s)
 		dp_rejects_write_queued(s->rejects);
 	s->state = DPS_DONE;
 	for (leaf = s->leaves; leaf; leaf = leaf->next)
+	{
 		ExecDropSingleTupleTableSlot(leaf->slot);
+		if (leaf->foreign)
+			dp_foreign_end(leaf->foreign);
+	}
 
 	dp_set_last(direct, direct ? NULL : why, s->nrows_total - s->deleted, s->pages_total,
 				direct && s->any_frozen, s->nleaves, s->indexes_rebuilt);

@@ -10,7 +10,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from .util import MiB  # noqa: E402
 
 COLORS = {"plain": "#7a7a7a", "direct": "#d95f02", "reference": "#1b9e77",
-          "unlogged": "#1b9e77", "fdw": "#7570b3", "fallback": "#a6761d",
+          "unlogged": "#1b9e77", "fdw": "#7570b3", "fdw_direct": "#a6761d",
           "insert-only": "#d95f02", "update": "#7a7a7a", "expr-index": "#7a7a7a",
           "no-expr-index": "#1b9e77"}
 
@@ -61,7 +61,7 @@ def _bars(ax, labels, stats, colors, *, scale=1.0, stacked=None, stacked_label=N
 
 
 LEGEND = {"plain": "plain (normal path)", "direct": "direct path", "reference": "reference",
-          "unlogged": "reference", "fdw": "postgres_fdw", "fallback": "hinted, falls back",
+          "unlogged": "reference", "fdw": "postgres_fdw", "fdw_direct": "postgres_fdw, /*+ APPEND */",
           "insert-only": "insert-only model", "update": "UPDATE",
           "expr-index": "expression index (no HOT)", "no-expr-index": "no expression index"}
 

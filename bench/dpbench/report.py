@@ -319,7 +319,7 @@ def section_fdw(agg, meta, out, figs):
         tw = agg.get(sc, "replica", a.twin) if a.twin else None
         base1 = pb1 if a.case.startswith("pt_fdw") else b1
         speed = ratio(a.med("rows_per_s"), base1.med("rows_per_s")) if base1 and \
-            a.path in ("fdw", "fallback") else None
+            a.path in ("fdw", "fdw_direct") else None
         per_row_vs = ratio(tw.med("rows_per_s"), a.med("rows_per_s")) if tw else None
         bl = seeds.BASELINE_FDW.get(a.case) if meta["major"] == 18 else None
         note = a.first("fallback_reason")
@@ -358,8 +358,9 @@ def section_fdw(agg, meta, out, figs):
                "of the local rate.", ""]
     p = plots.fdw_figure(out / "s3_fdw.png", f"Scenario 3: postgres_fdw INSERT … SELECT "
                          f"({n:,} rows; batch_size 1 capped)",
-                         [(short_label(a).replace("2 foreign + 1 local partitions", "part. 2 foreign+1 local")
-                           .replace(" (expected to fall back)", ""), a.path, a) for a in cases])
+                         [(short_label(a).replace("2 foreign + 1 local partitions",
+                                                  "part. 2 foreign+1 local"), a.path, a)
+                          for a in cases])
     if p:
         md += [f"![postgres_fdw]({p.name})", ""]
         figs.append(p)

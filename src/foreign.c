@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * foreign.c
+ *	  Rows that a direct-path load routes to a foreign partition.
+ *
+ * A partitioned target may have partitions that are foreign tables (say,
+ * postgres_fdw tables on other servers).  Their rows cannot go to a page
+ * writer; they go to the foreign-data wrapper, as ExecInsert would send
+ * them, while the statement's local partitions keep the direct path.
+ *
+ * Tuple routing (ExecInitPartitionInfo) has already begun the wrapper's
+ * insert (BeginForeignInsert) and asked it for its batch size
+ * (GetForeignModifyBatchSize: postgres_fdw's batch_size option, 1 when
+ * RETURNING, row triggers or view checks need each row back at once).  With
+ * a batch size of 1 each row goes to ExecForeignInsert at once; otherwise
+ * rows are copied into slots of our own and sent with ExecForeignBatchInsert
+ * when batch-size rows wait, and at the end of the load, as core's
+ * ExecBatchInsert does.  Each row the wrapper reports inserted is handed to
+ * the caller's callback (load.c: AFTER ROW triggers, view checks,
+ * RETURNING); rows it reports not inserted are counted, so that the
+ * command tag stays the wrapper's count.  Routing's cleanup
+ * (ExecCleanupTupleRouting) ends the wrapper's insert.
+ *
+ * Invariants: rows reach the wrapper in input order; no row is left in a
+ * batch after dp_foreign_flush().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "utils/rel.h"
+
+struct DPForeign
+{
+	ResultRelInfo *rri;
+	MemoryContext cxt;			/* the query's: slots live as long */
+	int			batch_size;
+	TupleTableSlot **slots;		/* rows waiting for the batch */
+	int			nslots;
+	int			ninit;			/* slots made so far */
+};
+
+DPForeign *
+dp_foreign_begin(ResultRelInfo *rri, EState *estate)
+{
+	DPForeign  *f = MemoryContextAllocZero(estate->es_query_cxt, sizeof(DPForeign));
+
+	f->rri = rri;
+	f->cxt = estate->es_query_cxt;
+	f->batch_size = Max(rri->ri_BatchSize, 1);
+	if (rri->ri_FdwRoutine->ExecForeignBatchInsert == NULL)
+		f->batch_size = 1;
+	if (f->batch_size > 1)
+		f->slots = MemoryContextAllocZero(f->cxt, sizeof(TupleTableSlot *) * f->batch_size);
+	return f;
+}
+
+/* Send the waiting rows; returns how many the wrapper did not insert. */
+uint64
+dp_foreign_flush(DPForeign *f, EState *estate, DPForeignDone done, void *arg)
+{
+	ResultRelInfo *rri = f->rri;
+	int			n = f->nslots;
+	int			inserted = n;
+	TupleTableSlot **rslots;
+
+	if (n == 0)
+		return 0;
+	rslots = rri->ri_FdwRoutine->ExecForeignBatchInsert(estate, rri, f->slots,
+														 f->slots, &inserted);
+	for (int i = 0; i < inserted; i++)
+	{
+		rslots[i]->tts_tableOid = RelationGetRelid(rri->ri_RelationDesc);
+		done(arg, rslots[i]);
+	}
+	for (int i = 0; i < n; i++)
+		ExecClearTuple(f->slots[i]);
+	f->nslots = 0;
+	return n - inserted;
+}
+
+/*
+ * One row for the foreign partition: inserted now, or added to the batch
+ * (sending the batch first when it is full).  Returns how many rows the
+ * wrapper did not insert.
+ */
+uint64
+dp_foreign_insert(DPForeign *f, EState *estate, TupleTableSlot *slot,
+				  DPForeignDone done, void *arg)
+{
+	ResultRelInfo *rri = f->rri;
+	uint64		skipped = 0;
+
+	if (f->batch_size == 1)
+	{
+		TupleTableSlot *r = rri->ri_FdwRoutine->ExecForeignInsert(estate, rri,
+																	slot, slot);
+
+		if (r == NULL)
+			return 1;
+		r->tts_tableOid = RelationGetRelid(rri->ri_RelationDesc);
+		done(arg, r);
+		return 0;
+	}
+
+	if (f->nslots == f->batch_size)
+		skipped = dp_foreign_flush(f, estate, done, arg);
+	if (f->nslots == f->ninit)
+	{
+		MemoryContext old = MemoryContextSwitchTo(f->cxt);
+
+		/* a descriptor of its own per slot, as ExecInsert does */
+		f->slots[f->ninit++] =
+			MakeSingleTupleTableSlot(CreateTupleDescCopy(slot->tts_tupleDescriptor),
+									 &TTSOpsVirtual);
+		MemoryContextSwitchTo(old);
+	}
+	ExecCopySlot(f->slots[f->nslots++], slot);
+	return skipped;
+}
+
+/* Rows wait for a batch: does a row sent now need earlier rows done first? */
+bool
+dp_foreign_batched(DPForeign *f)
+{
+	return f->batch_size > 1;
+}
+
+void
+dp_foreign_end(DPForeign *f)
+{
+	Assert(f->nslots == 0);
+	for (int i = 0; i < f->ninit; i++)
+		ExecDropSingleTupleTableSlot(f->slots[i]);
+	f->ninit = 0;
+}
