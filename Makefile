@@ -52,8 +52,8 @@ endif
 
 include $(PGXS)
 
-# Benchmarks (not tests): bench/run.py and bench/wal.py, reports in bench/results/.
-.PHONY: bench bench-quick bench-wal
+# Benchmarks (not tests): bench/run.py, wal.py and indexes.py; reports in bench/results/.
+.PHONY: bench bench-quick bench-wal bench-indexes
 bench:
 	$(srcdir)/scripts/setup-python.sh
 	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py $(BENCH_ARGS)
@@ -63,3 +63,6 @@ bench-quick:
 bench-wal:
 	$(srcdir)/scripts/setup-python.sh
 	$(srcdir)/.venv/bin/python $(srcdir)/bench/wal.py $(BENCH_ARGS)
+bench-indexes:
+	$(srcdir)/scripts/setup-python.sh
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/indexes.py $(BENCH_ARGS)

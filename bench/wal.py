@@ -43,7 +43,6 @@ if __name__ == "__main__":
     from dpbench import venv
     venv.ensure(__file__)
 
-import argparse  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
@@ -55,7 +54,7 @@ from dpbench.measure import check_direct, insert_lsn, wal_diff  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, Server, as_server_user,  # noqa: E402
                             build_and_install, ensure_server_user, git_facts,
                             make_workdir, provision, run)
-from dpbench.util import (BenchError, fmt_stat, log, md_table, parse_count,  # noqa: E402
+from dpbench.util import (BenchError, fmt_stat, log, md_table, standalone_args,  # noqa: E402
                           stat, text_table)
 
 COLUMNS = "(timeid int, insid int, indid int, value int)"
@@ -77,17 +76,7 @@ def seed_select(n):
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=parse_count, default=None)
-    p.add_argument("--runs", type=int, default=None)
-    p.add_argument("--major", default="18")
-    p.add_argument("--quick", action="store_true", help="200k rows, 1 run")
-    p.add_argument("--out")
-    p.add_argument("--no-build", action="store_true")
-    a = p.parse_args()
-    a.rows = a.rows or (200_000 if a.quick else 10_000_000)
-    a.runs = a.runs or (1 if a.quick else 3)
-    return a
+    return standalone_args(__doc__, 10_000_000)
 
 
 def settings(phase):

@@ -57,3 +57,41 @@ CREATE TABLE ex (r int4range, EXCLUDE USING gist (r WITH &&));
 \set VERBOSITY default
 SELECT count(*) FROM ex;
 DROP TABLE ix, ex;
+
+-- existing storage, btrees only: each batch's entries go in sorted by key
+CREATE TABLE ixs (id int PRIMARY KEY, k int, t text);
+CREATE INDEX ixs_k ON ixs (k);
+CREATE INDEX ixs_rand ON ixs (hashint4(id));
+CREATE INDEX ixs_part ON ixs (k) WHERE k < 10;
+CREATE UNIQUE INDEX ixs_lower ON ixs (lower(t));
+INSERT INTO ixs SELECT g, g % 97, 'T' || g FROM generate_series(1, 1000) g;
+SET directpath.batch_pages = 4;
+/*+ APPEND */ INSERT INTO ixs SELECT g, g % 97, 'T' || g FROM generate_series(1001, 30000) g;
+SELECT path, rows_inserted, indexes_rebuilt FROM directpath.last_statement();
+SELECT bt_index_check(i::regclass, true)
+  FROM unnest(ARRAY['ixs_pkey', 'ixs_k', 'ixs_rand', 'ixs_part', 'ixs_lower']) i;
+SET enable_seqscan = off;
+SELECT count(*) FROM ixs WHERE k = 5;
+SELECT count(*) FROM ixs WHERE hashint4(id) = hashint4(12345);
+SELECT count(*) FROM ixs WHERE k < 10 AND k = 3;
+SELECT id FROM ixs WHERE lower(t) = 't29999';
+RESET enable_seqscan;
+-- a duplicate of a row in the table, and one within the batch (on an
+-- expression index): a plain INSERT's error, nothing left behind
+/*+ APPEND */ INSERT INTO ixs SELECT g, 1, 'x' || g FROM generate_series(30001, 40000) g
+  UNION ALL SELECT 500, 1, 'dup-of-table';
+/*+ APPEND */ INSERT INTO ixs SELECT g, 1, CASE WHEN g = 39000 THEN 'X30500' ELSE 'x' || g END
+  FROM generate_series(30001, 40000) g;
+SELECT count(*) FROM ixs;
+-- COPY names the line of the row whose entry failed
+/*+ APPEND */ COPY ixs FROM PROGRAM 'seq 40001 45000 | sed -e "s/^45000$/777/" -e "s/$/\t1\tc/" | awk -F"\t" "{print \$1 \"\t\" \$2 \"\t\" \$3 \$1}"';
+SELECT count(*) FROM ixs;
+-- index_sort off: the same entries, row by row
+SET directpath.index_sort = off;
+/*+ APPEND */ INSERT INTO ixs SELECT g, g % 97, 'T' || g FROM generate_series(50001, 60000) g;
+RESET directpath.index_sort;
+RESET directpath.batch_pages;
+SELECT bt_index_check(i::regclass, true)
+  FROM unnest(ARRAY['ixs_pkey', 'ixs_k', 'ixs_rand', 'ixs_part', 'ixs_lower']) i;
+SELECT count(*), sum(id) FROM ixs;
+DROP TABLE ixs;

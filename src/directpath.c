@@ -12,6 +12,7 @@
  *	directpath.min_bytes		statements producing less use the normal path
  *	directpath.batch_pages		pages built in memory before a flush
  *	directpath.index_rebuild	rebuild indexes of new storage at the end
+ *	directpath.index_sort		insert a batch's btree entries in key order
  *	directpath.wal_format		image | records (wal.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
  *								fault injection for the crash tests (superuser)
@@ -33,6 +34,7 @@ int			dp_fallback_level = NOTICE;
 int			dp_min_bytes = BLCKSZ;
 int			dp_batch_pages = 512;
 bool		dp_index_rebuild = true;
+bool		dp_index_sort = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 
 static const struct config_enum_entry wal_formats[] = {
@@ -130,6 +132,11 @@ _PG_init(void)
 							NULL,
 							&dp_fault_sleep_ms, 60000, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_sort",
+							 "Inserts a batch's btree index entries in key order.",
+							 "Off: row by row, in input order.",
+							 &dp_index_sort, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("directpath.wal_format",
 							 "How appended pages are WAL-logged.",
 							 "image: full-page images; records: heap multi-insert records that initialise the page.",

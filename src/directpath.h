@@ -59,6 +59,7 @@ extern int	dp_fallback_level;
 extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
+extern bool dp_index_sort;
 extern int	dp_wal_format;
 
 extern void dp_fault(const char *point);
@@ -216,5 +217,13 @@ extern void dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end);
 /* indexes.c */
 extern bool dp_can_defer_indexes(ResultRelInfo *rri);
 extern int	dp_rebuild_indexes(ResultRelInfo *rri);
+extern bool dp_can_sort_indexes(ResultRelInfo *rri);
+
+/* called with each entry's heap TID just before it is inserted */
+typedef void (*DPIndexEntryHook) (void *arg, ItemPointer tid);
+extern void dp_insert_indexes_sorted(ResultRelInfo *rri, EState *estate,
+									 TupleTableSlot *slot, HeapTuple *tuples,
+									 int ntuples, bool *sort,
+									 DPIndexEntryHook hook, void *arg);
 
 #endif							/* DIRECTPATH_H */

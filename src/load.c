@@ -84,6 +84,8 @@ typedef struct DPLeaf
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
 	bool		defer_indexes;	/* indexes rebuilt at the end instead */
+	bool		sort_indexes;	/* a batch's entries inserted in key order */
+	bool	   *sort_index;		/* per index: still worth sorting? */
 	bool		has_unique;		/* any immediate unique index? */
 	int			full_pages;		/* writer's full pages last counted */
 	struct DPLeaf *next;
@@ -121,6 +123,8 @@ struct DPLoad
 	DPToastWait toast_wait;		/* rows whose TOAST chunks wait (wal.c) */
 	DPLeaf	   *foreign_leaf;	/* the leaf foreign_done() works for */
 	uint64		foreign_rows;	/* rows sent to foreign partitions */
+	DPRow	  **sort_rows;		/* entry_line(): one leaf's queued rows */
+	int			nsort_rows;
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
@@ -242,6 +246,13 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 	/* duplicates can only be rejected row by row */
 	leaf->defer_indexes = dp_can_defer_indexes(rri) &&
 		!(s->rejects && leaf->has_unique);
+	leaf->sort_indexes = !leaf->defer_indexes &&
+		!(s->rejects && leaf->has_unique) && dp_can_sort_indexes(rri);
+	if (leaf->sort_indexes)
+	{
+		leaf->sort_index = palloc(sizeof(bool) * rri->ri_NumIndices);
+		memset(leaf->sort_index, true, sizeof(bool) * rri->ri_NumIndices);
+	}
 	leaf->needs_post = (rri->ri_NumIndices > 0 && !leaf->defer_indexes) ||
 		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
 		tcs != NULL ||
@@ -308,7 +319,7 @@ post_process(DPLoad *s, DPRow *row, TupleTableSlot *slot)
 	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
 	List	   *recheck = NIL;
 
-	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes)
+	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes && !leaf->sort_indexes)
 	{
 		if (s->rejects && leaf->has_unique)
 		{
@@ -366,11 +377,77 @@ post_process(DPLoad *s, DPRow *row, TupleTableSlot *slot)
 	}
 }
 
+/* Sorted index insertion (indexes.c) is about to insert the entry of 'tid'. */
+static void
+entry_line(void *arg, ItemPointer tid)
+{
+	DPLoad	   *s = (DPLoad *) arg;
+	DPRow	  **rows = s->sort_rows;
+	int			lo = 0,
+				hi = s->nsort_rows - 1;
+
+	/* the leaf's rows are in TID order: find the row, name its line */
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		int			cmp = ItemPointerCompare(&rows[mid]->tuple->t_self, tid);
+
+		if (cmp == 0)
+		{
+			restore_line(s, rows[mid]);
+			return;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+}
+
+/* Index entries of the queued rows of leaves that take them sorted. */
+static void
+insert_sorted_entries(DPLoad *s)
+{
+	HeapTuple  *tuples = NULL;
+
+	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
+	{
+		int			n = 0;
+
+		if (!leaf->sort_indexes)
+			continue;
+		if (tuples == NULL)
+		{
+			tuples = palloc(sizeof(HeapTuple) * s->nrows);
+			s->sort_rows = palloc(sizeof(DPRow *) * s->nrows);
+		}
+		for (int i = 0; i < s->nrows; i++)
+			if (s->rows[i].leaf == leaf)
+			{
+				s->sort_rows[n] = &s->rows[i];
+				tuples[n++] = s->rows[i].tuple;
+			}
+		s->nsort_rows = n;
+		if (n > 0)
+			dp_insert_indexes_sorted(leaf->rri, s->estate, leaf->slot, tuples, n,
+									 leaf->sort_index,
+									 s->lineno ? entry_line : NULL, s);
+	}
+	if (tuples != NULL)
+	{
+		pfree(tuples);
+		pfree(s->sort_rows);
+		s->sort_rows = NULL;
+	}
+}
+
 /* Deferred work for every queued row, in input order. */
 static void
 process_queue(DPLoad *s)
 {
 	EState	   *estate = s->estate;
+
+	insert_sorted_entries(s);
 
 	for (int i = 0; i < s->nrows; i++)
 	{
@@ -506,7 +583,7 @@ finish_normal(DPLoad *s)
 {
 	/* rows inserted one by one get their index entries one by one */
 	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
-		leaf->defer_indexes = false;
+		leaf->defer_indexes = leaf->sort_indexes = false;
 
 	for (int i = 0; i < s->nrows; i++)
 	{
