@@ -84,8 +84,8 @@ typedef struct DPLeaf
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
 	bool		defer_indexes;	/* indexes rebuilt at the end instead */
-	bool		sort_indexes;	/* a batch's entries inserted in key order */
-	bool	   *sort_index;		/* per index: still worth sorting? */
+	bool	   *sort_index;		/* entries inserted sorted per batch: per
+								 * index, still worth sorting?  Else NULL */
 	bool		has_unique;		/* any immediate unique index? */
 	int			full_pages;		/* writer's full pages last counted */
 	struct DPLeaf *next;
@@ -121,10 +121,7 @@ struct DPLoad
 	Size		held_bytes;
 	int			pending_full;	/* full pages waiting, all writers */
 	DPToastWait toast_wait;		/* rows whose TOAST chunks wait (wal.c) */
-	DPLeaf	   *foreign_leaf;	/* the leaf foreign_done() works for */
 	uint64		foreign_rows;	/* rows sent to foreign partitions */
-	DPRow	  **sort_rows;		/* entry_line(): one leaf's queued rows */
-	int			nsort_rows;
 	MemoryContext rowcxt;
 
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
@@ -246,9 +243,8 @@ get_leaf(DPLoad *s, ResultRelInfo *rri)
 	/* duplicates can only be rejected row by row */
 	leaf->defer_indexes = dp_can_defer_indexes(rri) &&
 		!(s->rejects && leaf->has_unique);
-	leaf->sort_indexes = !leaf->defer_indexes &&
-		!(s->rejects && leaf->has_unique) && dp_can_sort_indexes(rri);
-	if (leaf->sort_indexes)
+	if (!leaf->defer_indexes && !(s->rejects && leaf->has_unique) &&
+		dp_can_sort_indexes(rri))
 	{
 		leaf->sort_index = palloc(sizeof(bool) * rri->ri_NumIndices);
 		memset(leaf->sort_index, true, sizeof(bool) * rri->ri_NumIndices);
@@ -319,7 +315,7 @@ post_process(DPLoad *s, DPRow *row, TupleTableSlot *slot)
 	TransitionCaptureState *tcs = s->mtstate->mt_transition_capture;
 	List	   *recheck = NIL;
 
-	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes && !leaf->sort_indexes)
+	if (rri->ri_NumIndices > 0 && !leaf->defer_indexes && leaf->sort_index == NULL)
 	{
 		if (s->rejects && leaf->has_unique)
 		{
@@ -377,14 +373,22 @@ post_process(DPLoad *s, DPRow *row, TupleTableSlot *slot)
 	}
 }
 
+/* One leaf's queued rows, in TID order, for entry_line(). */
+typedef struct DPLeafRows
+{
+	DPLoad	   *load;
+	DPRow	  **rows;
+	int			nrows;
+} DPLeafRows;
+
 /* Sorted index insertion (indexes.c) is about to insert the entry of 'tid'. */
 static void
 entry_line(void *arg, ItemPointer tid)
 {
-	DPLoad	   *s = (DPLoad *) arg;
-	DPRow	  **rows = s->sort_rows;
+	DPLeafRows *lr = (DPLeafRows *) arg;
+	DPRow	  **rows = lr->rows;
 	int			lo = 0,
-				hi = s->nsort_rows - 1;
+				hi = lr->nrows - 1;
 
 	/* the leaf's rows are in TID order: find the row, name its line */
 	while (lo <= hi)
@@ -394,7 +398,7 @@ entry_line(void *arg, ItemPointer tid)
 
 		if (cmp == 0)
 		{
-			restore_line(s, rows[mid]);
+			restore_line(lr->load, rows[mid]);
 			return;
 		}
 		if (cmp < 0)
@@ -409,35 +413,33 @@ static void
 insert_sorted_entries(DPLoad *s)
 {
 	HeapTuple  *tuples = NULL;
+	DPLeafRows	lr = {s, NULL, 0};
 
 	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
 	{
-		int			n = 0;
-
-		if (!leaf->sort_indexes)
+		if (leaf->sort_index == NULL)
 			continue;
 		if (tuples == NULL)
 		{
 			tuples = palloc(sizeof(HeapTuple) * s->nrows);
-			s->sort_rows = palloc(sizeof(DPRow *) * s->nrows);
+			lr.rows = palloc(sizeof(DPRow *) * s->nrows);
 		}
+		lr.nrows = 0;
 		for (int i = 0; i < s->nrows; i++)
 			if (s->rows[i].leaf == leaf)
 			{
-				s->sort_rows[n] = &s->rows[i];
-				tuples[n++] = s->rows[i].tuple;
+				lr.rows[lr.nrows] = &s->rows[i];
+				tuples[lr.nrows++] = s->rows[i].tuple;
 			}
-		s->nsort_rows = n;
-		if (n > 0)
-			dp_insert_indexes_sorted(leaf->rri, s->estate, leaf->slot, tuples, n,
-									 leaf->sort_index,
-									 s->lineno ? entry_line : NULL, s);
+		if (lr.nrows > 0)
+			dp_insert_indexes_sorted(leaf->rri, s->estate, leaf->slot,
+									 tuples, lr.nrows, leaf->sort_index,
+									 s->lineno ? entry_line : NULL, &lr);
 	}
 	if (tuples != NULL)
 	{
 		pfree(tuples);
-		pfree(s->sort_rows);
-		s->sort_rows = NULL;
+		pfree(lr.rows);
 	}
 }
 
@@ -583,7 +585,10 @@ finish_normal(DPLoad *s)
 {
 	/* rows inserted one by one get their index entries one by one */
 	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
-		leaf->defer_indexes = leaf->sort_indexes = false;
+	{
+		leaf->defer_indexes = false;
+		leaf->sort_index = NULL;
+	}
 
 	for (int i = 0; i < s->nrows; i++)
 	{
@@ -601,16 +606,21 @@ finish_normal(DPLoad *s)
 	MemoryContextReset(s->rowcxt);
 }
 
+/* What foreign_done() works for: the load, and a row of the leaf. */
+typedef struct DPForeignCall
+{
+	DPLoad	   *load;
+	DPRow		row;
+} DPForeignCall;
+
 /* A row the wrapper reports inserted: ExecInsert's work after the insert. */
 static void
 foreign_done(void *arg, TupleTableSlot *slot)
 {
-	DPLoad	   *s = (DPLoad *) arg;
-	DPLeaf	   *leaf = s->foreign_leaf;
-	DPRow		row = {leaf, NULL, s->lineno_now, NULL};
+	DPForeignCall *fc = (DPForeignCall *) arg;
 
-	if (leaf->needs_post)
-		post_process(s, &row, slot);
+	if (fc->row.leaf->needs_post)
+		post_process(fc->load, &fc->row, slot);
 }
 
 /* Rows the wrapper did not insert ("do nothing") are not counted. */
@@ -629,6 +639,8 @@ foreign_uncount(DPLoad *s, uint64 skipped)
 static void
 foreign_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot)
 {
+	DPForeignCall fc = {s, {leaf, NULL, s->lineno_now, NULL}};
+
 	/* work for this row now: the rows before it first */
 	if (leaf->needs_post && !dp_foreign_batched(leaf->foreign) && s->nrows > 0)
 	{
@@ -636,10 +648,9 @@ foreign_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot)
 			go_direct(s);
 		flush_all(s, true);
 	}
-	s->foreign_leaf = leaf;
 	s->foreign_rows++;
 	foreign_uncount(s, dp_foreign_insert(leaf->foreign, s->estate, slot,
-										 foreign_done, s));
+										 foreign_done, &fc));
 }
 
 /* Send every foreign partition's waiting rows. */
@@ -649,9 +660,10 @@ foreign_flush_all(DPLoad *s)
 	for (DPLeaf *leaf = s->leaves; leaf; leaf = leaf->next)
 		if (leaf->foreign)
 		{
-			s->foreign_leaf = leaf;
+			DPForeignCall fc = {s, {leaf, NULL, s->lineno_now, NULL}};
+
 			foreign_uncount(s, dp_foreign_flush(leaf->foreign, s->estate,
-												foreign_done, s));
+												foreign_done, &fc));
 		}
 }
 
