@@ -25,6 +25,7 @@ OBJS = \
 	src/queue.o \
 	src/foreign.o \
 	src/indexes.o \
+	src/btree.o \
 	src/pages.o \
 	src/append.o \
 	src/wal.o \

@@ -74,6 +74,7 @@ extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
+extern bool dp_index_spool;
 extern int	dp_wal_format;
 
 /* Each module's hooks, installed by _PG_init. */
@@ -105,7 +106,8 @@ typedef struct DPReport
 	uint64		pages;			/* heap pages written directly */
 	bool		frozen;			/* some pages went out frozen */
 	int			relations;		/* leaf relations written */
-	int			indexes_rebuilt;	/* indexes rebuilt at the end */
+	int			indexes_rebuilt;	/* indexes built or rebuilt at the end */
+	uint32		index_strategies;	/* bit (1 << DPIndexStrategy) per one used */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */
@@ -263,6 +265,7 @@ typedef struct DPForeign DPForeign;
 typedef struct DPRejects DPRejects;
 typedef struct DPHeapBuilder DPHeapBuilder;
 typedef struct DPAppend DPAppend;
+typedef struct DPBtreeBuild DPBtreeBuild;
 
 /* One relation the load writes (leaf.c). */
 typedef struct DPLeaf
@@ -430,7 +433,8 @@ typedef enum DPIndexStrategy
 	DP_INDEX_NONE,				/* no index */
 	DP_INDEX_ROW,				/* per batch, row by row */
 	DP_INDEX_SORTED,			/* per batch, sorted by key per index */
-	DP_INDEX_REBUILD,			/* rebuilt once at the end */
+	DP_INDEX_BUILD,				/* built at the end from sorted entries */
+	DP_INDEX_REBUILD,			/* rebuilt once at the end (REINDEX) */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */
@@ -457,8 +461,34 @@ extern void dp_indexes_batch(DPIndexes *ix, EState *estate,
 							 TupleTableSlot *slot, HeapTuple *tuples,
 							 uint64 *linenos, int ntuples, DPInputLine *input);
 
-/* DP_INDEX_REBUILD: rebuild every index; returns how many (else 0). */
+/*
+ * DP_INDEX_BUILD: a placed row (values in 'slot', at 'tid') gives each
+ * index its entry, sorted at the end.
+ */
+extern void dp_indexes_spool(DPIndexes *ix, EState *estate,
+							 TupleTableSlot *slot, ItemPointer tid);
+
+/* DP_INDEX_BUILD, _REBUILD: build every index; returns how many (else 0). */
 extern int	dp_indexes_finish(DPIndexes *ix);
+
+/* ---------- btree.c: the btree page builder ---------- */
+
+/*
+ * Begin building 'index' (storage new in this transaction, only its
+ * metapage so far) from entries sorted in 'workmem' kB.
+ */
+extern DPBtreeBuild *dp_btree_begin(Relation heap, Relation index,
+									int workmem);
+
+/* One entry (copied into the sort). */
+extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
+						 bool *isnull);
+
+/* Sort, write the tree and then the metapage; releases the build. */
+extern void dp_btree_finish(DPBtreeBuild *b);
+
+/* Release an unfinished build; the index stays as it was. */
+extern void dp_btree_discard(DPBtreeBuild *b);
 
 /* ---------- pages.c: the heap page builder ---------- */
 

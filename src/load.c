@@ -180,6 +180,14 @@ count_pages(DPLoad *s, DPLeaf *leaf)
 	leaf->full_pages = full;
 }
 
+/* The placed row's index entries, for indexes built at the end. */
+static inline void
+spool(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, ItemPointer tid)
+{
+	if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		dp_indexes_spool(leaf->indexes, s->leaves.estate, slot, tid);
+}
+
 /* Put the row in 'slot' on a page; queue it if it has deferred work. */
 static void
 place(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
@@ -196,6 +204,7 @@ place(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 	}
 	else
 		dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
+	spool(s, leaf, slot, &slot->tts_tid);
 	count_pages(s, leaf);
 }
 
@@ -232,6 +241,12 @@ go_direct(DPLoad *s)
 		ItemPointerData tid;
 
 		dp_heap_add(leaf->writer, held[i].tuple, &tid);
+		if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		{
+			ExecStoreHeapTuple(held[i].tuple, leaf->slot, false);
+			spool(s, leaf, leaf->slot, &tid);
+			ExecClearTuple(leaf->slot);
+		}
 		if (leaf->needs_post)
 		{
 			MemoryContext old = MemoryContextSwitchTo(dp_queue_memory(s->queue));
@@ -420,6 +435,8 @@ finish_direct(DPLoad *s)
 		if (leaf->writer == NULL)
 			continue;
 		s->report.pages += dp_heap_finish(leaf->writer);
+		if (dp_indexes_strategy(leaf->indexes) != DP_INDEX_NONE)
+			s->report.index_strategies |= 1 << dp_indexes_strategy(leaf->indexes);
 		s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
 	}
 	dp_fault("finish");

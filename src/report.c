@@ -80,6 +80,20 @@ dp_report_rows(uint64 id, uint64 rows)
 		last.rows = rows;
 }
 
+/* The index strategies used, named, comma-separated (DPIndexStrategy). */
+static const char *
+strategies(const DPReport *r)
+{
+	static const char *const names[] = {"none", "row", "sorted", "build", "reindex"};
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 1; i < lengthof(names); i++)
+		if (r->index_strategies & (1 << i))
+			appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", names[i]);
+	return buf.data;
+}
+
 void
 dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 {
@@ -101,6 +115,8 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 	ExplainPropertyBool("Frozen", r->frozen, es);
 	if (r->indexes_rebuilt > 0)
 		ExplainPropertyInteger("Indexes Rebuilt", NULL, r->indexes_rebuilt, es);
+	if (r->index_strategies != 0)
+		ExplainPropertyText("Index Maintenance", strategies(r), es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */
@@ -165,8 +181,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {0};
+	Datum		values[8];
+	bool		nulls[8] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -183,5 +199,9 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 	values[4] = BoolGetDatum(last.direct && last.frozen);
 	values[5] = Int32GetDatum(last.relations);
 	values[6] = Int32GetDatum(last.indexes_rebuilt);
+	if (last.index_strategies != 0)
+		values[7] = CStringGetTextDatum(strategies(&last));
+	else
+		nulls[7] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
