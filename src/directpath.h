@@ -26,6 +26,7 @@
  *	  rejects.c		  COPY's rejects table
  *	  indexes.c		  every index strategy and its choice
  *	pages.c			the heap page builder: rows onto private pages
+ *	btree.c			the btree page builder: sorted entries into a tree
  *	append.c		the append layer: crash-safe writes of built pages
  *	  wal.c			  WAL records for appended pages
  *	  visibility.c	  tuple headers, freezing, visibility-map bits
