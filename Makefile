@@ -59,7 +59,8 @@ endif
 
 include $(PGXS)
 
-# Benchmarks (not tests): bench/run.py, wal.py and indexes.py; reports in bench/results/.
+# Benchmarks (not tests): bench/run.py, all scenarios or one (bench-wal: scenario wal,
+# bench-indexes: scenario indexes); reports in bench/results/.
 .PHONY: bench bench-quick bench-wal bench-indexes
 bench:
 	$(srcdir)/scripts/setup-python.sh
@@ -69,10 +70,10 @@ bench-quick:
 	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --quick $(BENCH_ARGS)
 bench-wal:
 	$(srcdir)/scripts/setup-python.sh
-	$(srcdir)/.venv/bin/python $(srcdir)/bench/wal.py $(BENCH_ARGS)
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --only wal $(BENCH_ARGS)
 bench-indexes:
 	$(srcdir)/scripts/setup-python.sh
-	$(srcdir)/.venv/bin/python $(srcdir)/bench/indexes.py $(BENCH_ARGS)
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --only indexes $(BENCH_ARGS)
 
 # The source files' call graph; fails on a cycle or a function over 60 lines
 # without a reason written above it.
