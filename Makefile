@@ -42,6 +42,8 @@ REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.co
 REGRESS_OUTPUTDIR ?= .
 
 PG_CPPFLAGS = -I$(srcdir)/src
+# a missing declaration links against a macro that does not exist on 15/16
+PG_CFLAGS = -Werror=implicit-function-declaration
 
 ifndef PG_CONFIG
 PG_CONFIG := $(firstword $(wildcard $(dir $(lastword $(MAKEFILE_LIST))).pg/18/bin/pg_config) pg_config)

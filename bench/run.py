@@ -20,6 +20,11 @@ Scenarios (--only takes the name or the number):
              standby's replay time, wal_level replica and logical
   7 indexes  index maintenance on existing tables, row by row vs sorted
              (default 2M rows)
+  8 fallback small statements left on the normal path: plain vs hinted vs
+             mode = always (1 and 100 rows, pgbench)
+  9 etl      ETL append (N rows into N, bigserial key + 2 btrees) by COPY and
+             INSERT ... SELECT; new storage + 3 btrees (shared buffers,
+             index size against a fresh build) (default 2M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -70,13 +75,15 @@ from dpbench.s4_insert_only import InsertOnlyScenario  # noqa: E402
 from dpbench.s5_hot import HotScenario  # noqa: E402
 from dpbench.s6_wal import WalScenario  # noqa: E402
 from dpbench.s7_indexes import IndexScenario  # noqa: E402
+from dpbench.s8_fallback import FallbackScenario  # noqa: E402
+from dpbench.s9_etl import EtlScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
 from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
-             WalScenario, IndexScenario]
+             WalScenario, IndexScenario, FallbackScenario, EtlScenario]
 
 
 def parse_args(argv=None):

@@ -116,10 +116,11 @@ extern void dp_report_init(DPReport *r);
 
 /*
  * The statement uses the normal path because of 'why': copy the reason into
- * the report and tell the user (at directpath.fallback_message_level when
- * hinted, DEBUG1 otherwise).  'kind' is "INSERT" or "COPY".
+ * the report and tell the user, at directpath.fallback_message_level with
+ * 'notify' (a hinted statement refused for a reason other than its size),
+ * else at DEBUG1.  'kind' is "INSERT" or "COPY".
  */
-extern void dp_report_normal(DPReport *r, bool hinted, const char *kind,
+extern void dp_report_normal(DPReport *r, bool notify, const char *kind,
 							 const char *why);
 
 /* Make the report last_statement()'s (copied); returns its id. */
@@ -188,6 +189,7 @@ typedef struct DPAdmission
 	bool		hinted;			/* the statement asked for the direct path */
 	bool		direct;			/* admitted */
 	const char *reason;			/* why not admitted, or NULL */
+	bool		small;			/* not admitted only for its size */
 	bool		locked;			/* ShareRowExclusiveLock on the target held */
 	bool		freeze_allowed; /* the statement's freezing rule allows it */
 } DPAdmission;

@@ -42,6 +42,7 @@ typedef struct DPScanState
 	CustomScanState css;
 	ModifyTableState *mtstate;
 	bool		hinted;
+	bool		small;			/* refused only for its size: no NOTICE */
 	bool		freeze_allowed; /* by the statement and, once the executor
 								 * started, by prior transaction activity */
 	DPReport	refused;		/* plan-time refusal: reason set; else unused */
@@ -98,6 +99,7 @@ dp_create_scan_state(CustomScan *cscan)
 	dp_report_init(&s->refused);
 	strlcpy(s->refused.reason, reason, sizeof(s->refused.reason));
 	s->freeze_allowed = intVal(lthird(cscan->custom_private)) != 0;
+	s->small = intVal(lfourth(cscan->custom_private)) != 0;
 	return (Node *) s;
 }
 
@@ -121,7 +123,8 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 		return;
 	if (s->refused.reason[0] != '\0')
 	{
-		dp_report_normal(&s->refused, s->hinted, "INSERT", s->refused.reason);
+		dp_report_normal(&s->refused, s->hinted && !s->small, "INSERT",
+						 s->refused.reason);
 		s->report_id = dp_report_publish(&s->refused);
 		return;
 	}

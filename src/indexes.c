@@ -74,6 +74,7 @@
 #include "access/genam.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "storage/bufmgr.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/tuplesort.h"

@@ -417,7 +417,7 @@ finish_normal(DPLoad *s)
 		snprintf(why, sizeof(why),
 				 "the statement produced less than directpath.min_bytes (%d bytes) of rows",
 				 dp_min_bytes);
-		dp_report_normal(&s->report, s->hinted, s->kind, why);
+		dp_report_normal(&s->report, false, s->kind, why);
 	}
 	else
 		strlcpy(s->report.reason, s->report.rows > 0 ?

@@ -4,6 +4,13 @@
  *	  What a statement did, said in one place: directpath.last_statement(),
  *	  EXPLAIN's lines and the "uses the normal path" message.
  *
+ * Messages.  A hinted statement that is refused says why at
+ * directpath.fallback_message_level (NOTICE by default): the user asked for
+ * the direct path.  A statement that is only too small to fill a page says
+ * so at DEBUG1: the normal path is the better one for it, and a message per
+ * small statement would cost its client more than the statement itself.
+ * Every reason is in last_statement() and, for a hinted statement, EXPLAIN.
+ *
  * Every INSERT or COPY that directpath considered fills one DPReport: the
  * load fills it as it goes (load.c), a statement left to core fills only
  * the reason.  dp_report_publish() makes a report the one that
@@ -57,11 +64,11 @@ dp_report_init(DPReport *r)
 }
 
 void
-dp_report_normal(DPReport *r, bool hinted, const char *kind, const char *why)
+dp_report_normal(DPReport *r, bool notify, const char *kind, const char *why)
 {
 	r->direct = false;
 	strlcpy(r->reason, why, sizeof(r->reason));
-	ereport(hinted ? dp_fallback_level : DEBUG1,
+	ereport(notify ? dp_fallback_level : DEBUG1,
 			(errmsg("directpath: %s uses the normal path: %s", kind, why)));
 }
 

@@ -603,9 +603,79 @@ def section_indexes(agg, meta, out, figs):
             "same run.", "", md_table(INDEX_HEADER, index_rows(agg)), ""]
 
 
+def titled_table(title, header, rows):
+    """A titled terminal table, or nothing without rows."""
+    return ["", title, text_table(header, rows)] if rows else []
+
+
 def index_text(agg):
-    rows = index_rows(agg)
-    return ["", "Index maintenance", text_table(INDEX_HEADER, rows)] if rows else []
+    return titled_table("Index maintenance", INDEX_HEADER, index_rows(agg))
+
+
+# ------------------------------------------------ fallback cost (8) ----
+
+FALLBACK_HEADER = ["statement", "path", "µs per statement", "/ plain (goal <= 1.05)"]
+
+
+def fallback_rows(agg):
+    return [[a.first("shape"), a.first("mode"), fmt_stat(a.st("us_per_stmt"), 0),
+             fmt_stat(run_ratios(a, agg.get("fallback", "replica", a.twin), "us_per_stmt"))
+             if a.twin else "1"]
+            for a in agg.cases("fallback", "replica")]
+
+
+def section_fallback(agg, meta, out, figs):
+    if not agg.cases("fallback", "replica"):
+        return []
+    return ["## 8. Small statements left on the normal path", "",
+            "pgbench, one client, simple protocol, a fresh table (bigserial primary key) per "
+            "run. Every statement here ends on the normal path; the ratio is its time against "
+            "the plain statement of the same run. *message at DEBUG1*: "
+            "`directpath.fallback_message_level = debug`, so no NOTICE reaches the client "
+            "per statement.", "", md_table(FALLBACK_HEADER, fallback_rows(agg)), ""]
+
+
+def fallback_text(agg):
+    return titled_table("Small statements left on the normal path", FALLBACK_HEADER,
+                        fallback_rows(agg))
+
+
+# ------------------------------------------------------- ETL append (9) ----
+
+ETL_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "index maintenance",
+              "heap pages in shared buffers", "index size / fresh build"]
+
+
+def etl_rows(agg):
+    rows = []
+    for a in agg.cases("etl", "replica"):
+        base = agg.get("etl", "replica", a.twin) if a.twin else None
+        pct = a.st("heap_in_buffers_pct")
+        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
+                     a.first("index_maintenance") or "–",
+                     f"{fmt_stat(pct, 1)} %" if pct else "–",
+                     fmt_stat(a.st("index_size_ratio_max"), 3)])
+    return rows
+
+
+def section_etl(agg, meta, out, figs):
+    cases = agg.cases("etl", "replica")
+    if not cases:
+        return []
+    return ["## 9. ETL append and new storage with indexes", "",
+            f"{cases[0].first('rows'):,} rows. *ETL append*: into a table already holding as "
+            "many, with a bigserial primary key, a timestamptz btree and a btree on "
+            "hashint4(acct), by COPY from a CSV file and by INSERT ... SELECT from a staging "
+            "table. *New storage*: the same table and indexes created in the loading "
+            "transaction. Time is the load plus the CHECKPOINT after it; ratios against the "
+            "plain load of the same run. Heap pages in shared buffers after the load "
+            "(pg_buffercache) and the largest index's size against REINDEX of the same rows "
+            "are for new storage.", "", md_table(ETL_HEADER, etl_rows(agg)), ""]
+
+
+def etl_text(agg):
+    return titled_table("ETL append and new storage", ETL_HEADER, etl_rows(agg))
 
 
 # --------------------------------------------------------------- summary ----
@@ -725,7 +795,7 @@ def summary_text(agg, meta):
     if other:
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
-    out += wal_text(agg) + index_text(agg)
+    out += wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg)
     return "\n".join(out)
 
 
@@ -800,7 +870,7 @@ def write_all(out, meta, records):
            "inserts 4.5× the table into an UNLOGGED table (faults in shared memory) and writes "
            "WAL that later runs recycle.", ""]
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
-               section_wal, section_indexes):
+               section_wal, section_indexes, section_fallback, section_etl):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
