@@ -630,9 +630,8 @@ def section_fallback(agg, meta, out, figs):
     return ["## 8. Small statements left on the normal path", "",
             "pgbench, one client, simple protocol, a fresh table (bigserial primary key) per "
             "run. Every statement here ends on the normal path; the ratio is its time against "
-            "the plain statement of the same run. *message at DEBUG1*: "
-            "`directpath.fallback_message_level = debug`, so no NOTICE reaches the client "
-            "per statement.", "", md_table(FALLBACK_HEADER, fallback_rows(agg)), ""]
+            "the plain statement of the same run (a size fallback reports at DEBUG1, so no "
+            "NOTICE per statement reaches the client).", "", md_table(FALLBACK_HEADER, fallback_rows(agg)), ""]
 
 
 def fallback_text(agg):
