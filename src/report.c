@@ -23,8 +23,9 @@
  * planner notes their reason here, keyed by the statement's text
  * (dp_report_note_plan); when the executor starts a plan of that text
  * without a DirectPath node, the note is published (dp_report_plan_start).
- * The notes are few (the most recent DP_PLAN_NOTES statements) and only
- * looked up under mode = always.
+ * The notes are few (the most recent DP_PLAN_NOTES statements), kept in
+ * static memory (a text's first DP_NOTE_PREFIX bytes, its length and hash
+ * identify it), and only looked up under mode = always.
  *
  * Invariant: last_statement() describes the last INSERT or COPY that
  * directpath considered in this session, and nothing else writes dp_last.
@@ -37,7 +38,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/memutils.h"
 
 /* the report last_statement() returns, and its id */
 static DPReport last;
@@ -47,10 +47,14 @@ static uint64 last_id = 0;
 /* plan-time reasons of statements planned without our node */
 #define DP_PLAN_NOTES 16
 
+/* a note keeps this much of the text; the hash and length cover the rest */
+#define DP_NOTE_PREFIX 1024
+
 typedef struct DPPlanNote
 {
 	uint32		hash;			/* of the statement's text; 0: unused */
-	char	   *text;			/* the statement's text */
+	int			len;			/* the text's length */
+	char		prefix[DP_NOTE_PREFIX]; /* its first bytes */
 	char		reason[DP_REASON_LEN];
 } DPPlanNote;
 
@@ -145,11 +149,8 @@ dp_report_note_plan(const char *source, int location, int len,
 	DPPlanNote *note = &notes[next_note];
 
 	next_note = (next_note + 1) % DP_PLAN_NOTES;
-	if (note->text)
-		pfree(note->text);
-	note->text = MemoryContextAlloc(TopMemoryContext, n + 1);
-	memcpy(note->text, text, n);
-	note->text[n] = '\0';
+	note->len = n;
+	memcpy(note->prefix, text, Min(n, DP_NOTE_PREFIX));
 	note->hash = hash_bytes((const unsigned char *) text, n) | 1;
 	strlcpy(note->reason, why, sizeof(note->reason));
 }
@@ -170,8 +171,8 @@ dp_report_plan_start(const char *source, int location, int len)
 		DPPlanNote *note = &notes[i];
 		DPReport	r;
 
-		if (note->hash != hash || strncmp(note->text, text, n) != 0 ||
-			note->text[n] != '\0')
+		if (note->hash != hash || note->len != n ||
+			memcmp(note->prefix, text, Min(n, DP_NOTE_PREFIX)) != 0)
 			continue;
 		dp_report_init(&r);
 		strlcpy(r.reason, note->reason, sizeof(r.reason));
