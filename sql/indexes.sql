@@ -83,6 +83,11 @@ BEGIN;
 TRUNCATE ixb;
 /*+ APPEND */ INSERT INTO ixb (acct, t) SELECT g, CASE WHEN g % 5000 = 0 THEN NULL ELSE 'N' || g END FROM generate_series(1, 10000) g;
 ROLLBACK;
+-- COPY: a duplicate found by the build names no input line
+BEGIN;
+TRUNCATE ixb;
+/*+ APPEND */ COPY ixb (acct, t) FROM PROGRAM 'seq 1 5000 | sed -e "s/^4000$/17/" -e "s/.*/&\tV&/"';
+ROLLBACK;
 -- a second load into the same new storage finds the indexes filled: REINDEX
 BEGIN;
 TRUNCATE ixb;

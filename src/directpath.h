@@ -311,14 +311,16 @@ typedef struct DPRow
  * load.c.  dp_load_begin: the caller owns estate and mtstate and fires
  * statement triggers; RETURNING rows go to 'retstore' (or NULL); 'input'
  * and 'rejects' are COPY's (or NULL).  dp_load_row: one row in the target's
- * format; false if it was rejected.  dp_load_finish: writes everything,
- * publishes the report.
+ * format; false if it was rejected.  dp_load_end_rows: writes every row and
+ * does their work (errors still name their row).  dp_load_finish: builds
+ * the indexes of new storage, publishes the report.
  */
 extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 							 ModifyTableState *mtstate, bool hinted,
 							 bool freeze_allowed, Tuplestorestate *retstore,
 							 DPInputLine *input, DPRejects *rejects);
 extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
+extern void dp_load_end_rows(DPLoad *load);
 extern void dp_load_finish(DPLoad *load);
 
 /* The load's report (valid after dp_load_finish for EXPLAIN ANALYZE). */

@@ -174,6 +174,7 @@ run(DPScanState *s)
 			return;
 	}
 
+	dp_load_end_rows(s->load);
 	dp_load_finish(s->load);
 	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
 	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);

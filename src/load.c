@@ -37,6 +37,11 @@
  * still filling too whenever rows are queued, so that no row waits
  * indefinitely, then processes the queue.  The end of the input drains.
  *
+ * The end comes in two steps: dp_load_end_rows() writes every row and
+ * does their after-insert work, so that the errors of a row still name it
+ * (COPY's line); dp_load_finish() then builds the indexes of new storage,
+ * whose errors (a duplicate found by the build) belong to no one line.
+ *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written (queue.c); the row count and pg_stat
  * counters are the plain path's; the report (report.c) is published once,
@@ -58,6 +63,7 @@ typedef enum DPState
 {
 	DPS_HOLD,					/* holding rows until min_bytes */
 	DPS_DIRECT,					/* placing rows on pages */
+	DPS_WRITTEN,				/* direct, every row written, indexes next */
 	DPS_DONE,
 } DPState;
 
@@ -425,9 +431,9 @@ finish_normal(DPLoad *s)
 				"the statement produced no rows", sizeof(s->report.reason));
 }
 
-/* Everything written: finish each builder, rebuild deferred indexes. */
+/* The last flush: every row written, each page builder finished. */
 static void
-finish_direct(DPLoad *s)
+finish_heaps(DPLoad *s)
 {
 	flush(s, true);
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
@@ -437,23 +443,39 @@ finish_direct(DPLoad *s)
 		s->report.pages += dp_heap_finish(leaf->writer);
 		if (dp_indexes_strategy(leaf->indexes) != DP_INDEX_NONE)
 			s->report.index_strategies |= 1 << dp_indexes_strategy(leaf->indexes);
-		s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
 	}
+	s->state = DPS_WRITTEN;
+}
+
+/* Indexes built at the end (new storage), once every row is written. */
+static void
+finish_indexes(DPLoad *s)
+{
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+		if (leaf->writer != NULL)
+			s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
 	dp_fault("finish");
 }
 
 void
-dp_load_finish(DPLoad *s)
+dp_load_end_rows(DPLoad *s)
 {
 	uncount(s, dp_foreign_flush_all(&s->leaves, s->queue,
 									s->input ? *s->input->lineno : 0));
 	if (s->state == DPS_DIRECT)
-		finish_direct(s);
+		finish_heaps(s);
 	else
 		finish_normal(s);
 	Assert(s->leaves.toast_wait.writers == 0);
 	if (s->rejects)
 		dp_rejects_write_queued(s->rejects);
+}
+
+void
+dp_load_finish(DPLoad *s)
+{
+	if (s->state == DPS_WRITTEN)
+		finish_indexes(s);
 	s->state = DPS_DONE;
 	dp_leaf_end_all(&s->leaves);
 
