@@ -21,6 +21,8 @@
  *					storage are built and AFTER STATEMENT triggers fire
  *	before_index_rebuild, after_index_rebuild
  *					around the index builds of new storage
+ *	btree_leaves	a btree built from sorted entries has its leaf level
+ *					written, not its upper levels nor its metapage
  *
  * Invariant: with directpath.fault_point empty (the default) dp_fault()
  * returns at once and has no effect.
