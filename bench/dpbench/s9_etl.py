@@ -20,7 +20,7 @@ from .scenario import Case, Scenario
 INDEXES = ["CREATE INDEX ON {t} (ts)", "CREATE INDEX ON {t} (hashint4(acct))"]
 TABLE = "(id bigserial PRIMARY KEY, ts timestamptz, acct int, amount numeric, note text)"
 GEN = ("SELECT '2026-01-01'::timestamptz + g * interval '1 second', "
-       "(g * 7919) % 100000, g % 1000, 'note ' || (g % 97) FROM generate_series({a}, {b}) g")
+       "(g::bigint * 7919 % 100000)::int, g % 1000, 'note ' || (g % 97) FROM generate_series({a}, {b}) g")
 COLS = "(ts, acct, amount, note)"
 
 CASES = (("copy", "ETL append, COPY from a file", "etl"),
