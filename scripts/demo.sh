@@ -7,7 +7,7 @@
 #   scripts/demo.sh [--rows N] [--major M] [--runs R]
 #
 # Defaults: 10,000,000 rows, PostgreSQL 18, 3 runs per scenario (the median
-# is printed).  Server settings follow shared/design/baseline.md.  The
+# is printed).  Server settings follow docs/baseline.md.  The
 # cluster lives in a temporary directory and is stopped at exit; as root,
 # the server runs as the unprivileged user 'dptest'.
 set -euo pipefail

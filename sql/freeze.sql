@@ -74,3 +74,22 @@ CREATE TABLE fsm (a int) WITH (fillfactor = 50);
 SELECT count(*) AS pages_with_room FROM pg_freespace('fsm') WHERE avail > 0;
 SELECT blkno = pg_relation_size('fsm') / 8192 - 1 AS is_last_page FROM pg_freespace('fsm') WHERE avail > 0;
 DROP TABLE fz, fz2, fsm;
+
+-- A cursor held over from an earlier transaction is a ready portal: no
+-- freezing (COPY FREEZE's rule), and no hash-table scan left open by the
+-- check (it used to warn "leaked hash_seq_search scan" at COMMIT).
+BEGIN;
+DECLARE held CURSOR WITH HOLD FOR SELECT 1;
+COMMIT;
+BEGIN;
+CREATE TABLE fzc (a int);
+/*+ APPEND */ INSERT INTO fzc SELECT generate_series(1, 3000);
+SELECT path, frozen FROM directpath.last_statement();
+COMMIT;
+BEGIN;
+TRUNCATE fzc;
+/*+ APPEND */ COPY fzc FROM PROGRAM 'seq 1 3000';
+SELECT path, frozen FROM directpath.last_statement();
+COMMIT;
+CLOSE held;
+DROP TABLE fzc;

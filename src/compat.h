@@ -5,7 +5,7 @@
  *	  touches, in one place.  The rest of the code is written against the
  *	  names defined here and contains no PG_VERSION_NUM tests.
  *
- * What differs (see shared/design/postgres-internals.md, section 0):
+ * What differs (see docs/internals.md, "API drift between majors"):
  *	- 15 names relation files RelFileNode/rd_node, 16+ RelFileLocator/
  *	  rd_locator, and the relcache subtransaction ids follow that rename;
  *	- 16+ has I/O-aligned allocation; 15 only plain palloc;

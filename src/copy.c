@@ -478,9 +478,7 @@ dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
 	}
 
 	/* COPY FREEZE's "prior transaction activity" test */
-	InvalidateCatalogSnapshot();
-	freeze_allowed = ThereAreNoPriorRegisteredSnapshots() &&
-		ThereAreNoReadyPortals() &&
+	freeze_allowed = dp_no_prior_activity() &&
 		!dp_expr_has_user_function((Node *) exprs);
 
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,

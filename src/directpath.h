@@ -209,6 +209,7 @@ extern XLogRecPtr dp_wal_log_pages(Relation rel, BlockNumber first,
 /* visibility.c */
 extern bool dp_storage_new_in_subxact(Relation rel);
 extern bool dp_storage_new_in_xact(Relation rel);
+extern bool dp_no_prior_activity(void);
 extern void dp_page_init(Page page, bool frozen);
 extern void dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid,
 							 CommandId cid, bool frozen);

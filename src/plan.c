@@ -292,9 +292,7 @@ dp_executor_start(QueryDesc *queryDesc, int eflags)
 		((CustomScan *) top)->methods == &dp_plan_methods)
 	{
 		/* COPY FREEZE's "prior transaction activity" test, done first */
-		InvalidateCatalogSnapshot();
-		dp_prior_snapshots_clear = ThereAreNoPriorRegisteredSnapshots() &&
-			ThereAreNoReadyPortals();
+		dp_prior_snapshots_clear = dp_no_prior_activity();
 	}
 	else
 		dp_prior_snapshots_clear = false;
