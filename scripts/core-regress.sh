@@ -64,7 +64,7 @@ for a in "$@"; do
 	case "$a" in
 	-h | --help) usage; exit 0 ;;
 	[0-9]*) majors+=("$a") ;;
-	*) echo "core-regress: unknown argument '$a'" >&2; usage >&2; exit 2 ;;
+	*) echo "core-regress: unknown argument '$a'"; usage; exit 2 ;;
 	esac
 done
 [ ${#majors[@]} -gt 0 ] || majors=(15 18)
@@ -90,6 +90,7 @@ cleanup() {
 	[ $keep_work = 1 ] || rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 
 # As root: the servers run as $test_user, which must reach the server
 # binaries, the suite's tree and the scratch directory (read, and search
@@ -116,14 +117,23 @@ else
 fi
 
 # fetch_source MAJOR SERVER_VERSION: the unpacked Debian source tree of
-# postgresql-MAJOR in $cache/postgresql-MAJOR (cached), path on stdout.
+# postgresql-MAJOR in $cache/postgresql-MAJOR (cached), its path in $src.
+# (Not in a subshell: the EXIT trap must see $aptdir.)
 fetch_source() {
-	local m=$1 want=$2 tree="$cache/postgresql-$1" dl="$cache/downloads"
-	if [ -f "$tree/.debian-version" ] && [ "${DP_CORE_REGRESS_REFRESH:-0}" != 1 ]; then
-		echo "$tree"
+	src="$cache/postgresql-$1"
+	if [ -f "$src/.debian-version" ] && [ "${DP_CORE_REGRESS_REFRESH:-0}" != 1 ]; then
 		return 0
 	fi
-	command -v dpkg-source >/dev/null || { log "dpkg-source missing (apt-get install dpkg-dev)" >&2; return 1; }
+	local rc=0
+	fetch_with_apt "$1" "$2" "$src" || rc=$?
+	# The deb-src lines go with the private apt directory, success or not.
+	[ -z "$aptdir" ] || rm -rf "$aptdir"
+	aptdir=""
+	return $rc
+}
+fetch_with_apt() {
+	local m=$1 want=$2 tree=$3 dl="$cache/downloads"
+	command -v dpkg-source >/dev/null || { log "dpkg-source missing (apt-get install dpkg-dev)"; return 1; }
 	mkdir -p "$dl"
 	aptdir=$(mktemp -d "$cache/apt.XXXXXX")
 	mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
@@ -135,8 +145,8 @@ fetch_source() {
 		-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache=$aptdir/cache"
 		-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null)
 	if ! apt-get "${opts[@]}" -q update >"$aptdir/update.log" 2>&1; then
-		cat "$aptdir/update.log" >&2
-		log "apt-get update (deb-src $(debian_suites "$m")) failed" >&2
+		cat "$aptdir/update.log"
+		log "apt-get update (deb-src $(debian_suites "$m")) failed"
 		return 1
 	fi
 	# The version equal to the server's minor, else the newest older one,
@@ -154,26 +164,24 @@ fetch_source() {
 	done
 	[ -n "$pick" ] || pick=${older:-$newest}
 	if [ -z "$pick" ]; then
-		log "no source package postgresql-$m in $(debian_suites "$m")" >&2
+		grep -E '^(W|E|Err):' "$aptdir/update.log"
+		log "no source package postgresql-$m in $(debian_suites "$m")"
 		return 1
 	fi
-	log "Debian source postgresql-$m $pick (server $want)" >&2
+	log "Debian source postgresql-$m $pick (server $want)"
 	local x
 	x=$(mktemp -d "$dl/x.XXXXXX")
 	if ! (cd "$dl" && apt-get "${opts[@]}" -q --only-source --download-only source "postgresql-$m=$pick" >"$aptdir/source.log" 2>&1 &&
 		dpkg-source -x "postgresql-${m}_${pick#*:}.dsc" "$x/tree" >>"$aptdir/source.log" 2>&1); then
-		cat "$aptdir/source.log" >&2
+		cat "$aptdir/source.log"
 		rm -rf "$x"
-		log "apt-get source postgresql-$m=$pick failed" >&2
+		log "apt-get source postgresql-$m=$pick failed"
 		return 1
 	fi
-	rm -rf "$aptdir"
-	aptdir=""
 	echo "$pick" >"$x/tree/.debian-version"
 	rm -rf "$tree"
 	mv "$x/tree" "$tree"
 	rm -rf "$x"
-	echo "$tree"
 }
 
 # Test statuses from pg_regress's output: "NAME ok|FAILED" lines (the
@@ -249,21 +257,31 @@ for m in "${majors[@]}"; do
 		continue
 	fi
 
-	if ! src=$(fetch_source "$m" "$server"); then
+	if ! fetch_source "$m" "$server"; then
 		fail_major "no Debian source"
 		continue
 	fi
 	rsrc="$src/src/test/regress"
 	log "suite: Debian postgresql-$m $(cat "$src/.debian-version"), server $server"
 
-	# regress.so from the same tree, against the installed headers.
+	# regress.so from the same tree, against the installed headers, and
+	# contrib/spi's autoinc.so and refint.so, which the triggers test of 15
+	# to 17 loads from the same --dlpath.
 	lib="$mdir/lib"
 	mkdir -p "$lib"
+	modules=(regress)
 	cp "$rsrc/regress.c" "$lib/"
-	printf 'MODULES = regress\nPGXS := $(shell $(PG_CONFIG) --pgxs)\ninclude $(PGXS)\n' >"$lib/Makefile"
+	for f in autoinc refint; do
+		if [ -f "$src/contrib/spi/$f.c" ]; then
+			cp "$src/contrib/spi/$f.c" "$lib/"
+			modules+=("$f")
+		fi
+	done
+	# REFINT_VERBOSE as in contrib/spi/Makefile: the test expects its NOTICEs.
+	printf 'MODULES = %s\nPG_CPPFLAGS = -DREFINT_VERBOSE\nPGXS := $(shell $(PG_CONFIG) --pgxs)\ninclude $(PGXS)\n' "${modules[*]}" >"$lib/Makefile"
 	if ! make -C "$lib" PG_CONFIG="$pgc" >"$mdir/regress-build.log" 2>&1; then
 		cat "$mdir/regress-build.log"
-		fail_major "build of regress.so failed"
+		fail_major "build of ${modules[*]} failed"
 		continue
 	fi
 
