@@ -69,6 +69,16 @@ SET directpath.min_bytes = '8kB';
 SELECT path, reason, rows_inserted, pages_written FROM directpath.last_statement();
 /*+ APPEND */ INSERT INTO e SELECT g, 'large' FROM generate_series(2001, 4000) g;
 SELECT path, reason, rows_inserted, pages_written > 0 AS wrote FROM directpath.last_statement();
+-- VALUES known to be small are refused at plan time, without the strong lock
+BEGIN;
+/*+ APPEND */ INSERT INTO e VALUES (104, 'values'), (105, 'values');
+SELECT path, reason, rows_inserted FROM directpath.last_statement();
+SELECT mode FROM pg_locks WHERE relation = 'e'::regclass AND pid = pg_backend_pid() ORDER BY mode;
+COMMIT;
+EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e VALUES (106, 'values');
+-- a large constant is not small
+/*+ APPEND */ INSERT INTO e VALUES (107, repeat('x', 9000));
+SELECT path, rows_inserted FROM directpath.last_statement();
 
 -- the message level is configurable
 SET directpath.fallback_message_level = warning;
@@ -79,6 +89,30 @@ RESET directpath.fallback_message_level;
 
 -- no hint, default mode: no DirectPath node at all
 EXPLAIN (COSTS OFF) INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g;
+
+-- mode = always: a statement refused at plan time keeps core's plan
+-- untouched (no DirectPath node), and last_statement() still says why
+SET directpath.mode = always;
+EXPLAIN (COSTS OFF) INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT DO NOTHING;
+INSERT INTO e SELECT g, 'a' FROM generate_series(5001, 5010) g ON CONFLICT DO NOTHING;
+SELECT path, reason, rows_inserted FROM directpath.last_statement();
+WITH w AS (INSERT INTO e SELECT g, 'w' FROM generate_series(5011, 5015) g RETURNING a)
+  INSERT INTO e SELECT a + 100, 'w2' FROM w;
+SELECT path, reason FROM directpath.last_statement();
+-- a prepared statement reports its reason at every execution, also from
+-- its cached generic plan
+SET plan_cache_mode = force_generic_plan;
+PREPARE oc(int) AS INSERT INTO e SELECT g, 'p' FROM generate_series($1, $1 + 4) g ON CONFLICT DO NOTHING;
+EXECUTE oc(6001);
+SELECT path, reason, rows_inserted FROM directpath.last_statement();
+/*+ APPEND */ INSERT INTO e SELECT g, 'd' FROM generate_series(7001, 7010) g;
+EXECUTE oc(6001);
+SELECT path, reason, rows_inserted FROM directpath.last_statement();
+DEALLOCATE oc;
+RESET plan_cache_mode;
+-- the hinted statement keeps the node that shows the reason
+EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT DO NOTHING;
+RESET directpath.mode;
 
 SELECT count(*) FROM e;
 DROP VIEW ev;

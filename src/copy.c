@@ -3,9 +3,9 @@
  * copy.c
  *	  COPY ... FROM through the direct path.
  *
- * A COPY FROM that carries the hint (a leading /\*+ APPEND *\/), or any
- * COPY FROM under directpath.mode = always, is taken over in the utility
- * hook.  The input is parsed by core's COPY code (BeginCopyFrom /
+ * A COPY FROM that admission.c admits (the hint, a leading
+ * /\*+ APPEND *\/, or directpath.mode = always, and the relation rules) is
+ * taken over in the utility hook, which this file installs.  The input is parsed by core's COPY code (BeginCopyFrom /
  * NextCopyFrom: every format and option behaves as core's), and the rows go
  * through the same load as a direct-path INSERT (load.c): partition
  * routing, constraints, page writers, per-batch index entries and AFTER ROW
@@ -29,6 +29,12 @@
  * Our own options, REJECTS_TABLE and MAX_REJECTS (rejects.c), are taken out
  * of the option list before core sees it; they imply the direct path.
  *
+ * The load reads COPY's input position through a DPInputLine this file
+ * owns: the current line number and text, which queued rows remember and
+ * put back while their deferred work runs, so errors name the right line.
+ * A COPY left to core after admission considered it gets its row count
+ * into last_statement() when core is done.
+ *
  *-------------------------------------------------------------------------
  */
 #include "directpath.h"
@@ -51,11 +57,14 @@
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
 #include "tcop/cmdtag.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/portal.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
 
 /* DoCopy's WHERE clause processing. */
 static Node *
@@ -218,47 +227,39 @@ next_row(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
 	}
 }
 
-/* Core's CopyFrom loop, with the rows going to a direct-path load. */
-static uint64
-copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed,
-		  DPCopyOptions *opts)
+/* COPY FREEZE's own rules, with core's messages. */
+static void
+check_copy_freeze(Relation rel, bool freeze_allowed)
 {
-	DPRejects  *rejects = NULL;
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri;
-	ModifyTableState *mtstate;
-	TupleTableSlot *slot;
-	ExprContext *econtext;
-	ErrorContextCallback errcallback;
-	bool		freeze_requested = cstate->opts.freeze;
-	MemoryContext oldcontext = CurrentMemoryContext;
-	DPLoad	   *load;
-	uint64		processed = 0;
-	uint64		excluded = 0;
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot perform COPY FREEZE on a partitioned table")));
+	if (!freeze_allowed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot perform COPY FREEZE because of prior transaction activity")));
+	if (!dp_storage_new_in_subxact(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot perform COPY FREEZE because the table was not created or truncated in the current subtransaction")));
+}
 
-	if (freeze_requested)
-	{
-		/* COPY FREEZE's own rules, with core's messages */
-		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot perform COPY FREEZE on a partitioned table")));
-		if (!freeze_allowed)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-					 errmsg("cannot perform COPY FREEZE because of prior transaction activity")));
-		if (!dp_storage_new_in_subxact(rel))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot perform COPY FREEZE because the table was not created or truncated in the current subtransaction")));
-	}
+/*
+ * The executor state core's CopyFrom builds: range table, result relation,
+ * a ModifyTableState for routing and transition capture, the WHERE qual.
+ * Also begins the AFTER trigger query.
+ */
+static ModifyTableState *
+begin_executor(CopyFromState cstate, Relation rel, EState *estate)
+{
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	ModifyTableState *mtstate = makeNode(ModifyTableState);
 
 	DP_INIT_COPY_RANGE_TABLE(estate, cstate);
-	rri = makeNode(ResultRelInfo);
 	ExecInitResultRelation(estate, rri, 1);
 	DP_CHECK_VALID_INSERT_REL(rri);
 
-	mtstate = makeNode(ModifyTableState);
 	mtstate->ps.plan = NULL;
 	mtstate->ps.state = estate;
 	mtstate->operation = CMD_INSERT;
@@ -276,24 +277,36 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed,
 	if (cstate->whereClause)
 		cstate->qualexpr = ExecInitQual(castNode(List, cstate->whereClause),
 										&mtstate->ps);
+	return mtstate;
+}
 
-	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
-	ExecBSInsertTriggers(estate, rri);
-	load = dp_load_begin("COPY", estate, mtstate, hinted, freeze_allowed,
-						 NULL, &cstate->cur_lineno,
-						 &cstate->line_buf_valid);
-	if (opts->rejects_table)
-	{
-		rejects = dp_rejects_open(opts->rejects_table, opts->max_rejects, rel);
-		dp_load_set_rejects(load, rejects, &cstate->line_buf,
-							&cstate->line_buf_valid);
-	}
-	econtext = GetPerTupleExprContext(estate);
+/* AFTER STATEMENT triggers, then core's CopyFrom cleanup. */
+static void
+end_executor(CopyFromState cstate, ModifyTableState *mtstate, EState *estate)
+{
+	ExecASInsertTriggers(estate, mtstate->rootResultRelInfo,
+						 cstate->transition_capture);
+	AfterTriggerEndQuery(estate);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	if (mtstate->mt_partition_tuple_routing)
+		ExecCleanupTupleRouting(mtstate, mtstate->mt_partition_tuple_routing);
+	ExecCloseResultRelations(estate);
+	ExecCloseRangeTableRelations(estate);
+	FreeExecutorState(estate);
+}
 
-	errcallback.callback = CopyFromErrorCallback;
-	errcallback.arg = (void *) cstate;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
+/*
+ * Core's CopyFrom row loop: read, skip (ON_ERROR ignore), filter (WHERE),
+ * load; progress in pg_stat_progress_copy.  Returns the rows loaded.
+ */
+static uint64
+read_rows(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
+		  DPLoad *load, DPRejects *rejects)
+{
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	MemoryContext oldcontext = CurrentMemoryContext;
+	uint64		processed = 0;
+	uint64		excluded = 0;
 
 	for (;;)
 	{
@@ -305,7 +318,7 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed,
 		if (dp_copy_row_skipped(cstate))
 			continue;
 		ExecStoreVirtualTuple(slot);
-		slot->tts_tableOid = RelationGetRelid(rel);
+		slot->tts_tableOid = RelationGetRelid(cstate->rel);
 
 		if (cstate->whereClause)
 		{
@@ -322,26 +335,51 @@ copy_rows(CopyFromState cstate, Relation rel, bool hinted, bool freeze_allowed,
 			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
 	}
 	MemoryContextSwitchTo(oldcontext);
+	return processed;
+}
 
+/* Core's CopyFrom, with the rows going to a direct-path load. */
+static uint64
+copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
+		  DPCopyOptions *opts)
+{
+	DPInputLine input = {&cstate->cur_lineno, &cstate->line_buf_valid,
+	&cstate->line_buf};
+	EState	   *estate = CreateExecutorState();
+	DPRejects  *rejects = NULL;
+	ModifyTableState *mtstate;
+	TupleTableSlot *slot;
+	ErrorContextCallback errcallback;
+	DPLoad	   *load;
+	uint64		processed;
+
+	if (cstate->opts.freeze)
+		check_copy_freeze(rel, a->freeze_allowed);
+	mtstate = begin_executor(cstate, rel, estate);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecBSInsertTriggers(estate, mtstate->rootResultRelInfo);
+	if (opts->rejects_table)
+		rejects = dp_rejects_open(opts->rejects_table, opts->max_rejects, rel);
+	load = dp_load_begin("COPY", estate, mtstate, a->hinted, a->freeze_allowed,
+						 NULL, &input, rejects);
+
+	errcallback.callback = CopyFromErrorCallback;
+	errcallback.arg = (void *) cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	processed = read_rows(cstate, estate, slot, load, rejects);
 	/* the last batch's errors still name their input lines */
 	dp_load_finish(load);
 	processed -= dp_load_deleted(load);
 	error_context_stack = errcallback.previous;
+
 	dp_copy_report_skipped(cstate);
 	if (rejects && dp_rejects_count(rejects) > 0)
 		ereport(NOTICE,
 				(errmsg("%llu rows were rejected into %s",
 						(unsigned long long) dp_rejects_count(rejects),
 						opts->rejects_table)));
-
-	ExecASInsertTriggers(estate, rri, cstate->transition_capture);
-	AfterTriggerEndQuery(estate);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	if (mtstate->mt_partition_tuple_routing)
-		ExecCleanupTupleRouting(mtstate, mtstate->mt_partition_tuple_routing);
-	ExecCloseResultRelations(estate);
-	ExecCloseRangeTableRelations(estate);
-	FreeExecutorState(estate);
+	end_executor(cstate, mtstate, estate);
 	return processed;
 }
 
@@ -361,130 +399,104 @@ leave_to_core(DPCopyOptions *opts, const char *why)
 	return false;
 }
 
-/*
- * Run a COPY FROM through the direct path if it qualifies; false leaves
- * the statement to core.
- */
-bool
-dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
-				const char *queryString, QueryEnvironment *queryEnv,
-				QueryCompletion *qc)
+/* A COPY that admission considered goes to core: say why, for the record. */
+static uint64
+report_normal(const DPAdmission *a)
 {
-	CopyStmt   *stmt = (CopyStmt *) pstmt->utilityStmt;
-	DPHint		hint;
-	bool		hinted;
-	Oid			relid;
-	Relation	rel;
-	const char *why;
-	ParseState *pstate;
+	DPReport	r;
+
+	dp_report_init(&r);
+	dp_report_normal(&r, a->hinted, "COPY", a->reason);
+	return dp_report_publish(&r);
+}
+
+/*
+ * DoCopy's range table, WHERE clause and permission checks.  Returns the
+ * WHERE clause (or NULL) and the column numbers COPY fills.
+ */
+static Node *
+docopy_checks(ParseState *pstate, CopyStmt *stmt, Relation rel,
+			  List **attnums)
+{
 	ParseNamespaceItem *nsitem;
 	DPPermInfo *perminfo;
 	Node	   *where = NULL;
-	List	   *attnums;
 	ListCell   *lc;
-	List	   *exprs;
-	bool		freeze_allowed;
-	CopyFromState cstate;
-	uint64		processed;
-	DPCopyOptions opts;
 
-	if (!stmt->is_from || stmt->relation == NULL)
-		return false;
-	split_options(stmt->options, &opts);
-	hint = dp_find_hint(queryString, pstmt->stmt_location, pstmt->stmt_len);
-
-	/* REJECTS_TABLE asks for the direct path by itself */
-	if (opts.rejects_table)
-	{
-		if (hint == DP_HINT_NOAPPEND || dp_mode == DP_MODE_OFF)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("COPY option REJECTS_TABLE needs the direct path"),
-					 errdetail("The statement has /*+ NOAPPEND */ or directpath.mode is off.")));
-		hint = DP_HINT_APPEND;
-	}
-	if (dp_mode == DP_MODE_OFF || hint == DP_HINT_NOAPPEND ||
-		(hint != DP_HINT_APPEND && dp_mode != DP_MODE_ALWAYS))
-		return false;
-	hinted = hint == DP_HINT_APPEND;
-
-	/* DoCopy's first checks: leave their errors to core */
-	if (stmt->filename != NULL &&
-		!has_privs_of_role(GetUserId(), stmt->is_program ?
-						   ROLE_PG_EXECUTE_SERVER_PROGRAM :
-						   ROLE_PG_READ_SERVER_FILES))
-		return leave_to_core(&opts, NULL);
-	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
-	if (!OidIsValid(relid) ||
-		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-		return leave_to_core(&opts, NULL);
-
-	/* no strong lock for a user who cannot insert: core says why */
-	if (!dp_may_insert(relid))
-		return leave_to_core(&opts, NULL);
-
-	/* Eligible?  Look first, then take the strong lock and look again. */
-	rel = table_open(relid, NoLock);
-	why = dp_relation_ineligible(rel, true);
-	table_close(rel, NoLock);
-	if (why == NULL && !ConditionalLockRelationOid(relid, ShareRowExclusiveLock) &&
-		CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
-		why = "another session holds a conflicting lock on the table, and waiting for it here could deadlock";
-	if (why == NULL)
-	{
-		LockRelationOid(relid, ShareRowExclusiveLock);
-		rel = table_open(relid, NoLock);
-		why = dp_relation_ineligible(rel, true);
-		if (why != NULL)
-			table_close(rel, NoLock);
-	}
-	if (why != NULL)
-	{
-		dp_report_fallback(hinted, "COPY", why);
-		*fallback_id = dp_set_last(false, why, 0, 0, false, 0, 0);
-		return leave_to_core(&opts, why);
-	}
-
-	/* DoCopy's range table, WHERE clause and permission checks */
-	pstate = make_parsestate(NULL);
-	pstate->p_sourcetext = queryString;
-	pstate->p_queryEnv = queryEnv;
 	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
 										   NULL, false, false);
 	perminfo = DP_NSITEM_PERMS(nsitem);
 	perminfo->requiredPerms = ACL_INSERT;
 	if (stmt->whereClause)
 		where = transform_where(pstate, nsitem, rel, stmt->whereClause);
-	attnums = CopyGetAttnums(RelationGetDescr(rel), rel, stmt->attlist);
-	foreach(lc, attnums)
+	*attnums = CopyGetAttnums(RelationGetDescr(rel), rel, stmt->attlist);
+	foreach(lc, *attnums)
 		perminfo->insertedCols = bms_add_member(perminfo->insertedCols,
 												lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber);
 	DP_CHECK_PERMISSIONS(pstate, perminfo);
 	if (XactReadOnly && !rel->rd_islocaltemp)
 		PreventCommandIfReadOnly("COPY FROM");
+	return where;
+}
+
+/*
+ * Run a COPY FROM through the direct path if admission admits it; false
+ * leaves the statement to core, after recording in *report_id the
+ * last_statement() entry of a COPY that admission refused.
+ */
+static bool
+copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
+			 QueryEnvironment *queryEnv, QueryCompletion *qc)
+{
+	CopyStmt   *stmt = (CopyStmt *) pstmt->utilityStmt;
+	DPCopyOptions opts;
+	DPAdmission a;
+	Relation	rel;
+	ParseState *pstate;
+	Node	   *where;
+	List	   *attnums;
+	List	   *exprs;
+	CopyFromState cstate;
+	uint64		processed;
+
+	if (!stmt->is_from || stmt->relation == NULL)
+		return false;
+	split_options(stmt->options, &opts);
+	switch (dp_admit_copy(stmt, queryString, pstmt->stmt_location,
+						  pstmt->stmt_len, opts.rejects_table != NULL, &a, &rel))
+	{
+		case DP_COPY_NOT_WANTED:
+			return false;
+		case DP_COPY_CORE:
+			return leave_to_core(&opts, NULL);
+		case DP_COPY_NORMAL:
+			*report_id = report_normal(&a);
+			return leave_to_core(&opts, a.reason);
+		case DP_COPY_DIRECT:
+			break;
+	}
+
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = queryString;
+	pstate->p_queryEnv = queryEnv;
+	where = docopy_checks(pstate, stmt, rel, &attnums);
 
 	/* functions COPY evaluates per row: defaults and the WHERE clause */
 	exprs = default_exprs(rel, attnums);
 	if (where)
 		exprs = lappend(exprs, where);
-	why = dp_expr_ineligible((Node *) exprs);
-	if (why != NULL)
+	if (!dp_admit_copy_exprs((Node *) exprs, &a))
 	{
-		dp_report_fallback(hinted, "COPY", why);
-		*fallback_id = dp_set_last(false, why, 0, 0, false, 0, 0);
+		*report_id = report_normal(&a);
 		table_close(rel, NoLock);
 		free_parsestate(pstate);
-		return leave_to_core(&opts, why);
+		return leave_to_core(&opts, a.reason);
 	}
-
-	/* COPY FREEZE's "prior transaction activity" test */
-	freeze_allowed = dp_no_prior_activity() &&
-		!dp_expr_has_user_function((Node *) exprs);
 
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,
 						   stmt->is_program, NULL, stmt->attlist,
 						   opts.core_options);
-	processed = copy_rows(cstate, rel, hinted, freeze_allowed, &opts);
+	processed = copy_rows(cstate, rel, &a, &opts);
 	EndCopyFrom(cstate);
 
 	table_close(rel, NoLock);
@@ -492,4 +504,36 @@ dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
 	if (qc)
 		SetQueryCompletion(qc, CMDTAG_COPY, processed);
 	return true;
+}
+
+/* COPY FROM comes here first. */
+static void
+dp_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	uint64		report_id = 0;
+
+	if (IsA(pstmt->utilityStmt, CopyStmt) &&
+		copy_utility(&report_id, pstmt, queryString, queryEnv, qc))
+		return;
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	/* a COPY we left to core: its row count, for last_statement() */
+	if (report_id != 0 && qc != NULL)
+		dp_report_rows(report_id, qc->nprocessed);
+}
+
+void
+dp_copy_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = dp_process_utility;
 }

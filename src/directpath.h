@@ -3,22 +3,34 @@
  * directpath.h
  *	  Declarations shared by the files of the directpath extension.
  *
- * Data flows one way through these modules:
+ * A statement flows one way through these modules (no module calls one
+ * above it in this list, except through the hooks that directpath.c
+ * installs):
  *
- *	hint.c			finds /\*+ APPEND *\/ in the statement text
- *	eligibility.c	decides "direct path or not, and why not"
- *	plan.c			hooks parse analysis (early lock) and the planner (wraps
- *					the INSERT's ModifyTable in a DirectPath CustomScan)
- *	exec.c			the DirectPath CustomScan: drives an INSERT's input
- *					through the load
- *	copy.c			COPY FROM through the load
- *	rejects.c		COPY's rejected rows: soft constraint checks, duplicates
- *	load.c			the row pipeline: row semantics, writers, per-batch
- *					index maintenance, AFTER ROW triggers and RETURNING
- *	writer.c		builds heap pages in backend memory and appends them
- *	wal.c			WAL for appended pages (one small interface)
- *	visibility.c	freeze decisions and visibility-map bits
- *	indexes.c		bulk index maintenance
+ *	directpath.c	settings; installs each module's hooks
+ *	plan.c			parse-analysis and planner hooks: an admitted INSERT
+ *					gets a DirectPath node on top of its plan
+ *	exec.c			the DirectPath node and the executor hooks: drives an
+ *					INSERT's rows into a load
+ *	copy.c			the utility hook: COPY FROM into a load
+ *	admission.c		direct or not, and why; the early lock; the
+ *					statement's freezing rule (for INSERT and COPY alike)
+ *	  hint.c		  the /\*+ APPEND *\/ hint in the statement text
+ *	  eligibility.c	  the rules: what keeps a statement or relation off
+ *	load.c			the row loop: row checks, hold-then-go-direct, the one
+ *					flush rule
+ *	  leaf.c		  per relation written: checks, lock, strategy, writer
+ *	  queue.c		  the after-insert queue: index entries, AFTER ROW
+ *					  triggers, view checks, RETURNING, rejected duplicates
+ *	  foreign.c		  rows for foreign partitions, batched
+ *	  rejects.c		  COPY's rejects table
+ *	  indexes.c		  every index strategy and its choice
+ *	pages.c			the heap page builder: rows onto private pages
+ *	append.c		the append layer: crash-safe writes of built pages
+ *	  wal.c			  WAL records for appended pages
+ *	  visibility.c	  tuple headers, freezing, visibility-map bits
+ *	report.c		last_statement(), EXPLAIN lines, fallback messages
+ *	fault.c			named fault points for the crash tests
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +40,7 @@
 #include "compat.h"
 
 #include "nodes/execnodes.h"
+#include "nodes/extensible.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 #include "tcop/cmdtag.h"
@@ -37,6 +50,8 @@
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/tuplestore.h"
+
+/* ---------- settings (directpath.c) ---------- */
 
 /* directpath.mode */
 typedef enum DPMode
@@ -53,7 +68,6 @@ typedef enum DPWalFormat
 	DP_WAL_RECORDS,
 } DPWalFormat;
 
-/* GUCs (directpath.c) */
 extern int	dp_mode;
 extern int	dp_fallback_level;
 extern int	dp_min_bytes;
@@ -62,10 +76,69 @@ extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern int	dp_wal_format;
 
-extern void dp_fault(const char *point);
+/* Each module's hooks, installed by _PG_init. */
+extern void dp_plan_init(void);
+extern void dp_exec_init(void);
+extern void dp_copy_init(void);
+
+/* ---------- fault.c ---------- */
+
+/* Define the fault-injection settings. */
+extern void dp_fault_init(void);
+
+/* A statement begins: count fault-point hits from zero. */
 extern void dp_fault_reset(void);
 
-/* hint.c */
+/* Pass the named point; may raise, sleep or notify (see fault.c). */
+extern void dp_fault(const char *point);
+
+/* ---------- report.c ---------- */
+
+#define DP_REASON_LEN 256
+
+/* What one INSERT or COPY did, as last_statement() and EXPLAIN say it. */
+typedef struct DPReport
+{
+	bool		direct;			/* rows went to the direct path */
+	char		reason[DP_REASON_LEN];	/* why not, or "" */
+	uint64		rows;			/* rows inserted (the command tag's count) */
+	uint64		pages;			/* heap pages written directly */
+	bool		frozen;			/* some pages went out frozen */
+	int			relations;		/* leaf relations written */
+	int			indexes_rebuilt;	/* indexes rebuilt at the end */
+} DPReport;
+
+/* Empty report: normal path, no reason, nothing written. */
+extern void dp_report_init(DPReport *r);
+
+/*
+ * The statement uses the normal path because of 'why': copy the reason into
+ * the report and tell the user (at directpath.fallback_message_level when
+ * hinted, DEBUG1 otherwise).  'kind' is "INSERT" or "COPY".
+ */
+extern void dp_report_normal(DPReport *r, bool hinted, const char *kind,
+							 const char *why);
+
+/* Make the report last_statement()'s (copied); returns its id. */
+extern uint64 dp_report_publish(const DPReport *r);
+
+/* Fill in the row count of the report published as 'id', if still last. */
+extern void dp_report_rows(uint64 id, uint64 rows);
+
+/* EXPLAIN's lines for the report; 'ran' when the load ran (ANALYZE). */
+extern void dp_report_explain(const DPReport *r, bool ran, ExplainState *es);
+
+/*
+ * Planner: the statement at [location, location + len) of 'source' keeps
+ * core's plan because of 'why'.  Executor start: publish that reason if
+ * the statement's text was noted; returns the report id or 0.
+ */
+extern void dp_report_note_plan(const char *source, int location, int len,
+								const char *why);
+extern uint64 dp_report_plan_start(const char *source, int location, int len);
+
+/* ---------- hint.c ---------- */
+
 typedef enum DPHint
 {
 	DP_HINT_NONE,
@@ -73,112 +146,106 @@ typedef enum DPHint
 	DP_HINT_NOAPPEND,
 } DPHint;
 
+/* The hint of the statement at [location, location + len) of 'source'. */
 extern DPHint dp_find_hint(const char *source, int location, int len);
 
-/* eligibility.c */
+/* ---------- eligibility.c: the rules (reasons are static strings) ---------- */
+
+/* Why rows cannot be appended to 'rel' (with its partitions: 'recurse'). */
 extern const char *dp_relation_ineligible(Relation rel, bool recurse);
+
+/* The same checks for a partition that tuple routing reached. */
 extern const char *dp_partition_ineligible(Relation rel);
+
+/* Why a planned INSERT cannot take the direct path, or NULL. */
 extern const char *dp_statement_ineligible(Query *parse, PlannedStmt *stmt,
 										   bool hinted);
+
+/* May the statement's rows be frozen (nothing in it reads the target)? */
 extern bool dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt,
 									 Oid target);
+
+/* Upper bound of a VALUES INSERT's row bytes into 'rel', or -1 if unknown. */
+extern int64 dp_values_max_bytes(Query *parse, Relation rel);
+
+/* Is the INSERT a single row of VALUES? */
 extern bool dp_query_is_single_row(Query *parse);
+
+/* Why per-row expressions (COPY defaults, WHERE) keep a COPY off, or NULL. */
 extern const char *dp_expr_ineligible(Node *expr);
+
+/* Does the expression call a function that is not built in? */
 extern bool dp_expr_has_user_function(Node *expr);
 
-/* copy.c */
-extern bool dp_copy_utility(uint64 *fallback_id, PlannedStmt *pstmt,
-							const char *queryString,
-							QueryEnvironment *queryEnv, QueryCompletion *qc);
+/* ---------- admission.c ---------- */
 
-/* plan.c */
-extern void dp_plan_init(void);
-extern bool dp_prior_snapshots_clear;
-extern bool dp_may_insert(Oid relid);
-
-/* foreign.c */
-typedef struct DPForeign DPForeign;
-typedef void (*DPForeignDone) (void *arg, TupleTableSlot *slot);
-
-extern DPForeign *dp_foreign_begin(ResultRelInfo *rri, EState *estate);
-extern uint64 dp_foreign_insert(DPForeign *f, EState *estate,
-								TupleTableSlot *slot, DPForeignDone done,
-								void *arg);
-extern uint64 dp_foreign_flush(DPForeign *f, EState *estate,
-							   DPForeignDone done, void *arg);
-extern bool dp_foreign_batched(DPForeign *f);
-extern void dp_foreign_end(DPForeign *f);
-
-/* rejects.c */
-typedef struct DPRejects DPRejects;
-
-extern DPRejects *dp_rejects_open(const char *name, int64 limit, Relation target);
-extern void dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw,
-						   int sqlerrcode, const char *message,
-						   const char *detail);
-extern uint64 dp_rejects_count(DPRejects *r);
-extern void dp_rejects_hold_while(DPRejects *r, int *hold);
-extern void dp_rejects_write_queued(DPRejects *r);
-extern int	dp_rejects_queued(DPRejects *r);
-
-#define DP_REJECTS_QUEUE_MAX 1000
-extern bool dp_rejects_error_ok(int sqlerrcode);
-extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
-								EState *estate, int *sqlerrcode,
-								char **message, char **detail);
-extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
-								  TupleTableSlot *slot, EState *estate,
-								  char **message, char **detail);
-
-/* load.c */
-typedef struct DPLoad DPLoad;
-
-extern DPLoad *dp_load_begin(const char *kind, EState *estate,
-							 ModifyTableState *mtstate, bool hinted,
-							 bool freeze_allowed,
-							 Tuplestorestate *retstore, uint64 *lineno,
-							 bool *line_valid);
-extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
-extern void dp_load_finish(DPLoad *load);
-extern void dp_report_fallback(bool hinted, const char *kind, const char *why);
-extern void dp_load_set_rejects(DPLoad *load, DPRejects *rejects,
-								StringInfo raw_line, bool *raw_valid);
-extern bool dp_load_went_direct(DPLoad *load);
-extern uint64 dp_load_deleted(DPLoad *load);
-extern uint64 dp_load_pages(DPLoad *load);
-extern bool dp_load_frozen(DPLoad *load);
-extern int	dp_load_indexes_rebuilt(DPLoad *load);
-
-/* exec.c */
-extern Node *dp_create_scan_state(CustomScan *cscan);
-extern bool dp_is_directpath_state(PlanState *ps);
-
-/* Statistics of the last statement, for directpath.last_statement(). */
-typedef struct DPLastStatement
+/* The decision for one statement. */
+typedef struct DPAdmission
 {
-	bool		valid;
-	bool		direct;
-	char		reason[256];
-	uint64		rows;
-	uint64		pages;
-	bool		frozen;
-	int			relations;
-	int			indexes_rebuilt;
-	uint64		id;				/* dp_set_last's return value */
-} DPLastStatement;
+	bool		hinted;			/* the statement asked for the direct path */
+	bool		direct;			/* admitted */
+	const char *reason;			/* why not admitted, or NULL */
+	bool		locked;			/* ShareRowExclusiveLock on the target held */
+	bool		freeze_allowed; /* the statement's freezing rule allows it */
+} DPAdmission;
 
-extern DPLastStatement dp_last;
-extern uint64 dp_set_last(bool direct, const char *reason, uint64 rows,
-						  uint64 pages, bool frozen, int relations,
-						  int indexes_rebuilt);
-extern void dp_set_last_rows(uint64 id, uint64 rows);
+/* How a COPY FROM goes. */
+typedef enum DPAdmitCopy
+{
+	DP_COPY_NOT_WANTED,			/* no hint (or refused by it, or mode off) */
+	DP_COPY_CORE,				/* core must run it (and raise its errors) */
+	DP_COPY_NORMAL,				/* considered, refused: reason set */
+	DP_COPY_DIRECT,				/* target locked and opened: *relp */
+} DPAdmitCopy;
 
-/* writer.c */
-typedef struct DPWriter DPWriter;
+/* Post-parse analysis: take the early strong lock for a wanted INSERT. */
+extern void dp_admit_parse(const char *source, Query *query);
+
+/* Before planning: is the INSERT wanted on the direct path?  *hinted set. */
+extern bool dp_admit_insert_wanted(Query *parse, const char *source,
+								   bool *hinted);
+
+/* After planning (plan top is a ModifyTable): the decision for the INSERT. */
+extern void dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted,
+							DPAdmission *a);
+
+/*
+ * A COPY FROM: the hint, the privileges core checks first, the rules and
+ * the lock.  DP_COPY_DIRECT returns the target opened (NoLock, the caller
+ * closes it) in *relp; the caller then applies DoCopy's checks and asks
+ * dp_admit_copy_exprs.
+ */
+extern DPAdmitCopy dp_admit_copy(CopyStmt *stmt, const char *source,
+								 int location, int len, bool rejects,
+								 DPAdmission *a, Relation *relp);
+
+/* COPY's per-row expressions; true admits and sets the freezing rule. */
+extern bool dp_admit_copy_exprs(Node *exprs, DPAdmission *a);
+
+/*
+ * COPY FREEZE's "no prior transaction activity" test; must run before the
+ * executor registers the statement's snapshot.
+ */
+extern bool dp_admit_no_prior_activity(void);
+
+/* ---------- exec.c ---------- */
+
+/* The CustomScan methods of the DirectPath node, for plan.c to wrap with. */
+extern const CustomScanMethods *dp_exec_plan_methods(void);
+
+/* ---------- load.c and its parts ---------- */
+
+/* COPY's input position, owned by copy.c; NULL for INSERT. */
+typedef struct DPInputLine
+{
+	uint64	   *lineno;			/* current line number */
+	bool	   *line_valid;		/* is raw_line the current line's text? */
+	StringInfo	raw_line;		/* the current line's text */
+} DPInputLine;
 
 /*
  * Rows of logically logged relations whose TOAST chunks are in WAL while
- * the rows are not yet (wal.c): shared by a statement's writers.
+ * the rows are not yet (append.c): shared by a statement's writers.
  */
 typedef struct DPToastWait
 {
@@ -189,42 +256,287 @@ typedef struct DPToastWait
 /* drain every writer's pages once this much waits (decoder memory) */
 #define DP_TOAST_WAIT_MAX_BYTES (16 * 1024 * 1024)
 
-extern DPWriter *dp_writer_begin(Relation rel, bool freeze,
-								 TransactionId xid, CommandId cid,
-								 DPToastWait *toast_wait);
-extern void dp_writer_add(DPWriter *w, HeapTuple tup, ItemPointer tid);
-extern void dp_writer_add_slot(DPWriter *w, TupleTableSlot *slot,
-							   ItemPointer tid, HeapTuple *copy);
-extern int	dp_writer_full_pages(DPWriter *w);
-extern void dp_writer_flush(DPWriter *w, bool include_partial);
-extern void dp_writer_finish(DPWriter *w);
-extern uint64 dp_writer_pages_written(DPWriter *w);
-extern bool dp_writer_frozen(DPWriter *w);
+typedef struct DPLoad DPLoad;
+typedef struct DPQueue DPQueue;
+typedef struct DPIndexes DPIndexes;
+typedef struct DPForeign DPForeign;
+typedef struct DPRejects DPRejects;
+typedef struct DPHeapBuilder DPHeapBuilder;
+typedef struct DPAppend DPAppend;
 
-/* wal.c */
+/* One relation the load writes (leaf.c). */
+typedef struct DPLeaf
+{
+	ResultRelInfo *rri;			/* its result relation, indexes open */
+	DPHeapBuilder *writer;		/* its page builder once direct, else NULL */
+	DPForeign  *foreign;		/* a foreign partition's batch, else NULL */
+	DPIndexes  *indexes;		/* its index strategy */
+	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
+	bool		needs_post;		/* anything to do after the heap insert? */
+	int			full_pages;		/* writer's full pages last counted */
+	struct DPLeaf *next;
+} DPLeaf;
+
+/* The leaves of a load and what they share (leaf.c). */
+typedef struct DPLeafSet
+{
+	EState	   *estate;
+	ModifyTableState *mtstate;
+	bool		reject_duplicates;	/* COPY's rejects table takes them */
+	bool		freeze_allowed; /* by the statement (admission.c) */
+	TransactionId xid;			/* of the rows written */
+	CommandId	cid;
+	DPToastWait toast_wait;		/* shared by the leaves' writers */
+	DPLeaf	   *list;			/* every leaf, newest first */
+	DPLeaf	   *last;			/* the leaf of the previous row */
+	int			count;
+} DPLeafSet;
+
+/* A row held, or waiting for its page to be written (queue.c). */
+typedef struct DPRow
+{
+	DPLeaf	   *leaf;
+	HeapTuple	tuple;			/* t_self set once placed */
+	uint64		lineno;			/* input line (COPY), for error context */
+	char	   *raw;			/* input line text, kept only for rejects */
+} DPRow;
+
+/*
+ * load.c.  dp_load_begin: the caller owns estate and mtstate and fires
+ * statement triggers; RETURNING rows go to 'retstore' (or NULL); 'input'
+ * and 'rejects' are COPY's (or NULL).  dp_load_row: one row in the target's
+ * format; false if it was rejected.  dp_load_finish: writes everything,
+ * publishes the report.
+ */
+extern DPLoad *dp_load_begin(const char *kind, EState *estate,
+							 ModifyTableState *mtstate, bool hinted,
+							 bool freeze_allowed, Tuplestorestate *retstore,
+							 DPInputLine *input, DPRejects *rejects);
+extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
+extern void dp_load_finish(DPLoad *load);
+
+/* The load's report (valid after dp_load_finish for EXPLAIN ANALYZE). */
+extern const DPReport *dp_load_report(DPLoad *load);
+
+/* Rows accepted by dp_load_row and later rejected as duplicates. */
+extern uint64 dp_load_deleted(DPLoad *load);
+
+/* leaf.c: the leaf of 'rri', set up (checked, locked) on first use. */
+extern DPLeaf *dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri);
+
+/* Start the leaf's page builder; returns whether it freezes. */
+extern bool dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf);
+
+/* Release every leaf's slot and foreign batch. */
+extern void dp_leaf_end_all(DPLeafSet *set);
+
+/*
+ * queue.c.  The queue owns the rows added (their tuples must be allocated
+ * in dp_queue_memory()) until they are processed or taken.
+ */
+extern DPQueue *dp_queue_create(EState *estate, ModifyTableState *mtstate,
+								Tuplestorestate *retstore, DPInputLine *input,
+								DPRejects *rejects);
+extern MemoryContext dp_queue_memory(DPQueue *q);
+extern int	dp_queue_length(DPQueue *q);
+extern uint64 dp_queue_deleted(DPQueue *q);
+
+/* The current line's text if a row of 'leaf' must keep it, else NULL. */
+extern const char *dp_queue_line_text(DPQueue *q, DPLeaf *leaf);
+
+/* Queue a row ('raw' is copied); its work runs at dp_queue_process. */
+extern void dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup,
+						 uint64 lineno, const char *raw);
+
+/* The queued rows' after-insert work, in input order; empties the queue. */
+extern void dp_queue_process(DPQueue *q, DPLeaf *leaves);
+
+/* ExecInsert's work after the insert, for one row in 'slot', now. */
+extern void dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
+							  const char *raw, uint64 lineno);
+
+/* Hand the held rows back (with their memory, the caller's to delete). */
+extern DPRow *dp_queue_take(DPQueue *q, int *nrows, MemoryContext *cxt);
+
+/* Insert the held rows on the normal path, then do their work. */
+extern void dp_queue_insert_normal(DPQueue *q, CommandId cid);
+
+/* ---------- foreign.c ---------- */
+
+/* Begin batching rows for a foreign partition (routing began the insert). */
+extern DPForeign *dp_foreign_begin(ResultRelInfo *rri, EState *estate);
+
+/* Send or batch a row; returns how many rows the wrapper did not insert. */
+extern uint64 dp_foreign_insert(DPLeaf *leaf, EState *estate,
+								TupleTableSlot *slot, DPQueue *q,
+								uint64 lineno);
+
+/* Must the rows before a row of this leaf be done before it is sent? */
+extern bool dp_foreign_needs_order(DPLeaf *leaf);
+
+/* Send every foreign leaf's waiting rows; returns the rows not inserted. */
+extern uint64 dp_foreign_flush_all(DPLeafSet *set, DPQueue *q, uint64 lineno);
+
+/* Release the batch's slots (empty by now). */
+extern void dp_foreign_end(DPForeign *f);
+
+/* ---------- rejects.c ---------- */
+
+/* Open the rejects table 'name' (checked) for a load into 'target'. */
+extern DPRejects *dp_rejects_open(const char *name, int64 limit, Relation target);
+
+/*
+ * Record a rejected row ('raw' its line text or NULL; strings copied);
+ * raises when more than the limit were rejected.
+ */
+extern void dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw,
+						   int sqlerrcode, const char *message,
+						   const char *detail);
+
+/* Rows rejected so far. */
+extern uint64 dp_rejects_count(DPRejects *r);
+
+/* Keep rejects in memory while *hold > 0 (TOAST barrier, append.c). */
+extern void dp_rejects_hold_while(DPRejects *r, int *hold);
+
+/* Write the rejects kept in memory. */
+extern void dp_rejects_write_queued(DPRejects *r);
+
+/* Rejects kept in memory; the load drains at DP_REJECTS_QUEUE_MAX. */
+extern int	dp_rejects_queued(DPRejects *r);
+
+#define DP_REJECTS_QUEUE_MAX 1000
+
+/* May a row be rejected for an error of this SQLSTATE while reading? */
+extern bool dp_rejects_error_ok(int sqlerrcode);
+
+/*
+ * NOT NULL, CHECK and partition constraints without raising: false and
+ * core's SQLSTATE, message and detail (palloc'd) when one fails.
+ */
+extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
+								EState *estate, int *sqlerrcode,
+								char **message, char **detail);
+
+/* INSERT's message and detail for a duplicate found by a partial check. */
+extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
+								  TupleTableSlot *slot, EState *estate,
+								  char **message, char **detail);
+
+/* ---------- indexes.c ---------- */
+
+typedef enum DPIndexStrategy
+{
+	DP_INDEX_NONE,				/* no index */
+	DP_INDEX_ROW,				/* per batch, row by row */
+	DP_INDEX_SORTED,			/* per batch, sorted by key per index */
+	DP_INDEX_REBUILD,			/* rebuilt once at the end */
+} DPIndexStrategy;
+
+/* Choose the leaf's strategy (its indexes are open). */
+extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates);
+extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
+extern bool dp_indexes_has_unique(DPIndexes *ix);
+
+/* From now on, entries row by row (rows go the normal path). */
+extern void dp_indexes_row_by_row(DPIndexes *ix);
+
+/*
+ * DP_INDEX_ROW: one written row's entries; returns the recheck list.  With
+ * 'conflict', a unique violation sets it instead of raising.
+ */
+extern List *dp_indexes_row(DPIndexes *ix, TupleTableSlot *slot,
+							EState *estate, bool *conflict);
+
+/*
+ * DP_INDEX_SORTED: the entries of 'ntuples' written rows (t_self set, in
+ * ascending TID order; 'linenos' their input lines or NULL), each index in
+ * key order.  'slot' is a heap-tuple slot of the leaf's row type.
+ */
+extern void dp_indexes_batch(DPIndexes *ix, EState *estate,
+							 TupleTableSlot *slot, HeapTuple *tuples,
+							 uint64 *linenos, int ntuples, DPInputLine *input);
+
+/* DP_INDEX_REBUILD: rebuild every index; returns how many (else 0). */
+extern int	dp_indexes_finish(DPIndexes *ix);
+
+/* ---------- pages.c: the heap page builder ---------- */
+
+/*
+ * Begin building pages for 'rel' (caller holds ShareRowExclusiveLock);
+ * tuple headers get xid/cid, frozen with 'freeze'.
+ */
+extern DPHeapBuilder *dp_heap_begin(Relation rel, bool freeze,
+									TransactionId xid, CommandId cid,
+									DPToastWait *toast_wait);
+
+/* Place the slot's row; *tid gets its place; 'copy' a palloc'd copy. */
+extern void dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot,
+							 ItemPointer tid, HeapTuple *copy);
+
+/* Place a formed tuple (t_self and *tid set); toasts it as needed. */
+extern void dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid);
+
+/* Full pages built and not yet written (the last may still fill). */
+extern int	dp_heap_full_pages(DPHeapBuilder *b);
+
+/* Write the full pages, or all with 'include_partial' (then readable). */
+extern void dp_heap_flush(DPHeapBuilder *b, bool include_partial);
+
+/* Write everything, set VM and FSM, count; returns the pages written. */
+extern uint64 dp_heap_finish(DPHeapBuilder *b);
+
+/* ---------- append.c: crash-safe appends of built pages ---------- */
+
+/*
+ * Begin appending to 'rel''s main fork at its current size.  'heap_records'
+ * allows heap multi-insert records as WAL (else images); 'toast_wait' is
+ * the statement's TOAST barrier (heap only, else NULL).
+ */
+extern DPAppend *dp_append_begin(Relation rel, bool heap_records,
+								 DPToastWait *toast_wait);
+extern BlockNumber dp_append_first_block(DPAppend *a);
+
+/* A page buffer to build into; hand it back through dp_append_write. */
+extern Page dp_append_page(DPAppend *a);
+
+/*
+ * Append n pages as the next blocks; the pages become the append layer's.
+ * With 'drain' everything is written when this returns; without, the
+ * batch may wait in the pipeline until the next call.
+ */
+extern void dp_append_write(DPAppend *a, Page *pages, int n, bool drain);
+
+/* A row on block 'blkno' has TOAST chunks in WAL already. */
+extern void dp_append_toast_row(DPAppend *a, BlockNumber blkno, Size bytes);
+
+/* Drain and release. */
+extern void dp_append_finish(DPAppend *a);
+
+/* ---------- wal.c ---------- */
+
+/*
+ * Log pages for blocks [first, first + npages); sets each page's LSN and
+ * returns the end of the WAL.  'images' forces full-page images.
+ */
 extern XLogRecPtr dp_wal_log_pages(Relation rel, BlockNumber first,
-								   int npages, Page *pages, bool relog,
+								   int npages, Page *pages, bool images,
 								   bool toast_pending);
 
-/* visibility.c */
+/* ---------- visibility.c ---------- */
+
+/* Storage created or truncated in the current subtransaction / the xact? */
 extern bool dp_storage_new_in_subxact(Relation rel);
 extern bool dp_storage_new_in_xact(Relation rel);
-extern bool dp_no_prior_activity(void);
+
+/* An empty heap page; PD_ALL_VISIBLE when 'frozen'. */
 extern void dp_page_init(Page page, bool frozen);
+
+/* Set a new row's header as heap_insert would (frozen: xmin frozen). */
 extern void dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid,
 							 CommandId cid, bool frozen);
+
+/* Mark heap blocks [start, end) all-visible and all-frozen in the VM. */
 extern void dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end);
-
-/* indexes.c */
-extern bool dp_can_defer_indexes(ResultRelInfo *rri);
-extern int	dp_rebuild_indexes(ResultRelInfo *rri);
-extern bool dp_can_sort_indexes(ResultRelInfo *rri);
-
-/* called with each entry's heap TID just before it is inserted */
-typedef void (*DPIndexEntryHook) (void *arg, ItemPointer tid);
-extern void dp_insert_indexes_sorted(ResultRelInfo *rri, EState *estate,
-									 TupleTableSlot *slot, HeapTuple *tuples,
-									 int ntuples, bool *sort,
-									 DPIndexEntryHook hook, void *arg);
 
 #endif							/* DIRECTPATH_H */

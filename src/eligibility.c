@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * eligibility.c
- *	  The one place that decides whether an INSERT can take the direct path,
- *	  and says why not.
+ *	  The rules: what keeps a statement or a relation off the direct path,
+ *	  and how to say why.  admission.c applies them, for INSERT and COPY.
  *
  * The direct path keeps every row semantics of a plain INSERT, but it
  * writes rows in batches: a row is on disk, in the indexes and visible to
@@ -30,14 +30,18 @@
  * writes records that decoding reads as one INSERT per row.
  *
  * Relation checks (dp_relation_ineligible) run twice: at parse analysis,
- * before the early lock is taken, and at plan time.  Statement checks run
- * at plan time.  Runtime conditions (statement too small, freezing) are
- * decided by the executor.
+ * before the early lock is taken, and at plan time (for COPY: before and
+ * after the lock); a partition reached by routing is checked again when
+ * first written (leaf.c).  Statement checks run at plan time.  Runtime
+ * conditions (statement too small, freezing per relation) are decided by
+ * the load.  Reasons are static strings or allocated in the caller's
+ * memory context.
  *
  *-------------------------------------------------------------------------
  */
 #include "directpath.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/transam.h"
 #include "catalog/catalog.h"
@@ -48,11 +52,11 @@
 #include "foreign/fdwapi.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-static char reason_buf[512];
-
+/* A reason, formatted into memory of the current context. */
 static const char *
 reason(const char *fmt,...) pg_attribute_printf(1, 2);
 
@@ -60,11 +64,12 @@ static const char *
 reason(const char *fmt,...)
 {
 	va_list		ap;
+	char		buf[512];
 
 	va_start(ap, fmt);
-	vsnprintf(reason_buf, sizeof(reason_buf), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	return reason_buf;
+	return pstrdup(buf);
 }
 
 /*
@@ -312,4 +317,125 @@ dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt, Oid target)
 	if (seen > 1)
 		return false;
 	return !dp_expr_has_user_function((Node *) parse);
+}
+
+/*
+ * Upper bound of one value's size, or -1 when it is only known at run
+ * time (a variable-length value that is not a constant).
+ */
+static int64
+value_max_bytes(Node *expr)
+{
+	int16		typlen = get_typlen(exprType(expr));
+
+	if (typlen > 0)
+		return typlen + (typlen > 1 ? 7 : 0);	/* alignment padding */
+	if (!IsA(expr, Const))
+		return -1;
+	if (((Const *) expr)->constisnull)
+		return 0;
+	return datumGetSize(((Const *) expr)->constvalue, false, typlen) + 7;
+}
+
+/* Upper bound of one row's tuple size, from its values; -1 if unknown. */
+static int64
+row_max_bytes(List *exprs, int natts)
+{
+	int64		bytes = MAXALIGN(SizeofHeapTupleHeader + BITMAPLEN(natts)) + 8;
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+	{
+		Node	   *expr = lfirst(lc);
+		int64		v;
+
+		if (IsA(expr, TargetEntry))
+			expr = (Node *) ((TargetEntry *) expr)->expr;
+		v = value_max_bytes(expr);
+		if (v < 0)
+			return -1;
+		bytes += v;
+	}
+	return bytes;
+}
+
+/*
+ * Columns the statement leaves to run time, not in its target list: their
+ * size bound, -1 when one may be variable-length (a default or a generated
+ * value), 0 when all are NULL or fixed-length.
+ */
+static int64
+missing_columns_max_bytes(Query *parse, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Bitmapset  *given = NULL;
+	ListCell   *lc;
+	int64		bytes = 0;
+
+	foreach(lc, parse->targetList)
+		given = bms_add_member(given, lfirst_node(TargetEntry, lc)->resno);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || bms_is_member(i + 1, given))
+			continue;
+		if (att->attlen > 0)
+			bytes += att->attlen + 7;
+		else if (att->atthasdef || att->attgenerated)
+			return -1;
+	}
+	return bytes;
+}
+
+/*
+ * An upper bound of the bytes an INSERT's rows take when they are all known
+ * before execution: VALUES (one row or a list) whose values have a fixed
+ * length or are constants.  -1 when the rows are only known at run time.
+ * 'rel' is the target, whose unlisted columns count too.
+ */
+int64
+dp_values_max_bytes(Query *parse, Relation rel)
+{
+	List	   *fromlist = parse->jointree ? parse->jointree->fromlist : NIL;
+	int			natts = RelationGetDescr(rel)->natts;
+	int64		missing = missing_columns_max_bytes(parse, rel);
+	int64		total = 0;
+	RangeTblEntry *rte;
+	ListCell   *lc;
+
+	if (missing < 0 || parse->cteList != NIL || parse->setOperations != NULL)
+		return -1;
+	if (list_length(fromlist) == 1 && IsA(linitial(fromlist), RangeTblRef))
+		rte = rt_fetch(linitial_node(RangeTblRef, fromlist)->rtindex, parse->rtable);
+	else
+		rte = NULL;
+	/* no FROM (the planner puts an RTE_RESULT there): one row */
+	if (fromlist == NIL || (rte && rte->rtekind == RTE_RESULT))
+	{
+		int64		row = row_max_bytes(parse->targetList, natts);
+
+		return row < 0 ? -1 : row + missing;
+	}
+	if (rte == NULL || rte->rtekind != RTE_VALUES)
+		return -1;
+	/* target entries that are not the list's columns (rewritten defaults) */
+	foreach(lc, parse->targetList)
+	{
+		Node	   *expr = (Node *) lfirst_node(TargetEntry, lc)->expr;
+		int64		v = IsA(expr, Var) ? 0 : value_max_bytes(expr);
+
+		if (v < 0)
+			return -1;
+		missing += v;
+	}
+	foreach(lc, rte->values_lists)
+	{
+		int64		row = row_max_bytes((List *) lfirst(lc), natts);
+
+		if (row < 0)
+			return -1;
+		total += row + missing;
+	}
+	return total;
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * exec.c
- *	  The DirectPath executor node: runs an INSERT's rows through a
- *	  direct-path load (load.c).
+ *	  The DirectPath executor node, which runs an INSERT's rows through a
+ *	  direct-path load (load.c), and the executor hooks around it.
  *
  * The node sits on top of the INSERT's ModifyTable (plan.c) and initialises
  * it as usual, so result relations, partition routing, WITH CHECK options,
@@ -11,19 +11,30 @@
  * ModifyTable's subplan itself and feeds them to the load, firing the
  * statement-level triggers as ExecModifyTable would.  RETURNING rows come
  * back from the load in batches, through a tuplestore, and are returned
- * one per call.
+ * one per call.  A hinted statement refused at plan time keeps the node
+ * only so that EXPLAIN can say why; the node then passes the ModifyTable's
+ * output through.
  *
- * A statement found ineligible at plan time keeps the node only so that
- * EXPLAIN can say why; it then passes the ModifyTable's output through.
+ * Executor hooks.  COPY FREEZE's test "no snapshot registered before this
+ * statement, no open cursor" (admission.c) must run before
+ * standard_ExecutorStart registers the statement's own snapshot; the
+ * ExecutorStart hook makes it and hands the answer to the node it has just
+ * created.  Under mode = always, an INSERT planned without our node has its
+ * plan-time reason published there (report.c), and its row count at
+ * ExecutorFinish.  ExecutorFinish also runs an unfinished DirectPath node
+ * to completion before AFTER triggers fire, as core does for secondary
+ * ModifyTable nodes.
  *
  *-------------------------------------------------------------------------
  */
 #include "directpath.h"
 
+#include "access/relation.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "parser/parsetree.h"
 #include "utils/tuplestore.h"
 
 typedef struct DPScanState
@@ -31,23 +42,36 @@ typedef struct DPScanState
 	CustomScanState css;
 	ModifyTableState *mtstate;
 	bool		hinted;
-	const char *reason;			/* plan-time reason for the normal path */
-	bool		freeze_allowed;
-	bool		passthrough;
-	uint64		last_id;		/* passthrough: our last_statement() entry */
+	bool		freeze_allowed; /* by the statement and, once the executor
+								 * started, by prior transaction activity */
+	DPReport	refused;		/* plan-time refusal: reason set; else unused */
+	uint64		report_id;		/* refused: our last_statement() entry */
 	bool		done;
 	DPLoad	   *load;			/* NULL until the first call */
-	Tuplestorestate *retstore;
+	Tuplestorestate *retstore;	/* RETURNING rows of the last batch */
 	TupleTableSlot *retslot;
 } DPScanState;
 
+static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorFinish_hook_type prev_executor_finish = NULL;
+
+/* An INSERT planned without our node whose reason was published. */
+static QueryDesc *noted_query = NULL;
+static uint64 noted_id = 0;
+
+static Node *dp_create_scan_state(CustomScan *cscan);
 static void dp_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *dp_exec(CustomScanState *node);
 static void dp_end(CustomScanState *node);
 static void dp_rescan(CustomScanState *node);
 static void dp_explain(CustomScanState *node, List *ancestors, ExplainState *es);
 
-static CustomExecMethods dp_exec_methods = {
+static const CustomScanMethods dp_plan_methods = {
+	.CustomName = "DirectPath",
+	.CreateCustomScanState = dp_create_scan_state,
+};
+
+static const CustomExecMethods dp_exec_methods = {
 	.CustomName = "DirectPath",
 	.BeginCustomScan = dp_begin,
 	.ExecCustomScan = dp_exec,
@@ -56,25 +80,31 @@ static CustomExecMethods dp_exec_methods = {
 	.ExplainCustomScan = dp_explain,
 };
 
-Node *
+const CustomScanMethods *
+dp_exec_plan_methods(void)
+{
+	return &dp_plan_methods;
+}
+
+static Node *
 dp_create_scan_state(CustomScan *cscan)
 {
 	DPScanState *s = palloc0(sizeof(DPScanState));
+	const char *reason = strVal(lsecond(cscan->custom_private));
 
 	NodeSetTag(s, T_CustomScanState);
 	s->css.methods = &dp_exec_methods;
 	s->hinted = intVal(linitial(cscan->custom_private)) != 0;
-	s->reason = strVal(lsecond(cscan->custom_private));
-	if (s->reason[0] == '\0')
-		s->reason = NULL;
+	dp_report_init(&s->refused);
+	strlcpy(s->refused.reason, reason, sizeof(s->refused.reason));
 	s->freeze_allowed = intVal(lthird(cscan->custom_private)) != 0;
 	return (Node *) s;
 }
 
-bool
-dp_is_directpath_state(PlanState *ps)
+static bool
+is_directpath_state(PlanState *ps)
 {
-	return IsA(ps, CustomScanState) &&
+	return ps != NULL && IsA(ps, CustomScanState) &&
 		((CustomScanState *) ps)->methods == &dp_exec_methods;
 }
 
@@ -83,23 +113,18 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	DPScanState *s = (DPScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	Plan	   *mtplan = linitial(cscan->custom_plans);
 
-	s->mtstate = (ModifyTableState *) ExecInitNode(mtplan, estate, eflags);
+	s->mtstate = (ModifyTableState *) ExecInitNode(linitial(cscan->custom_plans),
+												   estate, eflags);
 	node->custom_ps = list_make1(s->mtstate);
-	s->passthrough = s->reason != NULL;
-
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	if (s->passthrough)
+	if (s->refused.reason[0] != '\0')
 	{
-		dp_report_fallback(s->hinted, "INSERT", s->reason);
-		s->last_id = dp_set_last(false, s->reason, 0, 0, false, 0, 0);
+		dp_report_normal(&s->refused, s->hinted, "INSERT", s->refused.reason);
+		s->report_id = dp_report_publish(&s->refused);
 		return;
 	}
-
-	/* freezing also needs COPY FREEZE's test, made before executor start */
-	s->freeze_allowed = s->freeze_allowed && dp_prior_snapshots_clear;
 	if (s->mtstate->resultRelInfo->ri_projectReturning)
 	{
 		/* RETURNING rows come back from a tuplestore, as minimal tuples */
@@ -158,7 +183,7 @@ dp_exec(CustomScanState *node)
 {
 	DPScanState *s = (DPScanState *) node;
 
-	if (s->passthrough)
+	if (s->report_id != 0)
 		return ExecProcNode(&s->mtstate->ps);
 
 	for (;;)
@@ -181,8 +206,8 @@ dp_end(CustomScanState *node)
 
 	if (s->retstore)
 		tuplestore_end(s->retstore);
-	if (s->last_id != 0)
-		dp_set_last_rows(s->last_id, node->ss.ps.state->es_processed);
+	if (s->report_id != 0)
+		dp_report_rows(s->report_id, node->ss.ps.state->es_processed);
 	ExecEndNode(&s->mtstate->ps);
 }
 
@@ -197,21 +222,111 @@ dp_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	DPScanState *s = (DPScanState *) node;
 
-	if (s->reason)
+	if (s->refused.reason[0] != '\0')
+		dp_report_explain(&s->refused, false, es);
+	else if (s->load != NULL && es->analyze)
+		dp_report_explain(dp_load_report(s->load), true, es);
+	else
+		dp_report_explain(&s->refused, false, es);
+}
+
+/*
+ * Could freezing happen at all?  Only then is the prior-activity test,
+ * which costs a subtransaction, worth making: the statement allows it and
+ * the target's storage is new in this subtransaction, or it is partitioned
+ * (its partitions are judged one by one).
+ */
+static bool
+freeze_possible(PlannedStmt *stmt, CustomScan *cscan)
+{
+	ModifyTable *mt = linitial(cscan->custom_plans);
+	Relation	rel;
+	bool		possible;
+
+	if (intVal(lthird(cscan->custom_private)) == 0)
+		return false;
+	rel = relation_open(rt_fetch(linitial_int(mt->resultRelations),
+								 stmt->rtable)->relid, NoLock);
+	possible = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ||
+		dp_storage_new_in_subxact(rel);
+	relation_close(rel, NoLock);
+	return possible;
+}
+
+static void
+dp_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	Plan	   *top = queryDesc->plannedstmt->planTree;
+	bool		ours = top && IsA(top, CustomScan) &&
+		((CustomScan *) top)->methods == &dp_plan_methods;
+	bool		clear = false;
+
+	/* COPY FREEZE's "prior transaction activity" test, done first */
+	if (ours && freeze_possible(queryDesc->plannedstmt, (CustomScan *) top))
+		clear = dp_admit_no_prior_activity();
+
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+
+	if (ours && is_directpath_state(queryDesc->planstate))
 	{
-		ExplainPropertyText("Direct Path", "off", es);
-		ExplainPropertyText("Reason", s->reason, es);
-		return;
+		DPScanState *s = (DPScanState *) queryDesc->planstate;
+
+		s->freeze_allowed = s->freeze_allowed && clear;
 	}
-	if (!es->analyze || s->load == NULL)
+	else if (dp_mode == DP_MODE_ALWAYS && top && IsA(top, ModifyTable) &&
+			 ((ModifyTable *) top)->operation == CMD_INSERT &&
+			 !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 	{
-		ExplainPropertyText("Direct Path", "on", es);
-		return;
+		/* planned for the normal path: publish the plan-time reason */
+		noted_id = dp_report_plan_start(queryDesc->sourceText,
+										queryDesc->plannedstmt->stmt_location,
+										queryDesc->plannedstmt->stmt_len);
+		noted_query = noted_id != 0 ? queryDesc : NULL;
 	}
-	ExplainPropertyText("Direct Path",
-						dp_load_went_direct(s->load) ? "on" : "off (small statement)", es);
-	ExplainPropertyInteger("Pages Written", NULL, (int64) dp_load_pages(s->load), es);
-	ExplainPropertyBool("Frozen", dp_load_frozen(s->load), es);
-	if (dp_load_indexes_rebuilt(s->load) > 0)
-		ExplainPropertyInteger("Indexes Rebuilt", NULL, dp_load_indexes_rebuilt(s->load), es);
+}
+
+static void
+dp_executor_finish(QueryDesc *queryDesc)
+{
+	PlanState  *top = queryDesc->planstate;
+
+	/* Run a DirectPath node the caller stopped fetching from to its end. */
+	if (is_directpath_state(top) &&
+		!(queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY))
+	{
+		MemoryContext old = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+
+		for (;;)
+		{
+			TupleTableSlot *slot = ExecProcNode(top);
+
+			if (TupIsNull(slot))
+				break;
+		}
+		MemoryContextSwitchTo(old);
+	}
+
+	if (prev_executor_finish)
+		prev_executor_finish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+
+	if (noted_query == queryDesc)
+	{
+		dp_report_rows(noted_id, queryDesc->estate->es_processed);
+		noted_query = NULL;
+	}
+}
+
+void
+dp_exec_init(void)
+{
+	RegisterCustomScanMethods(&dp_plan_methods);
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = dp_executor_start;
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = dp_executor_finish;
 }

@@ -15,14 +15,18 @@
  * a batch size of 1 each row goes to ExecForeignInsert at once; otherwise
  * rows are copied into slots of our own and sent with ExecForeignBatchInsert
  * when batch-size rows wait, and at the end of the load, as core's
- * ExecBatchInsert does.  Each row the wrapper reports inserted is handed to
- * the caller's callback (load.c: AFTER ROW triggers, view checks,
- * RETURNING); rows it reports not inserted are counted, so that the
- * command tag stays the wrapper's count.  Routing's cleanup
- * (ExecCleanupTupleRouting) ends the wrapper's insert.
+ * ExecBatchInsert does.  Each row the wrapper reports inserted gets, when
+ * its leaf needs it, ExecInsert's work after the insert at once (AFTER ROW
+ * triggers, view checks, RETURNING: queue.c's dp_queue_post_row), as in
+ * core; rows it reports not inserted are returned as a count, so that the
+ * load keeps the command tag the wrapper's.  A row that needs that work
+ * and is sent at once (no batching) must not overtake the rows before it:
+ * dp_foreign_needs_order() tells the load to write and process those
+ * first.  Routing's cleanup (ExecCleanupTupleRouting) ends the wrapper's
+ * insert.
  *
  * Invariants: rows reach the wrapper in input order; no row is left in a
- * batch after dp_foreign_flush().
+ * batch after dp_foreign_flush_all().
  *
  *-------------------------------------------------------------------------
  */
@@ -57,28 +61,35 @@ dp_foreign_begin(ResultRelInfo *rri, EState *estate)
 	return f;
 }
 
-/* Send the waiting rows; returns how many the wrapper did not insert. */
-uint64
-dp_foreign_flush(DPForeign *f, EState *estate, DPForeignDone done, void *arg)
+/* The wrapper inserted the row: ExecInsert's work after the insert. */
+static void
+inserted(DPLeaf *leaf, DPQueue *q, TupleTableSlot *slot, uint64 lineno)
 {
+	slot->tts_tableOid = RelationGetRelid(leaf->rri->ri_RelationDesc);
+	if (leaf->needs_post)
+		dp_queue_post_row(q, leaf, slot, NULL, lineno);
+}
+
+/* Send the waiting rows; returns how many the wrapper did not insert. */
+static uint64
+send_batch(DPLeaf *leaf, EState *estate, DPQueue *q, uint64 lineno)
+{
+	DPForeign  *f = leaf->foreign;
 	ResultRelInfo *rri = f->rri;
 	int			n = f->nslots;
-	int			inserted = n;
+	int			ninserted = n;
 	TupleTableSlot **rslots;
 
 	if (n == 0)
 		return 0;
 	rslots = rri->ri_FdwRoutine->ExecForeignBatchInsert(estate, rri, f->slots,
-														 f->slots, &inserted);
-	for (int i = 0; i < inserted; i++)
-	{
-		rslots[i]->tts_tableOid = RelationGetRelid(rri->ri_RelationDesc);
-		done(arg, rslots[i]);
-	}
+														 f->slots, &ninserted);
+	for (int i = 0; i < ninserted; i++)
+		inserted(leaf, q, rslots[i], lineno);
 	for (int i = 0; i < n; i++)
 		ExecClearTuple(f->slots[i]);
 	f->nslots = 0;
-	return n - inserted;
+	return n - ninserted;
 }
 
 /*
@@ -87,9 +98,10 @@ dp_foreign_flush(DPForeign *f, EState *estate, DPForeignDone done, void *arg)
  * wrapper did not insert.
  */
 uint64
-dp_foreign_insert(DPForeign *f, EState *estate, TupleTableSlot *slot,
-				  DPForeignDone done, void *arg)
+dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
+				  DPQueue *q, uint64 lineno)
 {
+	DPForeign  *f = leaf->foreign;
 	ResultRelInfo *rri = f->rri;
 	uint64		skipped = 0;
 
@@ -100,13 +112,12 @@ dp_foreign_insert(DPForeign *f, EState *estate, TupleTableSlot *slot,
 
 		if (r == NULL)
 			return 1;
-		r->tts_tableOid = RelationGetRelid(rri->ri_RelationDesc);
-		done(arg, r);
+		inserted(leaf, q, r, lineno);
 		return 0;
 	}
 
 	if (f->nslots == f->batch_size)
-		skipped = dp_foreign_flush(f, estate, done, arg);
+		skipped = send_batch(leaf, estate, q, lineno);
 	if (f->nslots == f->ninit)
 	{
 		MemoryContext old = MemoryContextSwitchTo(f->cxt);
@@ -121,11 +132,21 @@ dp_foreign_insert(DPForeign *f, EState *estate, TupleTableSlot *slot,
 	return skipped;
 }
 
-/* Rows wait for a batch: does a row sent now need earlier rows done first? */
 bool
-dp_foreign_batched(DPForeign *f)
+dp_foreign_needs_order(DPLeaf *leaf)
 {
-	return f->batch_size > 1;
+	return leaf->needs_post && leaf->foreign->batch_size == 1;
+}
+
+uint64
+dp_foreign_flush_all(DPLeafSet *set, DPQueue *q, uint64 lineno)
+{
+	uint64		skipped = 0;
+
+	for (DPLeaf *leaf = set->list; leaf; leaf = leaf->next)
+		if (leaf->foreign)
+			skipped += send_batch(leaf, set->estate, q, lineno);
+	return skipped;
 }
 
 void

@@ -1,12 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * indexes.c
- *	  Index maintenance for directly written rows.
+ *	  Index maintenance for directly written rows: every strategy, and the
+ *	  choice among them, behind dp_indexes_begin / _batch / _row / _finish.
  *
  * Three strategies, chosen per leaf relation when the statement first
- * writes it (1 or 2 for existing storage, 3 where the storage is new):
+ * writes it (dp_indexes_begin: 1 or 2 for existing storage, 3 where the
+ * storage is new), reported as DPIndexStrategy:
  *
- * 1. Per batch, row by row.  load.c inserts each row's index entries with
+ * 1. Per batch, row by row (dp_indexes_row).  The after-insert queue
+ *	  (queue.c) inserts each row's index entries with
  *	  ExecInsertIndexTuples after the flush that wrote the row's page, so an
  *	  index never points at a page that is not on disk yet; unique,
  *	  exclusion and deferrable constraints behave exactly as for a plain
@@ -15,7 +18,7 @@
  *	  constraint, COPY's rejects with a unique index (duplicates are found
  *	  row by row), or directpath.index_sort off.
  *
- * 2. Per batch, sorted (the default where it applies).
+ * 2. Per batch, sorted (dp_indexes_batch; the default where it applies).
  *	  After the flush, each index's entries for the batch's rows are formed
  *	  (partial-index predicates and expressions evaluated as ExecInsert
  *	  does), sorted by key with the same tuplesort an index build uses, and
@@ -34,7 +37,7 @@
  *	  one entry in ten, later batches of the statement insert that index's
  *	  entries in input order.
  *
- * 3. Rebuild at the end, when the relation's storage was created or
+ * 3. Rebuild at the end (dp_indexes_finish), when the relation's storage was created or
  *	  truncated in this transaction (so its indexes are new and private to
  *	  us too) and directpath.index_rebuild is on.  No entry is inserted
  *	  during the load; after the last flush every index is rebuilt once by
@@ -42,6 +45,9 @@
  *	  uniqueness.  Not used when an index backs a deferrable or exclusion
  *	  constraint, whose semantics need per-row insertion.  A duplicate found
  *	  by the build is reported with the plain path's message and SQLSTATE.
+ *
+ * A leaf whose held rows end up inserted on the normal path (a small
+ * statement, load.c) gets its entries row by row (dp_indexes_row_by_row).
  *
  * reindex_index refuses an index that the session has open, so the
  * executor's index relations are closed around the rebuild and reopened
@@ -62,16 +68,23 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+struct DPIndexes
+{
+	ResultRelInfo *rri;			/* the leaf; its indexes are open */
+	DPIndexStrategy strategy;
+	bool	   *sort;			/* DP_INDEX_SORTED: per index, still worth
+								 * sorting?  Else NULL */
+	bool		has_unique;		/* any immediate unique index? */
+};
+
 /* May this leaf's indexes be rebuilt at the end instead of maintained? */
-bool
-dp_can_defer_indexes(ResultRelInfo *rri)
+static bool
+can_rebuild(ResultRelInfo *rri)
 {
 	Relation	rel = rri->ri_RelationDesc;
 
-	if (!dp_index_rebuild || rri->ri_NumIndices == 0 ||
-		!dp_storage_new_in_xact(rel))
+	if (!dp_index_rebuild || !dp_storage_new_in_xact(rel))
 		return false;
-
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
@@ -84,6 +97,237 @@ dp_can_defer_indexes(ResultRelInfo *rri)
 			return false;
 	}
 	return true;
+}
+
+/* May this leaf's entries be inserted sorted, per batch? */
+static bool
+can_sort(ResultRelInfo *rri)
+{
+	if (!dp_index_sort)
+		return false;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	idx = rri->ri_IndexRelationDescs[i];
+
+		if (idx->rd_rel->relam != BTREE_AM_OID ||
+			!idx->rd_index->indimmediate ||
+			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
+			return false;
+	}
+	return true;
+}
+
+DPIndexes *
+dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
+{
+	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
+
+	ix->rri = rri;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique &&
+			rri->ri_IndexRelationDescs[i]->rd_index->indimmediate)
+			ix->has_unique = true;
+
+	/* duplicates to be rejected can only be found row by row */
+	if (rri->ri_NumIndices == 0)
+		ix->strategy = DP_INDEX_NONE;
+	else if (reject_duplicates && ix->has_unique)
+		ix->strategy = DP_INDEX_ROW;
+	else if (can_rebuild(rri))
+		ix->strategy = DP_INDEX_REBUILD;
+	else if (can_sort(rri))
+	{
+		ix->strategy = DP_INDEX_SORTED;
+		ix->sort = palloc(sizeof(bool) * rri->ri_NumIndices);
+		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
+	}
+	else
+		ix->strategy = DP_INDEX_ROW;
+	return ix;
+}
+
+DPIndexStrategy
+dp_indexes_strategy(DPIndexes *ix)
+{
+	return ix->strategy;
+}
+
+bool
+dp_indexes_has_unique(DPIndexes *ix)
+{
+	return ix->has_unique;
+}
+
+void
+dp_indexes_row_by_row(DPIndexes *ix)
+{
+	if (ix->strategy != DP_INDEX_NONE)
+		ix->strategy = DP_INDEX_ROW;
+}
+
+List *
+dp_indexes_row(DPIndexes *ix, TupleTableSlot *slot, EState *estate,
+			   bool *conflict)
+{
+	Assert(ix->strategy == DP_INDEX_ROW);
+	if (conflict != NULL && ix->has_unique)
+		return DP_INSERT_INDEX_TUPLES_NODUP(ix->rri, slot, estate, conflict);
+	return DP_INSERT_INDEX_TUPLES(ix->rri, slot, estate);
+}
+
+/* A batch's rows, for naming the input line of the entry being inserted. */
+typedef struct DPBatchRows
+{
+	HeapTuple  *tuples;			/* in ascending TID order */
+	uint64	   *linenos;		/* their input lines, or NULL */
+	int			ntuples;
+	DPInputLine *input;			/* COPY's input position, or NULL */
+} DPBatchRows;
+
+/*
+ * About to insert the entry of 'tid': point COPY's error context at the
+ * row's line (line number only: the line's text is gone by now).
+ */
+static void
+name_line(DPBatchRows *b, ItemPointer tid)
+{
+	int			lo = 0,
+				hi = b->ntuples - 1;
+
+	if (b->input == NULL || b->linenos == NULL)
+		return;
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		int			cmp = ItemPointerCompare(&b->tuples[mid]->t_self, tid);
+
+		if (cmp == 0)
+		{
+			*b->input->lineno = b->linenos[mid];
+			*b->input->line_valid = false;
+			return;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+}
+
+/*
+ * One index's entries for the batch: formed (partial-index predicate and
+ * expressions evaluated as ExecInsert does) and inserted in input order,
+ * or put into 'sorter' when there is one.
+ */
+static void
+form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
+			 DPBatchRows *b, Tuplesortstate *sorter)
+{
+	Relation	heap = rri->ri_RelationDesc;
+	Relation	idx = rri->ri_IndexRelationDescs[i];
+	IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	IndexUniqueCheck check = idx->rd_index->indisunique ?
+		UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+	ExprState  *predicate = NULL;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	if (ii->ii_Predicate != NIL)
+	{
+		if (ii->ii_PredicateState == NULL)
+			ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
+		predicate = ii->ii_PredicateState;
+	}
+	for (int r = 0; r < b->ntuples; r++)
+	{
+		ItemPointer tid = &b->tuples[r]->t_self;
+
+		ResetExprContext(econtext);
+		ExecStoreHeapTuple(b->tuples[r], slot, false);
+		econtext->ecxt_scantuple = slot;
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		FormIndexDatum(ii, slot, estate, values, isnull);
+		if (sorter != NULL)
+			tuplesort_putindextuplevalues(sorter, idx, tid, values, isnull);
+		else
+		{
+			name_line(b, tid);
+			index_insert(idx, values, isnull, tid, heap, check, false, ii);
+		}
+	}
+	ExecClearTuple(slot);
+	ResetExprContext(econtext);
+}
+
+/*
+ * Insert one index's sorted entries in key order.  Returns whether the
+ * index should still be sorted: not when, in key order, the TIDs went
+ * backwards for fewer than one entry in ten (its keys arrive in order).
+ */
+static bool
+insert_sorted(ResultRelInfo *rri, int i, Tuplesortstate *sorter,
+			  DPBatchRows *b)
+{
+	Relation	heap = rri->ri_RelationDesc;
+	Relation	idx = rri->ri_IndexRelationDescs[i];
+	IndexUniqueCheck check = idx->rd_index->indisunique ?
+		UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "directpath index entries",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	IndexTuple	itup;
+	ItemPointerData prev;
+	int			nentries = 0;
+	int			backwards = 0;
+
+	tuplesort_performsort(sorter);
+	while ((itup = tuplesort_getindextuple(sorter, true)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nentries++ > 0 && ItemPointerCompare(&itup->t_tid, &prev) < 0)
+			backwards++;
+		prev = itup->t_tid;
+		index_deform_tuple(itup, RelationGetDescr(idx), values, isnull);
+		name_line(b, &itup->t_tid);
+		index_insert(idx, values, isnull, &itup->t_tid, heap, check, false,
+					 rri->ri_IndexRelationInfo[i]);
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return !(nentries >= 1000 && backwards * 10 < nentries);
+}
+
+void
+dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
+				 HeapTuple *tuples, uint64 *linenos, int ntuples,
+				 DPInputLine *input)
+{
+	ResultRelInfo *rri = ix->rri;
+	DPBatchRows b = {tuples, linenos, ntuples, input};
+
+	Assert(ix->strategy == DP_INDEX_SORTED);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Tuplesortstate *sorter = NULL;
+
+		if (ix->sort[i])
+			sorter = tuplesort_begin_index_btree(rri->ri_RelationDesc,
+												 rri->ri_IndexRelationDescs[i],
+												 false, false,
+												 maintenance_work_mem, NULL,
+												 TUPLESORT_NONE);
+		form_entries(rri, i, estate, slot, &b, sorter);
+		if (sorter == NULL)
+			continue;
+		ix->sort[i] = insert_sorted(rri, i, sorter, &b);
+		tuplesort_end(sorter);
+	}
 }
 
 /*
@@ -111,154 +355,51 @@ rethrow_as_insert_error(ErrorData *edata, const char *index_name,
 			 errtableconstraint(heap, index_name)));
 }
 
-/* Rebuild every index of the leaf; returns how many. */
-int
-dp_rebuild_indexes(ResultRelInfo *rri)
+/* Rebuild one index with core's reindex_index. */
+static void
+rebuild_one(Oid indexoid, Relation heap)
 {
-	Relation	heap = rri->ri_RelationDesc;
-	int			n = rri->ri_NumIndices;
-	Oid		   *oids = palloc(sizeof(Oid) * n);
+	MemoryContext cxt = CurrentMemoryContext;
 	ReindexParams params = {0};
 
+	PG_TRY();
+	{
+		DP_REINDEX_INDEX(indexoid, heap->rd_rel->relpersistence, &params);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		rethrow_as_insert_error(edata, get_rel_name(indexoid), heap);
+	}
+	PG_END_TRY();
+}
+
+int
+dp_indexes_finish(DPIndexes *ix)
+{
+	ResultRelInfo *rri = ix->rri;
+	int			n = rri->ri_NumIndices;
+	Oid		   *oids;
+
+	if (ix->strategy != DP_INDEX_REBUILD)
+		return 0;
+	oids = palloc(sizeof(Oid) * n);
 	for (int i = 0; i < n; i++)
 		oids[i] = RelationGetRelid(rri->ri_IndexRelationDescs[i]);
 	ExecCloseIndices(rri);
 
+	dp_fault("before_index_rebuild");
 	for (int i = 0; i < n; i++)
-	{
-		MemoryContext cxt = CurrentMemoryContext;
-
-		PG_TRY();
-		{
-			DP_REINDEX_INDEX(oids[i], heap->rd_rel->relpersistence, &params);
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-				PG_RE_THROW();
-			FlushErrorState();
-			rethrow_as_insert_error(edata, get_rel_name(oids[i]), heap);
-		}
-		PG_END_TRY();
-	}
+		rebuild_one(oids[i], rri->ri_RelationDesc);
+	dp_fault("after_index_rebuild");
 
 	ExecOpenIndices(rri, false);
 	pfree(oids);
 	return n;
-}
-
-/* May this leaf's entries be inserted sorted, per batch (strategy 2)? */
-bool
-dp_can_sort_indexes(ResultRelInfo *rri)
-{
-	if (!dp_index_sort || rri->ri_NumIndices == 0)
-		return false;
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-	{
-		Relation	idx = rri->ri_IndexRelationDescs[i];
-
-		if (idx->rd_rel->relam != BTREE_AM_OID ||
-			!idx->rd_index->indimmediate ||
-			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
-			return false;
-	}
-	return true;
-}
-
-/*
- * Insert the index entries of 'ntuples' written rows (t_self set, in
- * ascending TID order) into every index of the leaf, each index in key
- * order.  'slot' is a heap-tuple slot of the leaf's row type.
- */
-void
-dp_insert_indexes_sorted(ResultRelInfo *rri, EState *estate,
-						 TupleTableSlot *slot, HeapTuple *tuples, int ntuples,
-						 bool *sort, DPIndexEntryHook hook, void *arg)
-{
-	Relation	heap = rri->ri_RelationDesc;
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
-											  "directpath index entries",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = CurrentMemoryContext;
-
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-	{
-		Relation	idx = rri->ri_IndexRelationDescs[i];
-		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-		IndexUniqueCheck check = idx->rd_index->indisunique ?
-			UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
-		ExprState  *predicate = NULL;
-		Tuplesortstate *sorter;
-		IndexTuple	itup;
-		ItemPointerData prev;
-		int			nentries = 0;
-		int			backwards = 0;
-
-		if (ii->ii_Predicate != NIL)
-		{
-			if (ii->ii_PredicateState == NULL)
-				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
-			predicate = ii->ii_PredicateState;
-		}
-
-		sorter = !sort[i] ? NULL :
-			tuplesort_begin_index_btree(heap, idx, false, false,
-										maintenance_work_mem, NULL,
-										TUPLESORT_NONE);
-		for (int r = 0; r < ntuples; r++)
-		{
-			ResetExprContext(econtext);
-			ExecStoreHeapTuple(tuples[r], slot, false);
-			econtext->ecxt_scantuple = slot;
-			if (predicate != NULL && !ExecQual(predicate, econtext))
-				continue;
-			FormIndexDatum(ii, slot, estate, values, isnull);
-			if (sorter != NULL)
-				tuplesort_putindextuplevalues(sorter, idx, &tuples[r]->t_self,
-											  values, isnull);
-			else
-			{
-				/* keys arrive in order: insert in input order */
-				if (hook)
-					hook(arg, &tuples[r]->t_self);
-				index_insert(idx, values, isnull, &tuples[r]->t_self, heap,
-							 check, false, ii);
-			}
-		}
-		ExecClearTuple(slot);
-		ResetExprContext(econtext);
-		if (sorter == NULL)
-			continue;
-
-		tuplesort_performsort(sorter);
-		MemoryContextSwitchTo(cxt);
-		while ((itup = tuplesort_getindextuple(sorter, true)) != NULL)
-		{
-			CHECK_FOR_INTERRUPTS();
-			if (nentries++ > 0 && ItemPointerCompare(&itup->t_tid, &prev) < 0)
-				backwards++;
-			prev = itup->t_tid;
-			index_deform_tuple(itup, RelationGetDescr(idx), values, isnull);
-			if (hook)
-				hook(arg, &itup->t_tid);
-			index_insert(idx, values, isnull, &itup->t_tid, heap, check,
-						 false, ii);
-			MemoryContextReset(cxt);
-		}
-		MemoryContextSwitchTo(old);
-		tuplesort_end(sorter);
-
-		/* input order was (nearly) key order: stop sorting this index */
-		if (nentries >= 1000 && backwards * 10 < nentries)
-			sort[i] = false;
-	}
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
 }

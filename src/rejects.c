@@ -17,7 +17,7 @@
  *	duplicate keys - found when the row's index entries are inserted after
  *	  its batch is written, using core's partial uniqueness check
  *	  (UNIQUE_CHECK_PARTIAL, as INSERT ... ON CONFLICT does); the row is then
- *	  deleted again (load.c), as pg_bulkload does with duplicates.
+ *	  deleted again (queue.c), as pg_bulkload does with duplicates.
  *
  * Under the load's ShareRowExclusiveLock nobody else can be inserting, so a
  * possible conflict reported by the partial check is a real one.
@@ -261,6 +261,88 @@ failing_row(TupleTableSlot *slot)
 	return psprintf("Failing row contains %s.", buf.data);
 }
 
+/* A violation found without raising: what core would have reported. */
+typedef struct DPViolation
+{
+	int			sqlerrcode;
+	char	   *message;
+	char	   *detail;
+} DPViolation;
+
+static bool
+violation(DPViolation *v, int sqlerrcode, char *message, TupleTableSlot *slot)
+{
+	v->sqlerrcode = sqlerrcode;
+	v->message = message;
+	v->detail = failing_row(slot);
+	return false;
+}
+
+/* NOT NULL, as ExecConstraints checks it. */
+static bool
+not_null_ok(Relation rel, TupleTableSlot *slot, DPViolation *v)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attnotnull && slot_attisnull(slot, i + 1))
+			return violation(v, ERRCODE_NOT_NULL_VIOLATION,
+							 psprintf("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+									  NameStr(att->attname), RelationGetRelationName(rel)),
+							 slot);
+	}
+	return true;
+}
+
+/* The same CHECK expressions ExecConstraints builds, kept for the query. */
+static ExprState **
+check_exprs(ResultRelInfo *rri, EState *estate)
+{
+	Relation	rel = rri->ri_RelationDesc;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	MemoryContext old;
+
+	if (DP_RI_CHECK_EXPRS(rri) != NULL)
+		return DP_RI_CHECK_EXPRS(rri);
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	DP_RI_CHECK_EXPRS(rri) = palloc0(sizeof(ExprState *) * constr->num_check);
+	for (int i = 0; i < constr->num_check; i++)
+	{
+		if (!DP_CHECK_ENFORCED(&constr->check[i]))
+			continue;
+		DP_RI_CHECK_EXPRS(rri)[i] =
+			ExecPrepareExpr(DP_CHECK_EXPR(stringToNode(constr->check[i].ccbin), rel),
+							estate);
+	}
+	MemoryContextSwitchTo(old);
+	return DP_RI_CHECK_EXPRS(rri);
+}
+
+/* CHECK constraints, as ExecConstraints evaluates them. */
+static bool
+checks_ok(ResultRelInfo *rri, TupleTableSlot *slot, EState *estate,
+		  DPViolation *v)
+{
+	Relation	rel = rri->ri_RelationDesc;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	ExprState **exprs = check_exprs(rri, estate);
+
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < constr->num_check; i++)
+	{
+		if (exprs[i] && !ExecCheck(exprs[i], econtext))
+			return violation(v, ERRCODE_CHECK_VIOLATION,
+							 psprintf("new row for relation \"%s\" violates check constraint \"%s\"",
+									  RelationGetRelationName(rel), constr->check[i].ccname),
+							 slot);
+	}
+	return true;
+}
+
 /*
  * NOT NULL, CHECK and (for a partition loaded directly) the partition
  * constraint, evaluated without raising.  On failure, fills in what
@@ -271,72 +353,24 @@ dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *estate,
 					int *sqlerrcode, char **message, char **detail)
 {
 	Relation	rel = rri->ri_RelationDesc;
-	TupleDesc	desc = RelationGetDescr(rel);
-	TupleConstr *constr = desc->constr;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	DPViolation v = {0};
+	bool		ok = true;
 
 	if (constr && constr->has_not_null)
-	{
-		for (int i = 0; i < desc->natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, i);
-
-			if (att->attnotnull && slot_attisnull(slot, i + 1))
-			{
-				*sqlerrcode = ERRCODE_NOT_NULL_VIOLATION;
-				*message = psprintf("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-									NameStr(att->attname), RelationGetRelationName(rel));
-				*detail = failing_row(slot);
-				return false;
-			}
-		}
-	}
-
-	if (constr && constr->num_check > 0)
-	{
-		ExprContext *econtext = GetPerTupleExprContext(estate);
-
-		/* the same expressions ExecConstraints builds, kept for the query */
-		if (DP_RI_CHECK_EXPRS(rri) == NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-
-			DP_RI_CHECK_EXPRS(rri) = palloc0(sizeof(ExprState *) * constr->num_check);
-			for (int i = 0; i < constr->num_check; i++)
-			{
-				if (!DP_CHECK_ENFORCED(&constr->check[i]))
-					continue;
-				DP_RI_CHECK_EXPRS(rri)[i] =
-					ExecPrepareExpr(DP_CHECK_EXPR(stringToNode(constr->check[i].ccbin), rel),
-									estate);
-			}
-			MemoryContextSwitchTo(old);
-		}
-		econtext->ecxt_scantuple = slot;
-		for (int i = 0; i < constr->num_check; i++)
-		{
-			ExprState  *check = DP_RI_CHECK_EXPRS(rri)[i];
-
-			if (check && !ExecCheck(check, econtext))
-			{
-				*sqlerrcode = ERRCODE_CHECK_VIOLATION;
-				*message = psprintf("new row for relation \"%s\" violates check constraint \"%s\"",
-									RelationGetRelationName(rel), constr->check[i].ccname);
-				*detail = failing_row(slot);
-				return false;
-			}
-		}
-	}
-
-	if (rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL &&
+		ok = not_null_ok(rel, slot, &v);
+	if (ok && constr && constr->num_check > 0)
+		ok = checks_ok(rri, slot, estate, &v);
+	if (ok && rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL &&
 		!ExecPartitionCheck(rri, slot, estate, false))
-	{
-		*sqlerrcode = ERRCODE_CHECK_VIOLATION;
-		*message = psprintf("new row for relation \"%s\" violates partition constraint",
-							RelationGetRelationName(rel));
-		*detail = failing_row(slot);
-		return false;
-	}
-	return true;
+		ok = violation(&v, ERRCODE_CHECK_VIOLATION,
+					   psprintf("new row for relation \"%s\" violates partition constraint",
+								RelationGetRelationName(rel)),
+					   slot);
+	*sqlerrcode = v.sqlerrcode;
+	*message = v.message;
+	*detail = v.detail;
+	return ok;
 }
 
 /*

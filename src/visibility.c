@@ -9,8 +9,8 @@
  * = the statement's command id.  A frozen tuple additionally carries
  * HEAP_XMIN_FROZEN (the real xmin stays, as in core).
  *
- * Freezing is allowed only under COPY FREEZE's conditions, checked by the
- * callers: the relation's storage was created or truncated in the current
+ * Freezing is allowed only under COPY FREEZE's conditions, checked by
+ * admission.c and leaf.c: the relation's storage was created or truncated in the current
  * subtransaction (so aborting it discards the rows with the storage), no
  * snapshot was registered before the statement and no cursor is open, and
  * nothing in the statement reads the target.  Then every page we build
@@ -40,8 +40,6 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
-#include "utils/portal.h"
-#include "utils/snapmgr.h"
 
 #define DP_VM_MAPSIZE			(BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
 #define DP_VM_BLOCKS_PER_BYTE	(BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
@@ -62,36 +60,6 @@ dp_storage_new_in_xact(Relation rel)
 {
 	return rel->rd_createSubid != InvalidSubTransactionId ||
 		DP_REL_FIRST_SUBID(rel) != InvalidSubTransactionId;
-}
-
-/*
- * COPY FREEZE's "no prior transaction activity" test (core's CopyFrom):
- * no snapshot registered before this statement and no ready portal.
- * ThereAreNoReadyPortals() stops its scan of the portal table at the first
- * ready portal without ending the scan; core raises an error right after,
- * and the abort discards the scan quietly.  We go on instead, so the scan
- * would be reported as leaked at commit.  It therefore runs inside an
- * internal subtransaction whose rollback ends the scan (AtEOSubXact_
- * HashTables).  The subtransaction assigns no XID and leaves nothing
- * behind; it is entered only when no snapshot is registered, since a
- * registered one already answers the question.
- */
-bool
-dp_no_prior_activity(void)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	bool		none;
-
-	InvalidateCatalogSnapshot();
-	if (!ThereAreNoPriorRegisteredSnapshots())
-		return false;
-	BeginInternalSubTransaction(NULL);
-	none = ThereAreNoReadyPortals();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return none;
 }
 
 void

@@ -3,10 +3,11 @@
  * wal.c
  *	  WAL records for pages the direct path appends.
  *
- * The page writer calls one function, dp_wal_log_pages(), with a batch of
- * finished pages for consecutive blocks starting at 'first'; it returns the
- * end of the WAL it wrote and leaves each page's LSN set, so that the
- * checksum the writer computes afterwards covers the final page.  Two
+ * The append layer (append.c) calls one function, dp_wal_log_pages(),
+ * with a batch of finished pages for consecutive blocks starting at
+ * 'first'; it returns the end of the WAL it wrote and leaves each page's
+ * LSN set, so that the checksum the append layer computes afterwards
+ * covers the final page.  Two
  * formats (directpath.wal_format):
  *
  *	records	(the default) per page, core's own heap multi-insert record
@@ -45,7 +46,8 @@
  * DP_TOAST_WAIT_MAX_BYTES, which bounds the chunks a decoder keeps in
  * memory.
  *
- * A batch logged a second time (the writer re-logs a pipelined batch when
+ * 'images' forces full-page images: for pages that are not heap pages, and
+ * for a batch logged a second time.  A batch logged a second time (the append layer re-logs a pipelined batch when
  * a checkpoint began in between) is always logged as images: redo restores
  * them just the same, and decoding does not see its rows a second time.
  *
@@ -109,14 +111,14 @@ log_page_tuples(Relation rel, BlockNumber blkno, Page page, uint8 flags,
 
 XLogRecPtr
 dp_wal_log_pages(Relation rel, BlockNumber first, int npages, Page *pages,
-				 bool relog, bool toast_pending)
+				 bool images, bool toast_pending)
 {
 	bool		logical = RelationIsLogicallyLogged(rel);
 
 	if (npages <= 0)
 		return InvalidXLogRecPtr;
 
-	if (relog || (dp_wal_format == DP_WAL_IMAGE && !logical))
+	if (images || (dp_wal_format == DP_WAL_IMAGE && !logical))
 	{
 		BlockNumber *blknos = palloc(sizeof(BlockNumber) * npages);
 

@@ -1,0 +1,350 @@
+/*-------------------------------------------------------------------------
+ *
+ * admission.c
+ *	  Whether an INSERT or a COPY FROM takes the direct path: one decision,
+ *	  made here for both, with the lock and the freezing rule that go with
+ *	  it.  plan.c and copy.c ask; the rules themselves are eligibility.c's.
+ *
+ * A statement is *wanted* when it carries /\*+ APPEND *\/ (hint.c), or when
+ * directpath.mode = always and it is not a single-row VALUES INSERT (such a
+ * statement can never fill a page, and the strong lock would only
+ * serialize it); NOAPPEND and mode = off refuse.  A wanted statement is
+ * *admitted* when the rules find nothing against it and the target is held
+ * in ShareRowExclusiveLock.  The answer is a DPAdmission: direct or not,
+ * why not, whether the lock is held, whether freezing is allowed by the
+ * statement (each relation's storage is judged later, leaf.c).
+ *
+ * The lock.  The parser has already locked the target RowExclusive.  The
+ * direct path needs ShareRowExclusiveLock (it conflicts with every other
+ * writer and with itself, but not with readers).  Upgrading late would let
+ * two loaders deadlock: each holds RowExclusive and waits for the other's.
+ * So an INSERT takes the strong lock as soon as it is analysed
+ * (dp_admit_parse) and records it as the RTE's rellockmode, so that a
+ * cached plan takes it directly; a COPY takes it before anything else.  If
+ * the lock is not free at once, this statement's RowExclusive lock is
+ * given back before waiting, so that two loaders queue; afterwards the
+ * table's row type is verified unchanged.  If the transaction held a lock
+ * on the table before this statement, ours cannot be given back and
+ * waiting could deadlock: then the lock is taken only if it is free at
+ * once, else the statement uses the normal path.  Users without INSERT
+ * privilege take no strong lock at all: they get the plain path's
+ * permission error.
+ *
+ * Small statements.  An INSERT of VALUES whose size is known before
+ * execution (every value of fixed length or constant) and below
+ * directpath.min_bytes is refused at once, without the strong lock; other
+ * small statements are found out by the load (load.c) and finish on the
+ * normal path.
+ *
+ * Freezing (COPY FREEZE's rules, PostgreSQL 14+).  Frozen rows are visible
+ * to every snapshot, so freezing needs: nothing in the statement reads the
+ * target or calls a function that is not built in (eligibility.c), no
+ * snapshot registered before the statement and no ready portal
+ * (dp_admit_no_prior_activity, which must run before the executor
+ * registers the statement's own snapshot), and storage new in the current
+ * subtransaction (leaf.c, per relation).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "commands/copy.h"
+#include "miscadmin.h"
+#include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/portal.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#define CONFLICTING_LOCK \
+	"another session holds a conflicting lock on the table, and waiting for it here could deadlock"
+
+/* The hint and the mode: is the statement a candidate at all? */
+static DPHint
+wanted(DPHint hint, bool single_row)
+{
+	if (dp_mode == DP_MODE_OFF || hint == DP_HINT_NOAPPEND)
+		return DP_HINT_NOAPPEND;
+	if (hint == DP_HINT_APPEND)
+		return DP_HINT_APPEND;
+	if (dp_mode == DP_MODE_ALWAYS && !single_row)
+		return DP_HINT_NONE;
+	return DP_HINT_NOAPPEND;
+}
+
+/* May the current user insert into the table at all (any column)? */
+static bool
+may_insert(Oid relid)
+{
+	Oid			user = GetUserId();
+
+	return pg_class_aclcheck(relid, user, ACL_INSERT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck_all(relid, user, ACL_INSERT, ACLMASK_ANY) == ACLCHECK_OK;
+}
+
+/* Rules of the relation (and its partitions with 'recurse'), or NULL. */
+static const char *
+relation_rules(Oid relid, bool recurse)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	const char *why = dp_relation_ineligible(rel, recurse);
+
+	relation_close(rel, NoLock);
+	return why;
+}
+
+/*
+ * An INSERT whose VALUES are known to add up to less than min_bytes would
+ * only be held and then inserted normally: refuse it before it costs the
+ * strong lock.
+ */
+static const char *
+values_too_small(Query *query, Oid relid)
+{
+	Relation	rel;
+	int64		bytes;
+
+	if (dp_min_bytes <= 0)
+		return NULL;
+	rel = relation_open(relid, NoLock);
+	bytes = dp_values_max_bytes(query, rel);
+	relation_close(rel, NoLock);
+	if (bytes < 0 || bytes >= dp_min_bytes)
+		return NULL;
+	return psprintf("the statement's VALUES add up to less than directpath.min_bytes (%d bytes)",
+					dp_min_bytes);
+}
+
+/*
+ * Take ShareRowExclusiveLock, waiting if need be (see the file header);
+ * false when waiting could deadlock and nothing was taken.
+ */
+static bool
+lock_waiting(Oid relid)
+{
+	Relation	rel;
+	TupleDesc	before;
+
+	if (ConditionalLockRelationOid(relid, ShareRowExclusiveLock))
+		return true;
+
+	UnlockRelationOid(relid, RowExclusiveLock);
+	if (CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
+	{
+		/* held since an earlier statement of this transaction */
+		LockRelationOid(relid, RowExclusiveLock);
+		return false;
+	}
+
+	rel = relation_open(relid, NoLock);
+	before = CreateTupleDescCopy(RelationGetDescr(rel));
+	relation_close(rel, NoLock);
+
+	LockRelationOid(relid, ShareRowExclusiveLock);
+	LockRelationOid(relid, RowExclusiveLock);
+
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u was dropped while the direct path waited for its lock",
+						relid)));
+	if (!equalTupleDescs(before, RelationGetDescr(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("table \"%s\" was altered while the direct path waited for its lock",
+						RelationGetRelationName(rel)),
+				 errhint("Retry the statement.")));
+	relation_close(rel, NoLock);
+	FreeTupleDesc(before);
+	return true;
+}
+
+void
+dp_admit_parse(const char *source, Query *query)
+{
+	RangeTblEntry *rte;
+
+	if (dp_mode == DP_MODE_OFF || query->commandType != CMD_INSERT ||
+		query->resultRelation <= 0 || query->onConflict != NULL)
+		return;
+	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len),
+			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)
+		return;
+	rte = rt_fetch(query->resultRelation, query->rtable);
+	if (rte->rellockmode != RowExclusiveLock ||
+		relation_rules(rte->relid, false) != NULL ||
+		values_too_small(query, rte->relid) != NULL ||
+		!may_insert(rte->relid))
+		return;
+	if (lock_waiting(rte->relid))
+		rte->rellockmode = ShareRowExclusiveLock;
+}
+
+bool
+dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted)
+{
+	DPHint		w;
+
+	if (dp_mode == DP_MODE_OFF || parse->commandType != CMD_INSERT ||
+		parse->resultRelation <= 0)
+		return false;
+	w = wanted(dp_find_hint(source, parse->stmt_location, parse->stmt_len),
+			   dp_query_is_single_row(parse));
+	*hinted = w == DP_HINT_APPEND;
+	return w != DP_HINT_NOAPPEND;
+}
+
+/*
+ * The strong lock, at plan time, for an INSERT whose parse analysis did not
+ * take it (an updatable view's base table is only known after rewriting;
+ * the transaction had already locked the table): only if that needs no
+ * wait.  The plan records the mode, so a cached plan takes it directly.
+ */
+static const char *
+lock_for_plan(PlannedStmt *stmt, Index rti)
+{
+	RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
+
+	if (rte->rellockmode == ShareRowExclusiveLock)
+		return NULL;
+	if (!may_insert(rte->relid))
+		return "no INSERT privilege on the table";
+	if (!ConditionalLockRelationOid(rte->relid, ShareRowExclusiveLock))
+		return CONFLICTING_LOCK;
+	rte->rellockmode = ShareRowExclusiveLock;
+	return NULL;
+}
+
+void
+dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
+{
+	ModifyTable *mt = (ModifyTable *) stmt->planTree;
+	Index		rti;
+	Oid			relid;
+
+	memset(a, 0, sizeof(DPAdmission));
+	a->hinted = hinted;
+	a->reason = dp_statement_ineligible(parse, stmt, hinted);
+	if (a->reason != NULL)
+		return;
+	rti = linitial_int(mt->resultRelations);
+	relid = rt_fetch(rti, stmt->rtable)->relid;
+	a->reason = values_too_small(parse, relid);
+	if (a->reason == NULL)
+		a->reason = relation_rules(relid, true);
+	if (a->reason == NULL)
+		a->reason = lock_for_plan(stmt, rti);
+	if (a->reason != NULL)
+		return;
+	a->direct = true;
+	a->locked = true;
+	a->freeze_allowed = dp_statement_freeze_safe(parse, stmt, relid);
+}
+
+DPAdmitCopy
+dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
+			  bool rejects, DPAdmission *a, Relation *relp)
+{
+	DPHint		hint;
+	Oid			relid;
+	Relation	rel;
+
+	memset(a, 0, sizeof(DPAdmission));
+	*relp = NULL;
+	hint = dp_find_hint(source, location, len);
+	/* REJECTS_TABLE asks for the direct path by itself */
+	if (rejects)
+	{
+		if (dp_mode == DP_MODE_OFF || hint == DP_HINT_NOAPPEND)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("COPY option REJECTS_TABLE needs the direct path"),
+					 errdetail("The statement has /*+ NOAPPEND */ or directpath.mode is off.")));
+		hint = DP_HINT_APPEND;
+	}
+	hint = wanted(hint, false);
+	if (hint == DP_HINT_NOAPPEND)
+		return DP_COPY_NOT_WANTED;
+	a->hinted = hint == DP_HINT_APPEND;
+
+	/* DoCopy's first checks, whose errors are core's to raise */
+	if (stmt->filename != NULL &&
+		!has_privs_of_role(GetUserId(), stmt->is_program ?
+						   ROLE_PG_EXECUTE_SERVER_PROGRAM :
+						   ROLE_PG_READ_SERVER_FILES))
+		return DP_COPY_CORE;
+	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
+	if (!OidIsValid(relid) ||
+		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED ||
+		!may_insert(relid))
+		return DP_COPY_CORE;
+
+	/* the rules; then the strong lock; then the rules again under it */
+	a->reason = relation_rules(relid, true);
+	if (a->reason == NULL &&
+		!ConditionalLockRelationOid(relid, ShareRowExclusiveLock) &&
+		CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
+		a->reason = CONFLICTING_LOCK;
+	if (a->reason != NULL)
+		return DP_COPY_NORMAL;
+	LockRelationOid(relid, ShareRowExclusiveLock);
+	rel = table_open(relid, NoLock);
+	a->reason = dp_relation_ineligible(rel, true);
+	if (a->reason != NULL)
+	{
+		table_close(rel, NoLock);
+		return DP_COPY_NORMAL;
+	}
+	a->locked = true;
+	*relp = rel;
+	return DP_COPY_DIRECT;
+}
+
+bool
+dp_admit_copy_exprs(Node *exprs, DPAdmission *a)
+{
+	a->reason = dp_expr_ineligible(exprs);
+	if (a->reason != NULL)
+		return false;
+	a->direct = true;
+	a->freeze_allowed = dp_admit_no_prior_activity() &&
+		!dp_expr_has_user_function(exprs);
+	return true;
+}
+
+/*
+ * COPY FREEZE's "no prior transaction activity" test (core's CopyFrom):
+ * no snapshot registered before this statement and no ready portal.
+ * ThereAreNoReadyPortals() stops its scan of the portal table at the first
+ * ready portal without ending the scan; core raises an error right after,
+ * and the abort discards the scan quietly.  We go on instead, so the scan
+ * would be reported as leaked at commit.  It therefore runs inside an
+ * internal subtransaction whose rollback ends the scan
+ * (AtEOSubXact_HashTables).  The subtransaction assigns no XID and leaves
+ * nothing behind; it is entered only when no snapshot is registered, since
+ * a registered one already answers the question.
+ */
+bool
+dp_admit_no_prior_activity(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		none;
+
+	InvalidateCatalogSnapshot();
+	if (!ThereAreNoPriorRegisteredSnapshots())
+		return false;
+	BeginInternalSubTransaction(NULL);
+	none = ThereAreNoReadyPortals();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return none;
+}

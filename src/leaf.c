@@ -1,0 +1,139 @@
+/*-------------------------------------------------------------------------
+ *
+ * leaf.c
+ *	  The leaf relations a load writes, each set up once, when the first
+ *	  row reaches it: checked, locked, and given its strategy.
+ *
+ * A leaf is the target table itself, or a partition that tuple routing
+ * chose.  On first use a leaf is
+ *
+ *	checked	against the relation rules (eligibility.c): a partition may have
+ *			changed since the statement was planned;
+ *	locked	ShareRowExclusive, since appending requires that nobody else
+ *			extends the relation (the target is normally locked already,
+ *			at admission; partitions, and base tables reached through an
+ *			updatable view, are locked here).  A foreign partition's rows
+ *			go through its wrapper, and routing's lock is what a plain
+ *			INSERT takes;
+ *	given	its index strategy (indexes.c), whether its rows need work
+ *			after the insert (queue.c), and its writer: a heap page builder
+ *			(pages.c) once the load goes direct, or a foreign batch
+ *			(foreign.c) for a foreign partition.
+ *
+ * Freezing is decided per leaf when its builder starts: the statement
+ * allows it (admission.c), the leaf's storage is new in this
+ * subtransaction, and no duplicate may have to be taken back (COPY's
+ * rejects with a unique index delete rows again, which frozen rows forbid).
+ *
+ * Invariant: every leaf of a load is in its list exactly once, and is
+ * locked before any row is placed into it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "executor/executor.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+/* Refuse a partition that can no longer be written directly. */
+static void
+check_leaf(Relation rel, bool routed)
+{
+	const char *why;
+
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE && routed)
+		why = dp_partition_ineligible(rel);
+	else
+		why = dp_relation_ineligible(rel, false);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("directpath: partition \"%s\" cannot be written directly: %s",
+						RelationGetRelationName(rel), why),
+				 errhint("Retry the statement; it was planned before the partition changed.")));
+}
+
+/* Does a row of this leaf need work after its heap insert? */
+static bool
+needs_post(DPLeaf *leaf, ModifyTableState *mt)
+{
+	ResultRelInfo *rri = leaf->rri;
+	TriggerDesc *trig = rri->ri_TrigDesc;
+	DPIndexStrategy ix = dp_indexes_strategy(leaf->indexes);
+
+	return ix == DP_INDEX_ROW || ix == DP_INDEX_SORTED ||
+		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
+		mt->mt_transition_capture != NULL ||
+		rri->ri_WithCheckOptions != NIL ||
+		rri->ri_projectReturning != NULL;
+}
+
+/* Set up a leaf seen for the first time. */
+static DPLeaf *
+leaf_create(DPLeafSet *set, ResultRelInfo *rri)
+{
+	Relation	rel = rri->ri_RelationDesc;
+	bool		foreign = rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE;
+	MemoryContext old;
+	DPLeaf	   *leaf;
+
+	check_leaf(rel, set->mtstate->mt_partition_tuple_routing != NULL);
+	if (!foreign)
+		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
+
+	old = MemoryContextSwitchTo(set->estate->es_query_cxt);
+	/* as ExecInsert: open the indexes on first use */
+	if (rel->rd_rel->relhasindex && rri->ri_IndexRelationDescs == NULL)
+		ExecOpenIndices(rri, false);
+	leaf = palloc0(sizeof(DPLeaf));
+	leaf->rri = rri;
+	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates);
+	leaf->needs_post = needs_post(leaf, set->mtstate);
+	MemoryContextSwitchTo(old);
+
+	if (foreign)
+		leaf->foreign = dp_foreign_begin(rri, set->estate);
+	leaf->next = set->list;
+	set->list = leaf;
+	set->count++;
+	return leaf;
+}
+
+DPLeaf *
+dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri)
+{
+	DPLeaf	   *leaf;
+
+	if (set->last && set->last->rri == rri)
+		return set->last;
+	for (leaf = set->list; leaf; leaf = leaf->next)
+		if (leaf->rri == rri)
+			return set->last = leaf;
+	return set->last = leaf_create(set, rri);
+}
+
+bool
+dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf)
+{
+	Relation	rel = leaf->rri->ri_RelationDesc;
+	bool		freeze = set->freeze_allowed && dp_storage_new_in_subxact(rel) &&
+		!(set->reject_duplicates && dp_indexes_has_unique(leaf->indexes));
+
+	leaf->writer = dp_heap_begin(rel, freeze, set->xid, set->cid,
+								 &set->toast_wait);
+	return freeze;
+}
+
+void
+dp_leaf_end_all(DPLeafSet *set)
+{
+	for (DPLeaf *leaf = set->list; leaf; leaf = leaf->next)
+	{
+		ExecDropSingleTupleTableSlot(leaf->slot);
+		if (leaf->foreign)
+			dp_foreign_end(leaf->foreign);
+	}
+}

@@ -1,0 +1,307 @@
+/*-------------------------------------------------------------------------
+ *
+ * pages.c
+ *	  The heap page builder: places a leaf relation's rows onto private
+ *	  pages in backend memory, and hands full pages to the append layer
+ *	  (append.c), which writes them.
+ *
+ * One builder per leaf relation a statement writes directly.  Pages take
+ * the relation's blocks in order, from its size when the builder began
+ * (append.c), so a row's TID is known the moment it is placed.
+ *
+ * Placing a row: its header is set as heap_insert would (visibility.c),
+ * it is toasted through core's toaster when it has external values or is
+ * over TOAST_TUPLE_THRESHOLD, and it goes onto the current page if it fits
+ * within the fillfactor reserve; a fresh page always takes at least one
+ * row.  Its on-page t_ctid and the caller's TID are set to its place.  The
+ * common case forms the tuple directly in its place on the page.
+ *
+ * Frozen builders (storage new in this subtransaction, admission allowed
+ * it) mark every page PD_ALL_VISIBLE and every tuple frozen, and set the
+ * visibility map for their blocks when they finish (visibility.c).  At the
+ * end the last page, the only one that can have room left beyond the
+ * fillfactor reserve, is recorded in the free-space map, and the inserts
+ * are counted for pgstat so that insert-driven autovacuum sees them.
+ *
+ * Invariants: a TID handed out is readable through the buffer manager only
+ * after the flush that wrote its page (the caller defers index and
+ * trigger work until then, queue.c); pages[0..npages-1] are consecutive
+ * blocks starting at next_block, and only the last may still take rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/heapam.h"
+#include "catalog/catalog.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "pgstat.h"
+#include "storage/freespace.h"
+#include "storage/predicate.h"
+
+struct DPHeapBuilder
+{
+	Relation	rel;
+	bool		frozen;			/* pages and tuples go out frozen */
+	bool		has_varlena;	/* any attlen -1 column? */
+	TransactionId xid;			/* tuple header fields */
+	CommandId	cid;
+	Size		save_free;		/* fillfactor reserve */
+	DPAppend   *append;			/* where finished pages go */
+	BlockNumber next_block;		/* block number of pages[0] */
+	Page	   *pages;			/* built, not yet handed to append */
+	int			npages;
+	int			maxpages;
+	Size		last_free;		/* free space of the last page handed on */
+	uint64		tuples;			/* rows placed */
+};
+
+DPHeapBuilder *
+dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
+			  DPToastWait *toast_wait)
+{
+	DPHeapBuilder *b = palloc0(sizeof(DPHeapBuilder));
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	b->rel = rel;
+	b->frozen = freeze;
+	b->xid = xid;
+	b->cid = cid;
+	b->save_free = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+	for (int i = 0; i < desc->natts; i++)
+		if (TupleDescAttr(desc, i)->attlen == -1)
+			b->has_varlena = true;
+	b->append = dp_append_begin(rel, true, toast_wait);
+	b->next_block = dp_append_first_block(b->append);
+	b->maxpages = 64;
+	b->pages = palloc(sizeof(Page) * b->maxpages);
+
+	/* As heap_multi_insert: a serializable reader of the table conflicts. */
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	return b;
+}
+
+static Page
+new_page(DPHeapBuilder *b)
+{
+	Page		page = dp_append_page(b->append);
+
+	if (b->npages == b->maxpages)
+	{
+		b->maxpages *= 2;
+		b->pages = repalloc(b->pages, sizeof(Page) * b->maxpages);
+	}
+	dp_page_init(page, b->frozen);
+	b->pages[b->npages++] = page;
+	return page;
+}
+
+/*
+ * The page that takes a tuple of 'len' (MAXALIGNed) bytes: the current one
+ * if it fits within the fillfactor reserve, else a fresh one (which always
+ * takes at least one tuple).
+ */
+static inline Page
+page_for(DPHeapBuilder *b, Size len)
+{
+	Page		page = b->npages > 0 ? b->pages[b->npages - 1] : NULL;
+
+	if (page == NULL ||
+		(PageGetMaxOffsetNumber(page) > 0 &&
+		 PageGetHeapFreeSpace(page) < len + b->save_free) ||
+		PageGetHeapFreeSpace(page) < len)
+		page = new_page(b);
+	return page;
+}
+
+/* Finish a tuple placed at 'off' on the last page: ctid and caller's TID. */
+static inline void
+placed(DPHeapBuilder *b, Page page, OffsetNumber off, ItemPointer tid)
+{
+	HeapTupleHeader onpage = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
+
+	ItemPointerSet(tid, b->next_block + b->npages - 1, off);
+	onpage->t_ctid = *tid;
+	b->tuples++;
+}
+
+/*
+ * Can the row in the slot be formed in place?  Not if it has external
+ * values or needs TOAST; else returns its header and total length.
+ */
+static bool
+fits_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size *hoff, Size *len,
+			  bool *hasnull)
+{
+	TupleDesc	desc = RelationGetDescr(b->rel);
+
+	*hasnull = false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (slot->tts_isnull[i])
+			*hasnull = true;
+		else if (b->has_varlena && TupleDescAttr(desc, i)->attlen == -1 &&
+				 VARATT_IS_EXTERNAL(DatumGetPointer(slot->tts_values[i])))
+			return false;
+	}
+	*hoff = SizeofHeapTupleHeader;
+	if (*hasnull)
+		*hoff += BITMAPLEN(desc->natts);
+	*hoff = MAXALIGN(*hoff);
+	*len = *hoff + heap_compute_data_size(desc, slot->tts_values,
+										  slot->tts_isnull);
+	return *len <= TOAST_TUPLE_THRESHOLD;
+}
+
+/* Form the slot's row directly on the page that takes it. */
+static void
+form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
+			  bool hasnull, ItemPointer tid, HeapTuple *copy)
+{
+	TupleDesc	desc = RelationGetDescr(b->rel);
+	Page		page = page_for(b, MAXALIGN(len));
+	OffsetNumber off = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	ItemId		lp;
+	HeapTupleHeader td;
+	HeapTupleData tup;
+
+	/* reserve the space and the line pointer, then fill in place */
+	((PageHeader) page)->pd_upper -= MAXALIGN(len);
+	((PageHeader) page)->pd_lower += sizeof(ItemIdData);
+	lp = PageGetItemId(page, off);
+	ItemIdSetNormal(lp, ((PageHeader) page)->pd_upper, len);
+	td = (HeapTupleHeader) PageGetItem(page, lp);
+	memset(td, 0, hoff);
+	HeapTupleHeaderSetDatumLength(td, len);
+	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
+	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+	HeapTupleHeaderSetNatts(td, desc->natts);
+	td->t_hoff = hoff;
+	heap_fill_tuple(desc, slot->tts_values, slot->tts_isnull,
+					(char *) td + hoff, len - hoff,
+					&td->t_infomask, hasnull ? td->t_bits : NULL);
+
+	tup.t_data = td;
+	tup.t_len = len;
+	dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid, b->frozen);
+	placed(b, page, off, tid);
+	if (copy)
+	{
+		tup.t_self = *tid;
+		tup.t_tableOid = RelationGetRelid(b->rel);
+		*copy = heap_copytuple(&tup);
+	}
+}
+
+void
+dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot, ItemPointer tid,
+				 HeapTuple *copy)
+{
+	Size		hoff;
+	Size		len;
+	bool		hasnull;
+	bool		shouldFree;
+	HeapTuple	htup;
+
+	slot_getallattrs(slot);
+	if (fits_in_place(b, slot, &hoff, &len, &hasnull))
+	{
+		form_in_place(b, slot, hoff, len, hasnull, tid, copy);
+		return;
+	}
+	htup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
+	dp_heap_add(b, htup, tid);
+	if (copy)
+		*copy = heap_copytuple(htup);
+	if (shouldFree)
+		heap_freetuple(htup);
+}
+
+void
+dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
+{
+	HeapTuple	heaptup = tup;
+	Size		len;
+	Page		page;
+	OffsetNumber off;
+
+	dp_tuple_prepare(tup, RelationGetRelid(b->rel), b->xid, b->cid, b->frozen);
+	if (HeapTupleHasExternal(tup) || tup->t_len > TOAST_TUPLE_THRESHOLD)
+		heaptup = heap_toast_insert_or_update(b->rel, tup, NULL,
+											  HEAP_INSERT_SKIP_FSM |
+											  (b->frozen ? HEAP_INSERT_FROZEN : 0));
+
+	len = MAXALIGN(heaptup->t_len);
+	if (len > MaxHeapTupleSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("row is too big: size %zu, maximum size %zu",
+						len, (Size) MaxHeapTupleSize)));
+
+	page = page_for(b, len);
+	off = PageAddItem(page, (Item) heaptup->t_data, heaptup->t_len,
+					  InvalidOffsetNumber, false, true);
+	if (off == InvalidOffsetNumber)
+		elog(ERROR, "directpath: failed to add tuple to a fresh page");
+	placed(b, page, off, tid);
+	tup->t_self = *tid;
+	if (heaptup != tup)
+	{
+		/* its chunks are logged now, the row only when its page is */
+		if (HeapTupleHasExternal(heaptup) && RelationIsLogicallyLogged(b->rel))
+			dp_append_toast_row(b->append, ItemPointerGetBlockNumber(tid),
+								tup->t_len);
+		heap_freetuple(heaptup);
+	}
+}
+
+int
+dp_heap_full_pages(DPHeapBuilder *b)
+{
+	return b->npages > 0 ? b->npages - 1 : 0;
+}
+
+void
+dp_heap_flush(DPHeapBuilder *b, bool include_partial)
+{
+	int			n = include_partial ? b->npages : dp_heap_full_pages(b);
+
+	if (n > 0)
+		b->last_free = PageGetHeapFreeSpace(b->pages[n - 1]);
+	dp_append_write(b->append, b->pages, n, include_partial);
+	memmove(b->pages, b->pages + n, sizeof(Page) * (b->npages - n));
+	b->npages -= n;
+	b->next_block += n;
+}
+
+uint64
+dp_heap_finish(DPHeapBuilder *b)
+{
+	BlockNumber first = dp_append_first_block(b->append);
+	uint64		written;
+
+	dp_heap_flush(b, true);
+	dp_append_finish(b->append);
+	written = b->next_block - first;
+	if (written > 0)
+	{
+		BlockNumber last = b->next_block - 1;
+
+		if (b->frozen)
+		{
+			dp_fault("before_vm");
+			dp_vm_set_frozen(b->rel, first, b->next_block);
+		}
+		/* the last page: written and WAL-covered, tell the FSM */
+		if (b->last_free > b->save_free)
+		{
+			RecordPageWithFreeSpace(b->rel, last, b->last_free);
+			FreeSpaceMapVacuumRange(b->rel, last, last + 1);
+		}
+	}
+	pgstat_count_heap_insert(b->rel, b->tuples);
+	pfree(b->pages);
+	b->pages = NULL;
+	return written;
+}

@@ -1,0 +1,305 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.c
+ *	  The after-insert queue: what ExecInsert does after the heap insert,
+ *	  done for directly written rows once their pages are on disk.
+ *
+ * Index entries, AFTER ROW triggers and transition tables, view WITH CHECK
+ * OPTION and RETURNING need a row to be readable through the buffer
+ * manager, so a row that needs any of them is queued when it is placed
+ * (dp_queue_add) and processed, in input order, after the flush that
+ * writes its page (dp_queue_process): first the batch's sorted index
+ * entries per leaf (indexes.c), then, row by row, the row-by-row index
+ * entries, triggers, view checks and RETURNING (dp_queue_post_row), which
+ * is also what a foreign partition's row gets once its wrapper reports it
+ * inserted (foreign.c).  RETURNING rows go to the caller's tuplestore.
+ *
+ * Before the load commits to the direct path the queue holds the rows
+ * themselves (load.c); dp_queue_take() hands them back to be placed, or
+ * dp_queue_insert_normal() inserts them on the normal path.
+ *
+ * Rejected duplicates (COPY ... REJECTS_TABLE with a unique index): the
+ * entries are inserted row by row without raising; a duplicate row is
+ * deleted again and recorded in the rejects table, except in a logically
+ * logged table, where decoding would still send the row: there the
+ * duplicate fails the statement, as in plain COPY.
+ *
+ * For COPY each queued row remembers its input line, put back while its
+ * work runs, so that errors name the right line.
+ *
+ * Invariants: no index entry, trigger event or RETURNING row for a row
+ * before its page is written; rows are processed in input order; the row
+ * memory of a processed batch is released with it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/heapam.h"
+#include "catalog/catalog.h"
+#include "access/tableam.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+struct DPQueue
+{
+	EState	   *estate;
+	ModifyTableState *mtstate;	/* canSetTag, transition capture */
+	DPRow	   *rows;			/* queued rows, in input order */
+	int			nrows;
+	int			maxrows;
+	MemoryContext rowcxt;		/* the rows' tuples and line texts */
+	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
+	DPInputLine *input;			/* COPY's input position, or NULL */
+	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
+	uint64		deleted;		/* rows taken back as duplicates */
+};
+
+DPQueue *
+dp_queue_create(EState *estate, ModifyTableState *mtstate,
+				Tuplestorestate *retstore, DPInputLine *input,
+				DPRejects *rejects)
+{
+	DPQueue    *q = palloc0(sizeof(DPQueue));
+
+	q->estate = estate;
+	q->mtstate = mtstate;
+	q->retstore = retstore;
+	q->input = input;
+	q->rejects = rejects;
+	q->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "directpath rows",
+									  ALLOCSET_DEFAULT_SIZES);
+	return q;
+}
+
+MemoryContext
+dp_queue_memory(DPQueue *q)
+{
+	return q->rowcxt;
+}
+
+int
+dp_queue_length(DPQueue *q)
+{
+	return q->nrows;
+}
+
+uint64
+dp_queue_deleted(DPQueue *q)
+{
+	return q->deleted;
+}
+
+const char *
+dp_queue_line_text(DPQueue *q, DPLeaf *leaf)
+{
+	/* a duplicate is recorded with its line's text */
+	if (q->rejects && dp_indexes_strategy(leaf->indexes) == DP_INDEX_ROW &&
+		dp_indexes_has_unique(leaf->indexes) && *q->input->line_valid)
+		return q->input->raw_line->data;
+	return NULL;
+}
+
+void
+dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup, uint64 lineno,
+			 const char *raw)
+{
+	DPRow	   *row;
+
+	if (q->nrows == q->maxrows)
+	{
+		q->maxrows = Max(q->maxrows * 2, 64);
+		q->rows = q->rows == NULL ?
+			MemoryContextAlloc(q->estate->es_query_cxt, sizeof(DPRow) * q->maxrows) :
+			repalloc_huge(q->rows, sizeof(DPRow) * q->maxrows);
+	}
+	row = &q->rows[q->nrows++];
+	row->leaf = leaf;
+	row->tuple = tup;
+	row->lineno = lineno;
+	row->raw = raw ? MemoryContextStrdup(q->rowcxt, raw) : NULL;
+}
+
+/* Errors of the row's deferred work name its input line (COPY). */
+static inline void
+restore_line(DPQueue *q, uint64 lineno)
+{
+	if (q->input)
+	{
+		*q->input->lineno = lineno;
+		*q->input->line_valid = false;
+	}
+}
+
+/*
+ * Index entries of a row, row by row; with rejects, a duplicate is taken
+ * back and recorded instead (see the file header).  Returns false when the
+ * row was taken back; *recheck gets the entries to recheck (deferred
+ * constraints).
+ */
+static bool
+insert_entries(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
+			   const char *raw, uint64 lineno, List **recheck)
+{
+	ResultRelInfo *rri = leaf->rri;
+	bool		conflict = false;
+	char	   *message;
+	char	   *detail;
+
+	*recheck = dp_indexes_row(leaf->indexes, slot, q->estate,
+							  q->rejects ? &conflict : NULL);
+	if (!conflict)
+		return true;
+
+	dp_describe_duplicate(rri, *recheck, slot, q->estate, &message, &detail);
+
+	/*
+	 * Taking the row back would not take back its INSERT from the WAL that
+	 * logical decoding reads: a subscriber would still receive the
+	 * duplicate.  Fail as COPY does.
+	 */
+	if (RelationIsLogicallyLogged(rri->ri_RelationDesc))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("%s", message),
+				 detail ? errdetail("%s", detail) : 0,
+				 errhint("REJECTS_TABLE cannot reject duplicate keys of a logically logged table (wal_level = logical). "
+						 "Remove the duplicates from the input, or load into a table without the unique index first.")));
+
+	simple_heap_delete(rri->ri_RelationDesc, &slot->tts_tid);
+	dp_rejects_add(q->rejects, lineno, raw, ERRCODE_UNIQUE_VIOLATION,
+				   message, detail);
+	q->deleted++;
+	if (q->mtstate->canSetTag)
+		q->estate->es_processed--;
+	list_free(*recheck);
+	return false;
+}
+
+void
+dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
+				  const char *raw, uint64 lineno)
+{
+	EState	   *estate = q->estate;
+	ResultRelInfo *rri = leaf->rri;
+	TransitionCaptureState *tcs = q->mtstate->mt_transition_capture;
+	List	   *recheck = NIL;
+
+	if (leaf->indexes != NULL &&
+		dp_indexes_strategy(leaf->indexes) == DP_INDEX_ROW &&
+		!insert_entries(q, leaf, slot, raw, lineno, &recheck))
+		return;
+
+	if (tcs)
+		tcs->tcs_original_insert_tuple = NULL;
+	ExecARInsertTriggers(estate, rri, slot, recheck, tcs);
+	list_free(recheck);
+
+	if (rri->ri_WithCheckOptions != NIL)
+		ExecWithCheckOptions(WCO_VIEW_CHECK, rri, slot, estate);
+
+	if (rri->ri_projectReturning)
+	{
+		dp_returning_prepare(rri->ri_projectReturning, estate, rri, slot);
+		tuplestore_puttupleslot(q->retstore,
+								ExecProject(rri->ri_projectReturning));
+	}
+}
+
+/* Index entries of the queued rows of leaves that take them sorted. */
+static void
+insert_sorted_entries(DPQueue *q, DPLeaf *leaves)
+{
+	HeapTuple  *tuples = NULL;
+	uint64	   *linenos = NULL;
+
+	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
+	{
+		int			n = 0;
+
+		if (leaf->indexes == NULL ||
+			dp_indexes_strategy(leaf->indexes) != DP_INDEX_SORTED)
+			continue;
+		if (tuples == NULL)
+		{
+			tuples = palloc(sizeof(HeapTuple) * q->nrows);
+			linenos = palloc(sizeof(uint64) * q->nrows);
+		}
+		/* a leaf's rows are in input order, which is TID order */
+		for (int i = 0; i < q->nrows; i++)
+			if (q->rows[i].leaf == leaf)
+			{
+				linenos[n] = q->rows[i].lineno;
+				tuples[n++] = q->rows[i].tuple;
+			}
+		if (n > 0)
+			dp_indexes_batch(leaf->indexes, q->estate, leaf->slot, tuples,
+							 linenos, n, q->input);
+	}
+	if (tuples != NULL)
+	{
+		pfree(tuples);
+		pfree(linenos);
+	}
+}
+
+/* Forget the processed rows. */
+static void
+clear(DPQueue *q)
+{
+	q->nrows = 0;
+	MemoryContextReset(q->rowcxt);
+}
+
+void
+dp_queue_process(DPQueue *q, DPLeaf *leaves)
+{
+	if (q->nrows == 0)
+		return;
+	insert_sorted_entries(q, leaves);
+	for (int i = 0; i < q->nrows; i++)
+	{
+		DPRow	   *row = &q->rows[i];
+
+		ResetPerTupleExprContext(q->estate);
+		restore_line(q, row->lineno);
+		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
+		dp_queue_post_row(q, row->leaf, row->leaf->slot, row->raw, row->lineno);
+		ExecClearTuple(row->leaf->slot);
+	}
+	clear(q);
+}
+
+DPRow *
+dp_queue_take(DPQueue *q, int *nrows, MemoryContext *cxt)
+{
+	DPRow	   *rows = q->rows;
+
+	*nrows = q->nrows;
+	*cxt = q->rowcxt;
+	q->rows = NULL;
+	q->nrows = q->maxrows = 0;
+	q->rowcxt = AllocSetContextCreate(q->estate->es_query_cxt,
+									  "directpath rows", ALLOCSET_DEFAULT_SIZES);
+	return rows;
+}
+
+void
+dp_queue_insert_normal(DPQueue *q, CommandId cid)
+{
+	for (int i = 0; i < q->nrows; i++)
+	{
+		DPRow	   *row = &q->rows[i];
+		TupleTableSlot *slot = row->leaf->slot;
+
+		ResetPerTupleExprContext(q->estate);
+		restore_line(q, row->lineno);
+		ExecStoreHeapTuple(row->tuple, slot, false);
+		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, cid, 0, NULL);
+		dp_queue_post_row(q, row->leaf, slot, row->raw, row->lineno);
+		ExecClearTuple(slot);
+	}
+	clear(q);
+}
