@@ -399,6 +399,12 @@ for m in "${majors[@]}"; do
 		added_never "$mdir/$t.diff"
 		problems+=("$t adds an error, warning or crash")
 	done
+	missing=$(join -v1 <(cut -d' ' -f1 "$base/status" | sort) <(cut -d' ' -f1 "$dp/status" | sort) | tr '\n' ' ')
+	if [ -n "$missing" ]; then
+		echo "---------------- tests the direct run did not report (PostgreSQL $m): $missing----------------"
+		tail -n 20 "$dp/pg_regress.log"
+		problems+=("the direct run did not report $missing")
+	fi
 	if [ -n "$crash" ]; then
 		echo "---------------- server log of the direct run (PostgreSQL $m) ----------------"
 		echo "$crash"
