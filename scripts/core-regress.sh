@@ -248,7 +248,6 @@ for m in "${majors[@]}"; do
 	mkdir -p "$mdir"
 	pgdir="$top/.pg/$m"
 	pgc="$pgdir/bin/pg_config"
-	result="FAILED"
 	fail_major() { log "PostgreSQL $m: $*"; summary+=("PostgreSQL $m: FAILED ($*) ($(($(date +%s) - t0))s)"); nfail=$((nfail + 1)); }
 
 	if ! "$top/scripts/provision.sh" "$m"; then
@@ -256,6 +255,8 @@ for m in "${majors[@]}"; do
 		continue
 	fi
 	server=$("$pgc" --version | sed 's/^PostgreSQL \([0-9.]*\).*/\1/')
+	# The installation's pg_regress, beside PGXS's makefiles.
+	pg_regress="$(dirname "$("$pgc" --pgxs)")/../test/regress/pg_regress"
 
 	# directpath, built from a scratch copy of the tree (leaves the tree's
 	# objects alone) and installed.
@@ -313,7 +314,7 @@ for m in "${majors[@]}"; do
 		log "pg_regress parallel_schedule, directpath.mode = $mode ($rd)"
 		t1=$(date +%s)
 		(cd "$rd" && as_user env LD_LIBRARY_PATH="$pgdir/lib" \
-			"$pgdir/lib/pgxs/src/test/regress/pg_regress" \
+			"$pg_regress" \
 			--temp-instance="$rd/tmp_check" --temp-config="$rd/extra.conf" \
 			--bindir="$pgdir/bin" --dlpath="$lib" --inputdir="$rsrc" \
 			--outputdir="$rd" --schedule="$rsrc/parallel_schedule" \
