@@ -25,6 +25,7 @@ OBJS = \
 	src/queue.o \
 	src/foreign.o \
 	src/indexes.o \
+	src/btree.o \
 	src/pages.o \
 	src/append.o \
 	src/wal.o \
@@ -41,6 +42,8 @@ REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.co
 REGRESS_OUTPUTDIR ?= .
 
 PG_CPPFLAGS = -I$(srcdir)/src
+# a missing declaration links against a macro that does not exist on 15/16
+PG_CFLAGS = -Werror=implicit-function-declaration
 
 ifndef PG_CONFIG
 PG_CONFIG := $(firstword $(wildcard $(dir $(lastword $(MAKEFILE_LIST))).pg/18/bin/pg_config) pg_config)
@@ -58,7 +61,8 @@ endif
 
 include $(PGXS)
 
-# Benchmarks (not tests): bench/run.py, wal.py and indexes.py; reports in bench/results/.
+# Benchmarks (not tests): bench/run.py, all scenarios or one (bench-wal: scenario wal,
+# bench-indexes: scenario indexes); reports in bench/results/.
 .PHONY: bench bench-quick bench-wal bench-indexes
 bench:
 	$(srcdir)/scripts/setup-python.sh
@@ -68,10 +72,10 @@ bench-quick:
 	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --quick $(BENCH_ARGS)
 bench-wal:
 	$(srcdir)/scripts/setup-python.sh
-	$(srcdir)/.venv/bin/python $(srcdir)/bench/wal.py $(BENCH_ARGS)
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --only wal $(BENCH_ARGS)
 bench-indexes:
 	$(srcdir)/scripts/setup-python.sh
-	$(srcdir)/.venv/bin/python $(srcdir)/bench/indexes.py $(BENCH_ARGS)
+	$(srcdir)/.venv/bin/python $(srcdir)/bench/run.py --only indexes $(BENCH_ARGS)
 
 # The source files' call graph; fails on a cycle or a function over 60 lines
 # without a reason written above it.

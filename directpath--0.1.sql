@@ -10,7 +10,9 @@ CREATE FUNCTION last_statement(
 	OUT pages_written bigint,
 	OUT frozen boolean,
 	OUT relations integer,	-- leaf relations written
-	OUT indexes_rebuilt integer)
+	OUT indexes_rebuilt integer,	-- indexes built or rebuilt at the end
+	OUT index_maintenance text)	-- how index entries were made: row, sorted,
+								-- build, reindex (comma-separated), or NULL
 RETURNS record
 AS 'MODULE_PATHNAME', 'directpath_last_statement'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;

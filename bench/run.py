@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""directpath benchmark suite: the five seed experiments, plain against direct.
+"""directpath benchmark suite: the five seed experiments, plain against direct,
+and the direct path's WAL formats and index maintenance.
 
     python bench/run.py [--rows N] [--runs R] [--major 18|15] [--quick]
                         [--only SCENARIO[,...]] [--out DIR]
@@ -15,13 +16,24 @@ Scenarios (--only takes the name or the number):
   4 update   seed 001: insert-only data model vs UPDATE (pgbench)
   5 hot      seed 003: HOT updates with and without an expression index,
              autovacuum on and off
+  6 wal      WAL formats (records, image) vs INSERT and COPY, with a streaming
+             standby's replay time, wal_level replica and logical
+  7 indexes  index maintenance on existing tables, row by row vs sorted
+             (default 2M rows)
+  8 fallback small statements left on the normal path: plain vs hinted vs
+             mode = always (1 and 100 rows, pgbench)
+  9 etl      ETL append (N rows into N, bigserial key + 2 btrees) by COPY and
+             INSERT ... SELECT; new storage + 3 btrees (shared buffers,
+             index size against a fresh build) (default 2M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
-shared/design/baseline.md (as user dptest when run as root), repeats every
-case --runs times round-robin and writes bench/results/<UTC time>-<host>/:
-raw JSON per run, results.json, report.md, summary.md and PNG plots.  It
-fails (exit 1) when a case errors or a direct-path statement fell back.
+docs/baseline.md (as user dptest when run as root), repeats every case
+--runs times round-robin and writes bench/results/<UTC time>-<host>/: raw
+JSON per run, results.json, report.md, summary.md and PNG plots.  Scenarios
+1-5 share one cluster per wal_level; 6 and 7 get a fresh one of their own
+(with a standby for 6).  It fails (exit 1) when a case errors or a
+direct-path statement fell back.
 
 Runs from anywhere with any python3: it re-executes itself with the
 repository's .venv and installs bench/requirements.txt there if needed.
@@ -31,7 +43,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 if __name__ == "__main__":
     from dpbench import venv
@@ -49,26 +61,36 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
 
+from pgharness.build import build_and_install, provision  # noqa: E402
+from pgharness.cluster import CLIENT_ENV  # noqa: E402
+from pgharness.proc import HarnessError  # noqa: E402
+from pgharness.sql import TABLE_COLUMNS, seed_select  # noqa: E402
+from pgharness.user import ensure_server_user  # noqa: E402
+
 from dpbench import report  # noqa: E402
 from dpbench.s1_insert import InsertScenario  # noqa: E402
 from dpbench.s2_copy import CopyScenario  # noqa: E402
 from dpbench.s3_fdw import FdwScenario  # noqa: E402
 from dpbench.s4_insert_only import InsertOnlyScenario  # noqa: E402
 from dpbench.s5_hot import HotScenario  # noqa: E402
+from dpbench.s6_wal import WalScenario  # noqa: E402
+from dpbench.s7_indexes import IndexScenario  # noqa: E402
+from dpbench.s8_fallback import FallbackScenario  # noqa: E402
+from dpbench.s9_etl import EtlScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
-from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, Server, build_and_install,  # noqa: E402
-                            ensure_server_user, git_facts, make_workdir, provision)
+from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
+                            make_workdir, new_server, server_settings)
 from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
-SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario]
-PHASES = ("replica", "minimal")
+SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
+             WalScenario, IndexScenario, FallbackScenario, EtlScenario]
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog="bench/run.py", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.split("\n")[4:17]))
+        epilog=__doc__.split("\n\n")[2])
     p.add_argument("--rows", type=parse_count, default=None,
                    help="rows of the seed table (default 10M; --quick: 200k); accepts 2M, 200k")
     p.add_argument("--runs", type=int, default=None, help="runs per case (default 3; --quick: 1)")
@@ -77,7 +99,8 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="smoke mode: 200k rows, 1 run, 5 s pgbench runs (whole suite < 5 min)")
     p.add_argument("--only", default=None,
-                   help="comma-separated scenarios: insert, copy, fdw, update, hot (or 1-5)")
+                   help="comma-separated scenarios: insert, copy, fdw, update, hot, wal, "
+                        "indexes (or 1-7)")
     p.add_argument("--out", default=None,
                    help="output directory (default bench/results/<UTC time>-<hostname>)")
     p.add_argument("--duration", type=int, default=None,
@@ -89,6 +112,7 @@ def parse_args(argv=None):
     p.add_argument("--report-only", metavar="DIR", default=None,
                    help="rewrite report.md, summary.md and the plots from DIR/results.json")
     a = p.parse_args(argv)
+    a.rows_given = a.rows is not None or a.quick
     if a.rows is None:
         a.rows = 200_000 if a.quick else 10_000_000
     if a.runs is None:
@@ -124,24 +148,16 @@ def command_line():
     return "python bench/run.py" + "".join(" " + shlex.quote(a) for a in sys.argv[1:])
 
 
-def server_settings(phase):
-    s = dict(BASELINE_SETTINGS)
-    s.update(PHASE_SETTINGS[phase])
-    s["shared_preload_libraries"] = "directpath"
-    return s
-
-
 def warm_up(ctx):
     """baseline.md: fault in shared memory with an unlogged insert and have
     later runs recycle WAL segments rather than create them."""
     rows = min(45_000_000, int(ctx.rows * 4.5))
     wal_mb = min(3072, max(256, ctx.rows * 300 // (1024 * 1024)))
     log(f"warm-up: {rows:,} unlogged rows, {wal_mb} MB of WAL")
-    with ctx.server.connect() as c:
+    with ctx.server.conn() as c:
         c.execute("DROP TABLE IF EXISTS dp_warm")
-        c.execute("CREATE UNLOGGED TABLE dp_warm (timeid int, insid int, indid int, value int)")
-        c.execute(f"INSERT INTO dp_warm SELECT a % 50, a % 10000, a, a "
-                  f"FROM generate_series(1, {rows}) a")
+        c.execute(f"CREATE UNLOGGED TABLE dp_warm {TABLE_COLUMNS}")
+        c.execute(f"INSERT INTO dp_warm {seed_select(rows)}")
         c.execute("DROP TABLE dp_warm")
         c.execute("SELECT count(pg_logical_emit_message(false, 'dpbench-warm-up', "
                   "repeat('x', 1048576))) FROM generate_series(1, %s)", (wal_mb,))
@@ -150,9 +166,9 @@ def warm_up(ctx):
 
 
 def server_facts(server):
-    with server.connect() as c:
+    with server.conn() as c:
         names = sorted(set(BASELINE_SETTINGS) | {
-            "wal_level", "max_wal_senders", "data_checksums", "wal_buffers", "wal_compression",
+            "wal_level", "max_wal_senders", "wal_keep_size", "hot_standby", "data_checksums", "wal_buffers", "wal_compression",
             "wal_skip_threshold", "wal_sync_method", "io_method", "max_parallel_maintenance_workers",
             "shared_preload_libraries", "autovacuum_naptime", "huge_pages",
             "directpath.mode", "directpath.batch_pages", "directpath.min_bytes",
@@ -198,13 +214,89 @@ def report_only(d):
     return 0
 
 
+def sessions(scenarios):
+    """[(phase, scenarios)] in the order they run: each phase's shared
+    scenarios round-robin on the one cluster, then every `alone` scenario's
+    phases, each on a fresh cluster."""
+    out = []
+    for phase in PHASE_SETTINGS:
+        shared = [s for s in scenarios if phase in s.phases and not s.alone]
+        if shared:
+            out.append((phase, shared))
+    for s in scenarios:
+        if s.alone:
+            out += [(phase, [s]) for phase in s.phases]
+    return out
+
+
+def session_rows(args, active):
+    """--rows, or the one scenario's own default when --rows was not given."""
+    own = active[0].default_rows if len(active) == 1 else None
+    return own if own and not args.rows_given else args.rows
+
+
+def run_case(ctx, s, case, phase, run_no, out):
+    """Measure one case once; returns the full record (also in out/raw/)."""
+    try:
+        rec = s.run(ctx, case, run_no)
+    except BenchError:
+        raise
+    except Exception as e:
+        raise BenchError(f"scenario {s.number} ({s.key}) case {case.id}, "
+                         f"{phase}, run {run_no}: {type(e).__name__}: {e}") from e
+    full = {"scenario": s.key, "phase": phase, "case": case.id, "label": case.label,
+            "path": case.path, "twin": case.twin, "group": case.group, "run": run_no, **rec}
+    name = f"{s.number}-{s.key}--{phase}--{case.id}--run{run_no}.json"
+    (out / "raw" / name).write_text(json.dumps(full, indent=1, default=str))
+    summarize_line(full)
+    return full
+
+
+def run_session(ctx, phase, active, out, meta, records):
+    """Start ctx.server, warm up, prepare, every case --runs times round-robin,
+    finish, stop."""
+    server = ctx.server
+    alone = active[0].alone
+    label = f"{phase} ({active[0].key})" if alone else phase
+    log(f"phase wal_level={label}: starting the server (port {server.port})")
+    server.start(timeout=300)
+    prepared = []
+    try:
+        with server.conn() as c:
+            for e in ("directpath", "pg_visibility", "pg_buffercache"):
+                c.execute(f"CREATE EXTENSION IF NOT EXISTS {e}")
+        meta["phases"][label] = server_facts(server)
+        if not alone:
+            warm_up(ctx)
+        for s in active:
+            s.prepare(ctx, phase)
+            prepared.append(s)
+        if alone:
+            active[0].warm_up(ctx)
+        plan = [(s, s.cases(ctx, phase)) for s in active]
+        total = sum(len(cs) for _, cs in plan) * ctx.args.runs
+        done = 0
+        for run_no in range(1, ctx.args.runs + 1):
+            for s, cases in plan:
+                for case in cases:
+                    done += 1
+                    log(f"[{done}/{total}] {label} run {run_no}: scenario {s.number} {case.id}")
+                    records.append(run_case(ctx, s, case, phase, run_no, out))
+    finally:
+        for s in reversed(prepared):
+            try:
+                s.finish(ctx, phase)
+            except Exception as e:
+                log(f"cleanup of scenario {s.key} failed: {e}")
+        server.stop(check=False, timeout=300)
+
+
 def main():
     args = parse_args()
     if args.report_only:
         return report_only(args.report_only)
     # libpq reads these: a stray PGOPTIONS would change every measured session
-    for k in ("PGOPTIONS", "PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE",
-              "PGSERVICEFILE", "PGCONNECT_TIMEOUT"):
+    for k in CLIENT_ENV:
         if os.environ.pop(k, None) is not None:
             log(f"ignoring {k} from the environment")
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -217,89 +309,50 @@ def main():
     meta = {"command": command_line(), "started_utc": started.isoformat(timespec="seconds"),
             "rows": args.rows, "runs": args.runs, "major": args.major, "quick": args.quick,
             "duration_s": None, "scenarios": [s.key for s in args.scenarios],
-            "machine": machine_facts(), "git": git_facts(), "output": str(out)}
+            "machine": machine_facts(), "git": git_facts(), "output": str(out), "phases": {}}
     log(f"directpath bench: {args.rows:,} rows, {args.runs} run(s), PostgreSQL {args.major}, "
         f"scenarios {', '.join(meta['scenarios'])} -> {out}")
 
     records = []
     failure = None
-    server = None
+    servers = {}
     workdir = None
     ctx = None
     t_start = time.monotonic()
     try:
         ensure_server_user()
-        bindir = provision(args.major)
-        meta["build"] = {"skipped": True} if args.no_build else build_and_install(bindir)
+        bindir = provision(args.major, log=log)
+        meta["build"] = {"skipped": True} if args.no_build else build_and_install(bindir, log=log)
         workdir = make_workdir()
-        server = Server(bindir, workdir, "primary")
-        ctx = Context(args, server, workdir, bindir)
+        ctx = Context(args, None, workdir, bindir)
         ctx.remote = None
         meta["duration_s"] = ctx.duration
         meta["pgbench_scale"] = ctx.pgbench_scale
-        server.initdb()
-        meta["phases"] = {}
-        for phase in PHASES:
-            active = [s for s in args.scenarios if phase in s.phases]
-            if not active:
-                continue
+        for phase, active in sessions(args.scenarios):
+            name = f"{active[0].key}_{phase}" if active[0].alone else "primary"
+            settings = server_settings(phase, active[0].settings(phase) if active[0].alone else None)
+            if name in servers:
+                servers[name].configure(settings)
+            else:
+                servers[name] = new_server(bindir, workdir, name, settings)
+            ctx.server = servers[name]
             ctx.phase = phase
-            server.configure(server_settings(phase))
-            log(f"phase wal_level={phase}: starting the server (port {server.port})")
-            server.start()
-            prepared = []
-            try:
-                with server.connect() as c:
-                    for e in ("directpath", "pg_visibility", "pg_buffercache"):
-                        c.execute(f"CREATE EXTENSION IF NOT EXISTS {e}")
-                meta["phases"][phase] = server_facts(server)
-                warm_up(ctx)
-                for s in active:
-                    s.prepare(ctx, phase)
-                    prepared.append(s)
-                plan = [(s, s.cases(ctx, phase)) for s in active]
-                total = sum(len(cs) for _, cs in plan) * args.runs
-                done = 0
-                for run_no in range(1, args.runs + 1):
-                    for s, cases in plan:
-                        for case in cases:
-                            done += 1
-                            log(f"[{done}/{total}] {phase} run {run_no}: scenario {s.number} "
-                                f"{case.id}")
-                            try:
-                                rec = s.run(ctx, case, run_no)
-                            except BenchError:
-                                raise
-                            except Exception as e:
-                                raise BenchError(f"scenario {s.number} ({s.key}) case {case.id}, "
-                                                 f"{phase}, run {run_no}: "
-                                                 f"{type(e).__name__}: {e}") from e
-                            full = {"scenario": s.key, "phase": phase, "case": case.id,
-                                    "label": case.label, "path": case.path, "twin": case.twin,
-                                    "group": case.group, "run": run_no, **rec}
-                            records.append(full)
-                            name = f"{s.number}-{s.key}--{phase}--{case.id}--run{run_no}.json"
-                            (out / "raw" / name).write_text(json.dumps(full, indent=1,
-                                                                       default=str))
-                            summarize_line(full)
-            finally:
-                for s in reversed(prepared):
-                    try:
-                        s.finish(ctx, phase)
-                    except Exception as e:
-                        log(f"cleanup of scenario {s.key} failed: {e}")
-                server.stop()
-    except BenchError as e:
+            ctx.rows = session_rows(args, active)
+            run_session(ctx, phase, active, out, meta, records)
+    except HarnessError as e:
         failure = str(e)
     except KeyboardInterrupt:
         failure = "interrupted"
     finally:
         if ctx is not None and getattr(ctx, "remote", None) is not None:
-            ctx.remote.stop()
-        if server is not None:
-            server.stop()
+            ctx.remote.stop(check=False)
+            ctx.remote.cleanup()
+        for name, server in servers.items():
+            server.stop(check=False)
             if server.logfile.exists():
-                shutil.copy(server.logfile, out / "server.log")
+                shutil.copy(server.logfile, out / ("server.log" if name == "primary"
+                                                   else f"server-{name}.log"))
+            server.cleanup()
         if workdir is not None and not args.keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
         elif workdir is not None:
@@ -337,12 +390,16 @@ def summarize_line(r):
     parts = []
     if "load_s" in r:
         parts.append(f"load {r['load_s']:.3f} s")
+    elif r.get("load_ckpt_s") is not None:
+        parts.append(f"load + ckpt {r['load_ckpt_s']:.3f} s")
     if r.get("ckpt_s") is not None and r.get("ckpt_s"):
         parts.append(f"ckpt {r['ckpt_s']:.3f} s")
     if r.get("wal_bytes") is not None:
         parts.append(f"WAL {r['wal_bytes'] / 1048576:.1f} MB")
     if r.get("vac_s") is not None:
         parts.append(f"freeze {r['vac_s']:.2f} s/{r['vac_wal_bytes'] / 1048576:.1f} MB")
+    if r.get("replay_s") is not None:
+        parts.append(f"replay {r['replay_s']:.2f} s")
     if r.get("tps") is not None:
         parts.append(f"tps {r['tps']:.0f}")
     if r.get("hot_ratio") is not None:

@@ -11,7 +11,7 @@
 # cluster lives in a temporary directory and is stopped at exit; as root,
 # the server runs as the unprivileged user 'dptest'.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 rows=10000000
 major=18
 runs=3
@@ -30,26 +30,22 @@ make -C "$top" -s clean >/dev/null
 make -C "$top" -s PG_CONFIG="$bin/pg_config" install >&2
 chmod -R a+rX "$top/.pg/$major"
 
-as_user=()
-if [ "$(id -u)" = 0 ]; then
-	id dptest >/dev/null 2>&1 || useradd -r -m dptest
-	as_user=(runuser -u dptest --)
-fi
+dp_server_user >/dev/null
 work=$(mktemp -d /tmp/directpath-demo.XXXXXX)
 chmod 755 "$work"
-[ ${#as_user[@]} -eq 0 ] || chown dptest "$work"
+dp_user_dir "$work"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data="$work/data"
 
 cleanup() {
 	if [ -f "$data/postmaster.pid" ]; then
-		"${as_user[@]}" "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+		dp_as_user "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
 	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-"${as_user[@]}" "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C -k >/dev/null
+dp_as_user "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C -k >/dev/null
 cat >> "$data/postgresql.conf" <<EOF
 port = $port
 listen_addresses = ''
@@ -61,7 +57,7 @@ checkpoint_timeout = 30min
 autovacuum = off
 maintenance_work_mem = 1GB
 EOF
-"${as_user[@]}" "$bin/pg_ctl" -D "$data" -l "$work/server.log" -w start >/dev/null
+dp_as_user "$bin/pg_ctl" -D "$data" -l "$work/server.log" -w start >/dev/null
 psql() { "$bin/psql" -h "$work" -p "$port" -U postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql -c "CREATE EXTENSION directpath; CREATE EXTENSION pg_visibility;"
 

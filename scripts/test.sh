@@ -25,9 +25,9 @@
 # keeps it).
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 venv="$top/.venv"
-test_user=${DP_TEST_USER:-dptest}
+test_user=$DP_TEST_USER
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
@@ -53,36 +53,15 @@ while [ $# -gt 0 ]; do
 done
 [ ${#majors[@]} -gt 0 ] || majors=(15 16 17 18)
 
-log() { echo "test.sh: $*"; }
-
 work=$(mktemp -d /tmp/directpath-test.XXXXXX)
 chmod 755 "$work"
 
 # --- who runs the servers -----------------------------------------------
 as_root=0
-[ "$(id -u)" -eq 0 ] && as_root=1
-
-# Make a path and every directory above it traversable by others.
-traversable() {
-	local d=$1
-	while [ -n "$d" ] && [ "$d" != "/" ]; do
-		chmod a+x "$d" 2>/dev/null || true
-		d=$(dirname "$d")
-	done
-}
+dp_as_root && as_root=1
 
 if [ $as_root -eq 1 ]; then
-	if ! id -u "$test_user" >/dev/null 2>&1; then
-		log "creating system user $test_user"
-		useradd -r -m -s /bin/bash "$test_user"
-	fi
-	test_home=$(getent passwd "$test_user" | cut -d: -f6)
-	[ -d "$test_home" ] || test_home=$work
-	as_user() {
-		runuser -u "$test_user" -- env HOME="$test_home" USER="$test_user" \
-			LOGNAME="$test_user" PATH="$PATH" "$@"
-	}
-	user_dir() { mkdir -p "$1" && chown "$test_user" "$1"; }
+	dp_server_user >/dev/null
 	# The disk-full tests need a small filesystem: a 64 MB tmpfs, unmounted
 	# at exit (only as root, only when none was given in DP_SMALL_FS).
 	if [ -z "${DP_SMALL_FS:-}" ] && [ $run_pytest -eq 1 ]; then
@@ -93,35 +72,23 @@ if [ $as_root -eq 1 ]; then
 			export DP_SMALL_FS="$small_fs"
 			trap 'umount "$small_fs" 2>/dev/null || true' EXIT
 		else
-			log "could not mount a small tmpfs: the disk-full tests will be skipped"
+			dp_log "could not mount a small tmpfs: the disk-full tests will be skipped"
 		fi
 	fi
 	# The repo (sources, .pg, .venv) must be readable by the test user.
 	chmod -R a+rX "$top"
-	traversable "$top"
-else
-	as_user() { "$@"; }
-	user_dir() { mkdir -p "$1"; }
+	dp_traversable "$top"
 fi
 
 # --- python ---------------------------------------------------------------
 pytest_ok=1
 if [ $run_pytest -eq 1 ]; then
-	if ! "$top/scripts/setup-python.sh"; then
-		log "scripts/setup-python.sh failed: pytest suites cannot run"
+	if ! dp_venv; then
+		dp_log "scripts/setup-python.sh failed: pytest suites cannot run"
 		pytest_ok=0
-	elif [ $as_root -eq 1 ]; then
-		chmod -R a+rX "$venv"
-		# The venv's interpreter lives in its base installation (which may be
-		# under /root, e.g. pyenv): the test user has to reach it.
-		for p in "$(readlink -f "$venv/bin/python")" \
-			"$("$venv/bin/python" -c 'import sys; print(sys.base_prefix)')"; do
-			traversable "$p"
-		done
-		if ! (cd "$work" && as_user "$venv/bin/python" -c 'import pytest, psycopg'); then
-			log "$test_user cannot use $venv (python base: $("$venv/bin/python" -c 'import sys; print(sys.base_prefix)'))"
-			pytest_ok=0
-		fi
+	elif [ $as_root -eq 1 ] && ! (cd "$work" && dp_as_user "$venv/bin/python" -c 'import pytest, psycopg'); then
+		dp_log "$test_user cannot use $venv (python base: $("$venv/bin/python" -c 'import sys; print(sys.base_prefix)'))"
+		pytest_ok=0
 	fi
 fi
 
@@ -150,18 +117,18 @@ for m in "${majors[@]}"; do
 	build="ok"
 
 	if ! "$top/scripts/provision.sh" "$m"; then
-		log "provision of PostgreSQL $m failed"
+		dp_log "provision of PostgreSQL $m failed"
 		build="FAILED (provision)"
 	else
 		buildlog="$mdir/build.log"
-		log "building against $("$pgc" --version) (log: $buildlog)"
+		dp_log "building against $("$pgc" --version) (log: $buildlog)"
 		if ! { make -C "$top" PG_CONFIG="$pgc" clean &&
 			make -C "$top" PG_CONFIG="$pgc" -j2 all &&
 			make -C "$top" PG_CONFIG="$pgc" install; } >"$buildlog" 2>&1; then
 			echo "---------------- build log (PostgreSQL $m) ----------------"
 			cat "$buildlog"
 			echo "------------------------------------------------------------"
-			log "build against PostgreSQL $m FAILED"
+			dp_log "build against PostgreSQL $m FAILED"
 			build="FAILED"
 		fi
 		[ $as_root -eq 1 ] && chmod -R a+rX "$pgdir"
@@ -175,9 +142,9 @@ for m in "${majors[@]}"; do
 			# directory: run the repo's Makefile from a scratch directory of
 			# the test user (PGXS takes srcdir from the Makefile's location).
 			rdir="$mdir/regress"
-			user_dir "$rdir"
-			log "pg_regress (installcheck) for PostgreSQL $m in $rdir"
-			if (cd "$rdir" && as_user env LD_LIBRARY_PATH="$pgdir/lib" \
+			dp_user_dir "$rdir"
+			dp_log "pg_regress (installcheck) for PostgreSQL $m in $rdir"
+			if (cd "$rdir" && dp_as_user env LD_LIBRARY_PATH="$pgdir/lib" \
 				make -f "$top/Makefile" PG_CONFIG="$pgc" installcheck \
 				REGRESS_OUTPUTDIR="$rdir"); then
 				suite_result "$m" regress ok
@@ -208,11 +175,11 @@ for m in "${majors[@]}"; do
 			suite_result "$m" pytest FAILED
 		else
 			pdir="$mdir/pytest"
-			user_dir "$pdir"
-			log "pytest for PostgreSQL $m"
+			dp_user_dir "$pdir"
+			dp_log "pytest for PostgreSQL $m"
 			args=("$top/tests" -p no:cacheprovider --basetemp="$pdir/tmp")
 			[ -n "$kexpr" ] && args+=(-k "$kexpr")
-			(cd "$pdir" && as_user env DP_PG_BINDIR="$pgdir/bin" \
+			(cd "$pdir" && dp_as_user env DP_PG_BINDIR="$pgdir/bin" \
 				DP_SMALL_FS="${DP_SMALL_FS:-}" \
 				LD_LIBRARY_PATH="$pgdir/lib" PYTHONDONTWRITEBYTECODE=1 \
 				"$venv/bin/python" -m pytest "${args[@]}")
@@ -220,7 +187,7 @@ for m in "${majors[@]}"; do
 			if [ $rc -eq 0 ] || { [ $rc -eq 5 ] && [ -n "$kexpr" ]; }; then
 				suite_result "$m" pytest ok
 			else
-				log "pytest for PostgreSQL $m exited $rc"
+				dp_log "pytest for PostgreSQL $m exited $rc"
 				suite_result "$m" pytest FAILED
 			fi
 		fi

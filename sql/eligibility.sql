@@ -63,7 +63,9 @@ CREATE TRIGGER ep2_br BEFORE INSERT ON ep2 FOR EACH ROW EXECUTE FUNCTION br();
 /*+ APPEND */ INSERT INTO ep SELECT 1 + g % 2, 'x' FROM generate_series(1, 10) g;
 SELECT tableoid::regclass, b, count(*) FROM ep GROUP BY 1, 2 ORDER BY 1;
 
--- small statements: below directpath.min_bytes the rows go the normal way
+-- small statements: below directpath.min_bytes the rows go the normal way;
+-- they say so at DEBUG1 only (no NOTICE per small statement), and in
+-- last_statement()
 SET directpath.min_bytes = '8kB';
 /*+ APPEND */ INSERT INTO e SELECT g, 'small' FROM generate_series(101, 103) g;
 SELECT path, reason, rows_inserted, pages_written FROM directpath.last_statement();

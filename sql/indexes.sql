@@ -14,7 +14,7 @@ CREATE INDEX ix_hash ON ix USING hash (k);
 -- existing storage: entries inserted after each batch
 SET directpath.batch_pages = 4;
 /*+ APPEND */ INSERT INTO ix SELECT g, g % 97, 'T' || g FROM generate_series(1, 20000) g;
-SELECT path, rows_inserted, indexes_rebuilt FROM directpath.last_statement();
+SELECT path, rows_inserted, indexes_rebuilt, index_maintenance FROM directpath.last_statement();
 RESET directpath.batch_pages;
 SELECT bt_index_check(i::regclass, true) FROM unnest(ARRAY['ix_pkey', 'ix_k', 'ix_expr', 'ix_part']) i;
 SET enable_seqscan = off;
@@ -38,6 +38,76 @@ TRUNCATE ix;
 ROLLBACK;
 \set VERBOSITY default
 SELECT count(*) FROM ix;
+
+-- new storage, every index a btree: built from the entries sorted during
+-- the load, without reading the heap again (no heap page in shared buffers)
+CREATE EXTENSION IF NOT EXISTS pg_buffercache;
+BEGIN;
+CREATE TABLE ixb (id bigserial PRIMARY KEY, ts timestamptz, acct int, t text);
+CREATE INDEX ixb_ts ON ixb (ts);
+CREATE INDEX ixb_h ON ixb (hashint4(acct));
+CREATE INDEX ixb_acct ON ixb (acct);
+CREATE INDEX ixb_part ON ixb (acct) WHERE acct % 2 = 0;
+CREATE INDEX ixb_incl ON ixb (acct DESC) INCLUDE (t);
+CREATE UNIQUE INDEX ixb_t ON ixb (t) NULLS NOT DISTINCT;
+/*+ APPEND */ INSERT INTO ixb (ts, acct, t)
+  SELECT '2026-01-01'::timestamptz + g * interval '1 second', g % 1000,
+         CASE WHEN g = 7 THEN NULL ELSE 'T' || g END
+    FROM generate_series(1, 30000) g;
+SELECT path, rows_inserted, indexes_rebuilt, index_maintenance, frozen FROM directpath.last_statement();
+COMMIT;
+SELECT count(*) AS heap_buffers FROM pg_buffercache
+ WHERE relfilenode = pg_relation_filenode('ixb') AND relforknumber = 0;
+SELECT i, bt_index_parent_check(i::regclass, true, true)
+  FROM unnest(ARRAY['ixb_pkey', 'ixb_ts', 'ixb_h', 'ixb_acct', 'ixb_part', 'ixb_incl', 'ixb_t']) i;
+-- the same size as CREATE INDEX gives (deduplicated where it allows)
+CREATE TEMP TABLE ixb_size AS
+  SELECT i, pg_relation_size(i::regclass) AS built
+    FROM unnest(ARRAY['ixb_pkey', 'ixb_ts', 'ixb_h', 'ixb_acct', 'ixb_part', 'ixb_incl', 'ixb_t']) i;
+REINDEX TABLE ixb;
+SELECT i, built = pg_relation_size(i::regclass) AS same_size FROM ixb_size ORDER BY i;
+SET enable_seqscan = off;
+SELECT count(*) FROM ixb WHERE acct = 42;
+SELECT count(*) FROM ixb WHERE hashint4(acct) = hashint4(42);
+SELECT count(*) FROM ixb WHERE acct = 42 AND acct % 2 = 0;
+SELECT id FROM ixb WHERE t = 'T29999';
+SELECT id FROM ixb WHERE t IS NULL;
+SELECT count(*) FROM ixb WHERE ts < '2026-01-01 00:01:00';
+RESET enable_seqscan;
+-- a duplicate, and NULLS NOT DISTINCT: the plain path's error
+BEGIN;
+TRUNCATE ixb;
+/*+ APPEND */ INSERT INTO ixb (acct, t) SELECT g, 'U' || (g % 9999) FROM generate_series(1, 10000) g;
+ROLLBACK;
+BEGIN;
+TRUNCATE ixb;
+/*+ APPEND */ INSERT INTO ixb (acct, t) SELECT g, CASE WHEN g % 5000 = 0 THEN NULL ELSE 'N' || g END FROM generate_series(1, 10000) g;
+ROLLBACK;
+-- COPY: a duplicate found by the build names no input line
+BEGIN;
+TRUNCATE ixb;
+/*+ APPEND */ COPY ixb (acct, t) FROM PROGRAM 'seq 1 5000 | sed -e "s/^4000$/17/" -e "s/.*/&\tV&/"';
+ROLLBACK;
+-- a second load into the same new storage finds the indexes filled: REINDEX
+BEGIN;
+TRUNCATE ixb;
+/*+ APPEND */ INSERT INTO ixb (acct, t) SELECT g, 'A' || g FROM generate_series(1, 5000) g;
+/*+ APPEND */ INSERT INTO ixb (acct, t) SELECT g, 'B' || g FROM generate_series(1, 5000) g;
+SELECT path, rows_inserted, indexes_rebuilt, index_maintenance FROM directpath.last_statement();
+COMMIT;
+SELECT i, bt_index_parent_check(i::regclass, true, true)
+  FROM unnest(ARRAY['ixb_pkey', 'ixb_acct', 'ixb_t']) i;
+-- directpath.index_spool off: REINDEX after the load, reading the heap
+SET directpath.index_spool = off;
+BEGIN;
+TRUNCATE ixb;
+/*+ APPEND */ INSERT INTO ixb (acct, t) SELECT g, 'C' || g FROM generate_series(1, 5000) g;
+COMMIT;
+RESET directpath.index_spool;
+SELECT count(*) > 0 AS heap_read_again FROM pg_buffercache
+ WHERE relfilenode = pg_relation_filenode('ixb') AND relforknumber = 0;
+SELECT count(*) FROM ixb;
+DROP TABLE ixb;
 -- index_rebuild off: maintained row by row even on new storage
 SET directpath.index_rebuild = off;
 BEGIN;

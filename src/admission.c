@@ -237,6 +237,7 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 	rti = linitial_int(mt->resultRelations);
 	relid = rt_fetch(rti, stmt->rtable)->relid;
 	a->reason = values_too_small(parse, relid);
+	a->small = a->reason != NULL;
 	if (a->reason == NULL)
 		a->reason = relation_rules(relid, true);
 	if (a->reason == NULL)

@@ -117,7 +117,8 @@ struct DPAppend
 	/* TOAST barrier: the highest block holding a toasted row, unlogged? */
 	BlockNumber toast_block;
 	bool		toast_unlogged;
-	DPToastWait *toast_wait;	/* shared by the statement's writers */
+	DPToastWait *toast_wait;	/* shared by the statement's writers, or
+								 * NULL (no barrier) */
 
 	MemoryContext cxt;			/* pages and arrays */
 };
@@ -277,7 +278,7 @@ log_batch(DPAppend *a, Page *pages, int n, BlockNumber first)
 			a->toast_wait->bytes = 0;
 	}
 	return dp_wal_log_pages(a->rel, first, n, pages, !a->heap_records,
-							a->toast_wait->writers > 0);
+							a->toast_wait != NULL && a->toast_wait->writers > 0);
 }
 
 /*

@@ -21,7 +21,8 @@
  *	  takes the list), 18 adds the unpruned relids; CheckValidResultRel
  *	  gains arguments in 17 and 18;
  *	- COPY FROM's ON_ERROR and LOG_VERBOSITY come in 17, REJECT_LIMIT and
- *	  LOG_VERBOSITY silent in 18.
+ *	  LOG_VERBOSITY silent in 18;
+ *	- BTMaxItemSize takes the page before 18.
  *
  *-------------------------------------------------------------------------
  */
@@ -234,6 +235,13 @@ dp_copy_row_skipped(CopyFromState cstate)
 #endif
 	return false;
 }
+
+/* The largest btree item that fits on 'page' (18 made it a constant). */
+#if PG_VERSION_NUM >= 180000
+#define DP_BT_MAX_ITEM_SIZE(page)	BTMaxItemSize
+#else
+#define DP_BT_MAX_ITEM_SIZE(page)	BTMaxItemSize(page)
+#endif
 
 /* The NOTICE core's COPY gives at the end when rows were skipped. */
 static inline void

@@ -369,9 +369,11 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	error_context_stack = &errcallback;
 	processed = read_rows(cstate, estate, slot, load, rejects);
 	/* the last batch's errors still name their input lines */
+	dp_load_end_rows(load);
+	error_context_stack = errcallback.previous;
+	/* an index build's errors (a duplicate) belong to no one line */
 	dp_load_finish(load);
 	processed -= dp_load_deleted(load);
-	error_context_stack = errcallback.previous;
 
 	dp_copy_report_skipped(cstate);
 	if (rejects && dp_rejects_count(rejects) > 0)

@@ -26,6 +26,7 @@
  *	  rejects.c		  COPY's rejects table
  *	  indexes.c		  every index strategy and its choice
  *	pages.c			the heap page builder: rows onto private pages
+ *	btree.c			the btree page builder: sorted entries into a tree
  *	append.c		the append layer: crash-safe writes of built pages
  *	  wal.c			  WAL records for appended pages
  *	  visibility.c	  tuple headers, freezing, visibility-map bits
@@ -74,6 +75,7 @@ extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
+extern bool dp_index_spool;
 extern int	dp_wal_format;
 
 /* Each module's hooks, installed by _PG_init. */
@@ -105,7 +107,8 @@ typedef struct DPReport
 	uint64		pages;			/* heap pages written directly */
 	bool		frozen;			/* some pages went out frozen */
 	int			relations;		/* leaf relations written */
-	int			indexes_rebuilt;	/* indexes rebuilt at the end */
+	int			indexes_rebuilt;	/* indexes built or rebuilt at the end */
+	uint32		index_strategies;	/* bit (1 << DPIndexStrategy) per one used */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */
@@ -113,10 +116,11 @@ extern void dp_report_init(DPReport *r);
 
 /*
  * The statement uses the normal path because of 'why': copy the reason into
- * the report and tell the user (at directpath.fallback_message_level when
- * hinted, DEBUG1 otherwise).  'kind' is "INSERT" or "COPY".
+ * the report and tell the user, at directpath.fallback_message_level with
+ * 'notify' (a hinted statement refused for a reason other than its size),
+ * else at DEBUG1.  'kind' is "INSERT" or "COPY".
  */
-extern void dp_report_normal(DPReport *r, bool hinted, const char *kind,
+extern void dp_report_normal(DPReport *r, bool notify, const char *kind,
 							 const char *why);
 
 /* Make the report last_statement()'s (copied); returns its id. */
@@ -185,6 +189,7 @@ typedef struct DPAdmission
 	bool		hinted;			/* the statement asked for the direct path */
 	bool		direct;			/* admitted */
 	const char *reason;			/* why not admitted, or NULL */
+	bool		small;			/* not admitted only for its size */
 	bool		locked;			/* ShareRowExclusiveLock on the target held */
 	bool		freeze_allowed; /* the statement's freezing rule allows it */
 } DPAdmission;
@@ -263,6 +268,7 @@ typedef struct DPForeign DPForeign;
 typedef struct DPRejects DPRejects;
 typedef struct DPHeapBuilder DPHeapBuilder;
 typedef struct DPAppend DPAppend;
+typedef struct DPBtreeBuild DPBtreeBuild;
 
 /* One relation the load writes (leaf.c). */
 typedef struct DPLeaf
@@ -305,14 +311,16 @@ typedef struct DPRow
  * load.c.  dp_load_begin: the caller owns estate and mtstate and fires
  * statement triggers; RETURNING rows go to 'retstore' (or NULL); 'input'
  * and 'rejects' are COPY's (or NULL).  dp_load_row: one row in the target's
- * format; false if it was rejected.  dp_load_finish: writes everything,
- * publishes the report.
+ * format; false if it was rejected.  dp_load_end_rows: writes every row and
+ * does their work (errors still name their row).  dp_load_finish: builds
+ * the indexes of new storage, publishes the report.
  */
 extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 							 ModifyTableState *mtstate, bool hinted,
 							 bool freeze_allowed, Tuplestorestate *retstore,
 							 DPInputLine *input, DPRejects *rejects);
 extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
+extern void dp_load_end_rows(DPLoad *load);
 extern void dp_load_finish(DPLoad *load);
 
 /* The load's report (valid after dp_load_finish for EXPLAIN ANALYZE). */
@@ -430,7 +438,8 @@ typedef enum DPIndexStrategy
 	DP_INDEX_NONE,				/* no index */
 	DP_INDEX_ROW,				/* per batch, row by row */
 	DP_INDEX_SORTED,			/* per batch, sorted by key per index */
-	DP_INDEX_REBUILD,			/* rebuilt once at the end */
+	DP_INDEX_BUILD,				/* built at the end from sorted entries */
+	DP_INDEX_REBUILD,			/* rebuilt once at the end (REINDEX) */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */
@@ -457,8 +466,34 @@ extern void dp_indexes_batch(DPIndexes *ix, EState *estate,
 							 TupleTableSlot *slot, HeapTuple *tuples,
 							 uint64 *linenos, int ntuples, DPInputLine *input);
 
-/* DP_INDEX_REBUILD: rebuild every index; returns how many (else 0). */
+/*
+ * DP_INDEX_BUILD: a placed row (values in 'slot', at 'tid') gives each
+ * index its entry, sorted at the end.
+ */
+extern void dp_indexes_spool(DPIndexes *ix, EState *estate,
+							 TupleTableSlot *slot, ItemPointer tid);
+
+/* DP_INDEX_BUILD, _REBUILD: build every index; returns how many (else 0). */
 extern int	dp_indexes_finish(DPIndexes *ix);
+
+/* ---------- btree.c: the btree page builder ---------- */
+
+/*
+ * Begin building 'index' (storage new in this transaction, only its
+ * metapage so far) from entries sorted in 'workmem' kB.
+ */
+extern DPBtreeBuild *dp_btree_begin(Relation heap, Relation index,
+									int workmem);
+
+/* One entry (copied into the sort). */
+extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
+						 bool *isnull);
+
+/* Sort, write the tree and then the metapage; releases the build. */
+extern void dp_btree_finish(DPBtreeBuild *b);
+
+/* Release an unfinished build; the index stays as it was. */
+extern void dp_btree_discard(DPBtreeBuild *b);
 
 /* ---------- pages.c: the heap page builder ---------- */
 

@@ -166,15 +166,22 @@ builtin_runs_queries(Oid funcid)
 		"database_to_xml", "database_to_xmlschema",
 		"database_to_xml_and_xmlschema", "ts_stat",
 	};
-	char	   *name = get_func_name(funcid);
+	static Oid	last_funcid = InvalidOid;	/* the last answer, for nextval() */
+	static bool last_found = false;
+	char	   *name;
 	bool		found = false;
 
+	if (funcid == last_funcid)
+		return last_found;
+	name = get_func_name(funcid);
 	if (name == NULL)
 		return false;
 	for (int i = 0; i < lengthof(names); i++)
 		if (strcmp(name, names[i]) == 0)
 			found = true;
 	pfree(name);
+	last_funcid = funcid;
+	last_found = found;
 	return found;
 }
 
@@ -326,7 +333,8 @@ dp_statement_freeze_safe(Query *parse, PlannedStmt *stmt, Oid target)
 static int64
 value_max_bytes(Node *expr)
 {
-	int16		typlen = get_typlen(exprType(expr));
+	int16		typlen = IsA(expr, Const) ? ((Const *) expr)->constlen :
+		get_typlen(exprType(expr));
 
 	if (typlen > 0)
 		return typlen + (typlen > 1 ? 7 : 0);	/* alignment padding */

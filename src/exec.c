@@ -42,6 +42,7 @@ typedef struct DPScanState
 	CustomScanState css;
 	ModifyTableState *mtstate;
 	bool		hinted;
+	bool		small;			/* refused only for its size: no NOTICE */
 	bool		freeze_allowed; /* by the statement and, once the executor
 								 * started, by prior transaction activity */
 	DPReport	refused;		/* plan-time refusal: reason set; else unused */
@@ -98,6 +99,7 @@ dp_create_scan_state(CustomScan *cscan)
 	dp_report_init(&s->refused);
 	strlcpy(s->refused.reason, reason, sizeof(s->refused.reason));
 	s->freeze_allowed = intVal(lthird(cscan->custom_private)) != 0;
+	s->small = intVal(lfourth(cscan->custom_private)) != 0;
 	return (Node *) s;
 }
 
@@ -121,7 +123,8 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 		return;
 	if (s->refused.reason[0] != '\0')
 	{
-		dp_report_normal(&s->refused, s->hinted, "INSERT", s->refused.reason);
+		dp_report_normal(&s->refused, s->hinted && !s->small, "INSERT",
+						 s->refused.reason);
 		s->report_id = dp_report_publish(&s->refused);
 		return;
 	}
@@ -171,6 +174,7 @@ run(DPScanState *s)
 			return;
 	}
 
+	dp_load_end_rows(s->load);
 	dp_load_finish(s->load);
 	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
 	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);

@@ -37,7 +37,21 @@
  *	  one entry in ten, later batches of the statement insert that index's
  *	  entries in input order.
  *
- * 3. Rebuild at the end (dp_indexes_finish), when the relation's storage was created or
+ * 3. Built at the end from entries sorted during the load (DP_INDEX_BUILD:
+ *	  dp_indexes_spool, dp_indexes_finish), when the relation's storage and
+ *	  its indexes' were created or truncated in this transaction and were
+ *	  empty when the load began, every index is an immediate btree (no
+ *	  exclusion constraint) and directpath.index_rebuild and
+ *	  directpath.index_spool are on.  Each placed row's entry goes into a
+ *	  tuplesort per index (partial-index predicates and expressions
+ *	  evaluated as ExecInsert does; maintenance_work_mem shared among the
+ *	  indexes); at the end each sorted stream becomes the index's pages
+ *	  through our btree page builder (btree.c).  The heap is not read
+ *	  again, so its pages stay out of shared buffers.  Uniqueness is
+ *	  checked by the sort, as CREATE INDEX checks it, and reported with the
+ *	  plain path's message and SQLSTATE.
+ *
+ * 4. Rebuild at the end (dp_indexes_finish), when the relation's storage was created or
  *	  truncated in this transaction (so its indexes are new and private to
  *	  us too) and directpath.index_rebuild is on.  No entry is inserted
  *	  during the load; after the last flush every index is rebuilt once by
@@ -60,6 +74,7 @@
 #include "access/genam.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "storage/bufmgr.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/tuplesort.h"
@@ -74,6 +89,7 @@ struct DPIndexes
 	DPIndexStrategy strategy;
 	bool	   *sort;			/* DP_INDEX_SORTED: per index, still worth
 								 * sorting?  Else NULL */
+	DPBtreeBuild **builds;		/* DP_INDEX_BUILD: per index */
 	bool		has_unique;		/* any immediate unique index? */
 };
 
@@ -97,6 +113,42 @@ can_rebuild(ResultRelInfo *rri)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * May this leaf's indexes be built from entries sorted during the load?
+ * Rebuilding must be allowed, every index a btree, and the heap and the
+ * indexes empty (no earlier statement of the transaction wrote them).
+ */
+static bool
+can_build(ResultRelInfo *rri)
+{
+	if (!dp_index_spool || !can_rebuild(rri) ||
+		RelationGetNumberOfBlocks(rri->ri_RelationDesc) != 0)
+		return false;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	idx = rri->ri_IndexRelationDescs[i];
+
+		if (idx->rd_rel->relam != BTREE_AM_OID ||
+			RelationGetNumberOfBlocks(idx) != 1)
+			return false;
+	}
+	return true;
+}
+
+/* One sorted build per index, sharing maintenance_work_mem. */
+static DPBtreeBuild **
+begin_builds(ResultRelInfo *rri)
+{
+	int			n = rri->ri_NumIndices;
+	DPBtreeBuild **builds = palloc(sizeof(DPBtreeBuild *) * n);
+	int			workmem = Max(maintenance_work_mem / n, 1024);
+
+	for (int i = 0; i < n; i++)
+		builds[i] = dp_btree_begin(rri->ri_RelationDesc,
+								   rri->ri_IndexRelationDescs[i], workmem);
+	return builds;
 }
 
 /* May this leaf's entries be inserted sorted, per batch? */
@@ -133,6 +185,11 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 		ix->strategy = DP_INDEX_NONE;
 	else if (reject_duplicates && ix->has_unique)
 		ix->strategy = DP_INDEX_ROW;
+	else if (can_build(rri))
+	{
+		ix->strategy = DP_INDEX_BUILD;
+		ix->builds = begin_builds(rri);
+	}
 	else if (can_rebuild(rri))
 		ix->strategy = DP_INDEX_REBUILD;
 	else if (can_sort(rri))
@@ -161,6 +218,12 @@ dp_indexes_has_unique(DPIndexes *ix)
 void
 dp_indexes_row_by_row(DPIndexes *ix)
 {
+	if (ix->strategy == DP_INDEX_BUILD)
+	{
+		for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+			dp_btree_discard(ix->builds[i]);
+		ix->builds = NULL;
+	}
 	if (ix->strategy != DP_INDEX_NONE)
 		ix->strategy = DP_INDEX_ROW;
 }
@@ -334,6 +397,93 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
  * Turn the build's "could not create unique index" into the message an
  * INSERT gives for the same duplicate.
  */
+static void rethrow_as_insert_error(ErrorData *edata, const char *index_name,
+									Relation heap);
+
+/*
+ * Run 'fn' for index i of the leaf; a unique violation it raises is
+ * reported as a plain INSERT reports it.
+ */
+static void
+as_insert(DPIndexes *ix, int i, void (*fn) (DPIndexes *ix, int i, void *arg),
+		  void *arg)
+{
+	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (!idx->rd_index->indisunique)
+	{
+		fn(ix, i, arg);
+		return;
+	}
+	PG_TRY();
+	{
+		fn(ix, i, arg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		rethrow_as_insert_error(edata, RelationGetRelationName(idx),
+								ix->rri->ri_RelationDesc);
+	}
+	PG_END_TRY();
+}
+
+/* An entry's key, for one index's sorted build. */
+typedef struct DPSpoolEntry
+{
+	ItemPointer tid;
+	Datum	   *values;
+	bool	   *isnull;
+} DPSpoolEntry;
+
+static void
+spool_one(DPIndexes *ix, int i, void *arg)
+{
+	DPSpoolEntry *e = (DPSpoolEntry *) arg;
+
+	dp_btree_add(ix->builds[i], e->tid, e->values, e->isnull);
+}
+
+void
+dp_indexes_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
+				 ItemPointer tid)
+{
+	ResultRelInfo *rri = ix->rri;
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	DPSpoolEntry e = {tid, values, isnull};
+
+	Assert(ix->strategy == DP_INDEX_BUILD);
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (ii->ii_Predicate != NIL)
+		{
+			if (ii->ii_PredicateState == NULL)
+				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
+			if (!ExecQual(ii->ii_PredicateState, econtext))
+				continue;
+		}
+		FormIndexDatum(ii, slot, estate, values, isnull);
+		as_insert(ix, i, spool_one, &e);
+	}
+}
+
+static void
+build_one(DPIndexes *ix, int i, void *arg)
+{
+	dp_btree_finish(ix->builds[i]);
+}
 static void
 rethrow_as_insert_error(ErrorData *edata, const char *index_name,
 						Relation heap)
@@ -387,6 +537,14 @@ dp_indexes_finish(DPIndexes *ix)
 	int			n = rri->ri_NumIndices;
 	Oid		   *oids;
 
+	if (ix->strategy == DP_INDEX_BUILD)
+	{
+		dp_fault("before_index_rebuild");
+		for (int i = 0; i < n; i++)
+			as_insert(ix, i, build_one, NULL);
+		dp_fault("after_index_rebuild");
+		return n;
+	}
 	if (ix->strategy != DP_INDEX_REBUILD)
 		return 0;
 	oids = palloc(sizeof(Oid) * n);

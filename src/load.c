@@ -37,6 +37,11 @@
  * still filling too whenever rows are queued, so that no row waits
  * indefinitely, then processes the queue.  The end of the input drains.
  *
+ * The end comes in two steps: dp_load_end_rows() writes every row and
+ * does their after-insert work, so that the errors of a row still name it
+ * (COPY's line); dp_load_finish() then builds the indexes of new storage,
+ * whose errors (a duplicate found by the build) belong to no one line.
+ *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written (queue.c); the row count and pg_stat
  * counters are the plain path's; the report (report.c) is published once,
@@ -58,6 +63,7 @@ typedef enum DPState
 {
 	DPS_HOLD,					/* holding rows until min_bytes */
 	DPS_DIRECT,					/* placing rows on pages */
+	DPS_WRITTEN,				/* direct, every row written, indexes next */
 	DPS_DONE,
 } DPState;
 
@@ -180,6 +186,14 @@ count_pages(DPLoad *s, DPLeaf *leaf)
 	leaf->full_pages = full;
 }
 
+/* The placed row's index entries, for indexes built at the end. */
+static inline void
+spool(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, ItemPointer tid)
+{
+	if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		dp_indexes_spool(leaf->indexes, s->leaves.estate, slot, tid);
+}
+
 /* Put the row in 'slot' on a page; queue it if it has deferred work. */
 static void
 place(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
@@ -196,6 +210,7 @@ place(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 	}
 	else
 		dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
+	spool(s, leaf, slot, &slot->tts_tid);
 	count_pages(s, leaf);
 }
 
@@ -232,6 +247,12 @@ go_direct(DPLoad *s)
 		ItemPointerData tid;
 
 		dp_heap_add(leaf->writer, held[i].tuple, &tid);
+		if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		{
+			ExecStoreHeapTuple(held[i].tuple, leaf->slot, false);
+			spool(s, leaf, leaf->slot, &tid);
+			ExecClearTuple(leaf->slot);
+		}
 		if (leaf->needs_post)
 		{
 			MemoryContext old = MemoryContextSwitchTo(dp_queue_memory(s->queue));
@@ -402,7 +423,7 @@ finish_normal(DPLoad *s)
 		snprintf(why, sizeof(why),
 				 "the statement produced less than directpath.min_bytes (%d bytes) of rows",
 				 dp_min_bytes);
-		dp_report_normal(&s->report, s->hinted, s->kind, why);
+		dp_report_normal(&s->report, false, s->kind, why);
 	}
 	else
 		strlcpy(s->report.reason, s->report.rows > 0 ?
@@ -410,9 +431,9 @@ finish_normal(DPLoad *s)
 				"the statement produced no rows", sizeof(s->report.reason));
 }
 
-/* Everything written: finish each builder, rebuild deferred indexes. */
+/* The last flush: every row written, each page builder finished. */
 static void
-finish_direct(DPLoad *s)
+finish_heaps(DPLoad *s)
 {
 	flush(s, true);
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
@@ -420,23 +441,41 @@ finish_direct(DPLoad *s)
 		if (leaf->writer == NULL)
 			continue;
 		s->report.pages += dp_heap_finish(leaf->writer);
-		s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
+		if (dp_indexes_strategy(leaf->indexes) != DP_INDEX_NONE)
+			s->report.index_strategies |= 1 << dp_indexes_strategy(leaf->indexes);
 	}
+	s->state = DPS_WRITTEN;
+}
+
+/* Indexes built at the end (new storage), once every row is written. */
+static void
+finish_indexes(DPLoad *s)
+{
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+		if (leaf->writer != NULL)
+			s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
 	dp_fault("finish");
 }
 
 void
-dp_load_finish(DPLoad *s)
+dp_load_end_rows(DPLoad *s)
 {
 	uncount(s, dp_foreign_flush_all(&s->leaves, s->queue,
 									s->input ? *s->input->lineno : 0));
 	if (s->state == DPS_DIRECT)
-		finish_direct(s);
+		finish_heaps(s);
 	else
 		finish_normal(s);
 	Assert(s->leaves.toast_wait.writers == 0);
 	if (s->rejects)
 		dp_rejects_write_queued(s->rejects);
+}
+
+void
+dp_load_finish(DPLoad *s)
+{
+	if (s->state == DPS_WRITTEN)
+		finish_indexes(s);
 	s->state = DPS_DONE;
 	dp_leaf_end_all(&s->leaves);
 

@@ -20,7 +20,8 @@
  *						reason is noted for last_statement() (report.c).
  *
  * custom_private holds: [0] hinted (Integer), [1] the refusal reason or ""
- * (String), [2] freezing allowed by the statement (Integer).  The wrapper's
+ * (String), [2] freezing allowed by the statement (Integer), [3] refused
+ * only for its size (Integer: the reason goes to DEBUG1, report.c).  The wrapper's
  * output is the ModifyTable's RETURNING list: the plan's targetlist refers
  * to custom_scan_tlist (a copy of the ModifyTable's targetlist) through
  * INDEX_VAR Vars, so no projection happens and EXPLAIN VERBOSE prints the
@@ -89,9 +90,10 @@ wrap_plan(PlannedStmt *stmt, const DPAdmission *a)
 	cscan->scan.plan.targetlist = passthrough_tlist(mt->plan.targetlist);
 	cscan->custom_scan_tlist = copyObject(mt->plan.targetlist);
 	cscan->custom_plans = list_make1(mt);
-	cscan->custom_private = list_make3(makeInteger(a->hinted ? 1 : 0),
+	cscan->custom_private = list_make4(makeInteger(a->hinted ? 1 : 0),
 									   makeString(pstrdup(a->reason ? a->reason : "")),
-									   makeInteger(a->freeze_allowed ? 1 : 0));
+									   makeInteger(a->freeze_allowed ? 1 : 0),
+									   makeInteger(a->small ? 1 : 0));
 	cscan->methods = dp_exec_plan_methods();
 	stmt->planTree = (Plan *) cscan;
 }

@@ -4,6 +4,13 @@
  *	  What a statement did, said in one place: directpath.last_statement(),
  *	  EXPLAIN's lines and the "uses the normal path" message.
  *
+ * Messages.  A hinted statement that is refused says why at
+ * directpath.fallback_message_level (NOTICE by default): the user asked for
+ * the direct path.  A statement that is only too small to fill a page says
+ * so at DEBUG1: the normal path is the better one for it, and a message per
+ * small statement would cost its client more than the statement itself.
+ * Every reason is in last_statement() and, for a hinted statement, EXPLAIN.
+ *
  * Every INSERT or COPY that directpath considered fills one DPReport: the
  * load fills it as it goes (load.c), a statement left to core fills only
  * the reason.  dp_report_publish() makes a report the one that
@@ -16,8 +23,9 @@
  * planner notes their reason here, keyed by the statement's text
  * (dp_report_note_plan); when the executor starts a plan of that text
  * without a DirectPath node, the note is published (dp_report_plan_start).
- * The notes are few (the most recent DP_PLAN_NOTES statements) and only
- * looked up under mode = always.
+ * The notes are few (the most recent DP_PLAN_NOTES statements), kept in
+ * static memory (a text's first DP_NOTE_PREFIX bytes, its length and hash
+ * identify it), and only looked up under mode = always.
  *
  * Invariant: last_statement() describes the last INSERT or COPY that
  * directpath considered in this session, and nothing else writes dp_last.
@@ -30,7 +38,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/memutils.h"
 
 /* the report last_statement() returns, and its id */
 static DPReport last;
@@ -40,10 +47,14 @@ static uint64 last_id = 0;
 /* plan-time reasons of statements planned without our node */
 #define DP_PLAN_NOTES 16
 
+/* a note keeps this much of the text; the hash and length cover the rest */
+#define DP_NOTE_PREFIX 1024
+
 typedef struct DPPlanNote
 {
 	uint32		hash;			/* of the statement's text; 0: unused */
-	char	   *text;			/* the statement's text */
+	int			len;			/* the text's length */
+	char		prefix[DP_NOTE_PREFIX]; /* its first bytes */
 	char		reason[DP_REASON_LEN];
 } DPPlanNote;
 
@@ -57,11 +68,11 @@ dp_report_init(DPReport *r)
 }
 
 void
-dp_report_normal(DPReport *r, bool hinted, const char *kind, const char *why)
+dp_report_normal(DPReport *r, bool notify, const char *kind, const char *why)
 {
 	r->direct = false;
 	strlcpy(r->reason, why, sizeof(r->reason));
-	ereport(hinted ? dp_fallback_level : DEBUG1,
+	ereport(notify ? dp_fallback_level : DEBUG1,
 			(errmsg("directpath: %s uses the normal path: %s", kind, why)));
 }
 
@@ -78,6 +89,20 @@ dp_report_rows(uint64 id, uint64 rows)
 {
 	if (last_valid && last_id == id)
 		last.rows = rows;
+}
+
+/* The index strategies used, named, comma-separated (DPIndexStrategy). */
+static const char *
+strategies(const DPReport *r)
+{
+	static const char *const names[] = {"none", "row", "sorted", "build", "reindex"};
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 1; i < lengthof(names); i++)
+		if (r->index_strategies & (1 << i))
+			appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", names[i]);
+	return buf.data;
 }
 
 void
@@ -101,6 +126,8 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 	ExplainPropertyBool("Frozen", r->frozen, es);
 	if (r->indexes_rebuilt > 0)
 		ExplainPropertyInteger("Indexes Rebuilt", NULL, r->indexes_rebuilt, es);
+	if (r->index_strategies != 0)
+		ExplainPropertyText("Index Maintenance", strategies(r), es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */
@@ -122,11 +149,8 @@ dp_report_note_plan(const char *source, int location, int len,
 	DPPlanNote *note = &notes[next_note];
 
 	next_note = (next_note + 1) % DP_PLAN_NOTES;
-	if (note->text)
-		pfree(note->text);
-	note->text = MemoryContextAlloc(TopMemoryContext, n + 1);
-	memcpy(note->text, text, n);
-	note->text[n] = '\0';
+	note->len = n;
+	memcpy(note->prefix, text, Min(n, DP_NOTE_PREFIX));
 	note->hash = hash_bytes((const unsigned char *) text, n) | 1;
 	strlcpy(note->reason, why, sizeof(note->reason));
 }
@@ -147,8 +171,8 @@ dp_report_plan_start(const char *source, int location, int len)
 		DPPlanNote *note = &notes[i];
 		DPReport	r;
 
-		if (note->hash != hash || strncmp(note->text, text, n) != 0 ||
-			note->text[n] != '\0')
+		if (note->hash != hash || note->len != n ||
+			memcmp(note->prefix, text, Min(n, DP_NOTE_PREFIX)) != 0)
 			continue;
 		dp_report_init(&r);
 		strlcpy(r.reason, note->reason, sizeof(r.reason));
@@ -165,8 +189,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {0};
+	Datum		values[8];
+	bool		nulls[8] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -183,5 +207,9 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 	values[4] = BoolGetDatum(last.direct && last.frozen);
 	values[5] = Int32GetDatum(last.relations);
 	values[6] = Int32GetDatum(last.indexes_rebuilt);
+	if (last.index_strategies != 0)
+		values[7] = CStringGetTextDatum(strategies(&last));
+	else
+		nulls[7] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -31,6 +31,8 @@ def test_standby_replays_direct_loads(make_cluster, tmp_path):
         st = last_statement(conn)
         conn.execute("COMMIT")
         assert st["path"] == "direct" and st["frozen"] is True, st
+        # its index was built from the load's sorted entries (btree.c)
+        assert st["index_maintenance"] == "build", st
         # Created in the transaction.
         conn.execute("BEGIN")
         conn.execute(f"CREATE TABLE s3 {TABLE_COLUMNS}")
@@ -46,6 +48,8 @@ def test_standby_replays_direct_loads(make_cluster, tmp_path):
         want_vm = {t: vm_summary(conn, t) for t in ("s2", "s3")}
         want_idx = conn.execute("SELECT count(*), sum(value) FROM s1 "
                                 "WHERE indid BETWEEN 150000 AND 201000").fetchone()
+        want_idx2 = conn.execute("SELECT count(*), sum(value) FROM s2 "
+                                 "WHERE indid BETWEEN 1000 AND 5000").fetchone()
     assert want["s1"][0] == n + 5000 and want["s2"][0] == want["s3"][0] == n
 
     p.wait_replay(sb)
@@ -58,6 +62,10 @@ def test_standby_replays_direct_loads(make_cluster, tmp_path):
         conn.execute("SET enable_bitmapscan = off")
         assert conn.execute("SELECT count(*), sum(value) FROM s1 "
                             "WHERE indid BETWEEN 150000 AND 201000").fetchone() == want_idx
+        assert conn.execute("SELECT count(*), sum(value) FROM s2 "
+                            "WHERE indid BETWEEN 1000 AND 5000").fetchone() == want_idx2
+        # the replayed index is a valid tree holding every row
+        conn.execute("SELECT bt_index_check('s2_indid', heapallindexed => true)")
 
     sb.promote()
     with sb.conn() as conn:

@@ -1,4 +1,4 @@
-"""The per-run measurement procedure of shared/design/baseline.md, section 2:
+"""The per-run measurement procedure of docs/baseline.md, section 2:
 
  1. setup (drop/create, indexes) committed, CHECKPOINT, settle;
  2. insert LSN, client wall clock around the load statement(s) (COMMIT
@@ -16,33 +16,20 @@ import re
 import subprocess
 import time
 
+from pgharness import sql
+from pgharness.sql import insert_lsn, last_statement, wal_diff
+
 from .util import BenchError, FellBack, log
 
-LAST_STATEMENT = ("SELECT path, reason, rows_inserted, pages_written, frozen, relations, "
-                  "indexes_rebuilt FROM directpath.last_statement()")
-
-
-def insert_lsn(conn):
-    return conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
-
-
-def wal_diff(conn, a, b):
-    return int(conn.execute("SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)", (str(b), str(a)))
-               .fetchone()[0])
-
-
-def last_statement(conn):
-    row = conn.execute(LAST_STATEMENT).fetchone()
-    if row is None or row[0] is None:
-        return None
-    keys = ("path", "reason", "rows_inserted", "pages_written", "frozen", "relations",
-            "indexes_rebuilt")
-    return dict(zip(keys, row))
+def handled(conn):
+    """directpath.last_statement(), or None when it handled no statement."""
+    ls = last_statement(conn)
+    return ls if ls is not None and ls["path"] is not None else None
 
 
 def check_direct(conn, what, expect_rows=None):
     """Fail loudly unless the last statement took the direct path."""
-    ls = last_statement(conn)
+    ls = handled(conn)
     if ls is None:
         raise FellBack(f"{what}: directpath.last_statement() is empty: the statement was not "
                        f"handled by directpath at all (library not loaded, or directpath.mode = off?)")
@@ -57,17 +44,7 @@ def check_direct(conn, what, expect_rows=None):
 
 def leaf_tables(conn, names):
     """Regular tables behind the given names (partitioned tables expand to leaves)."""
-    out = []
-    for n in names:
-        rows = conn.execute(
-            "SELECT c.oid::regclass::text FROM pg_partition_tree(%s::regclass) p "
-            "JOIN pg_class c ON c.oid = p.relid WHERE c.relkind IN ('r', 'm') ORDER BY 1",
-            (n,)).fetchall()
-        if rows:
-            out.extend(r[0] for r in rows)
-        else:  # not partitioned: pg_partition_tree() returns nothing
-            out.append(conn.execute("SELECT %s::regclass::text", (n,)).fetchone()[0])
-    return out
+    return [leaf for n in names for leaf in sql.leaf_tables(conn, n, local_only=True)]
 
 
 def rel_facts(conn, tables):
@@ -85,8 +62,7 @@ def rel_facts(conn, tables):
         f["heap_bytes"] += heap
         f["index_bytes"] += idx
         f["toast_bytes"] += toast
-        v = conn.execute("SELECT all_visible, all_frozen FROM pg_visibility_map_summary(%s)",
-                         (t,)).fetchone()
+        v = sql.vm_summary(conn, t)
         f["vm_all_visible"] += v[0]
         f["vm_all_frozen"] += v[1]
     f["heap_pages"] = f["heap_bytes"] // 8192
@@ -111,18 +87,14 @@ def rel_facts(conn, tables):
 
 
 def vm_summary(conn, tables):
-    vis = frz = 0
-    for t in tables:
-        v = conn.execute("SELECT all_visible, all_frozen FROM pg_visibility_map_summary(%s)",
-                         (t,)).fetchone()
-        vis += v[0]
-        frz += v[1]
-    return vis, frz
+    """(all_visible, all_frozen) pages summed over the tables."""
+    vms = [sql.vm_summary(conn, t) for t in tables]
+    return sum(v[0] for v in vms), sum(v[1] for v in vms)
 
 
-def timed(conn, sql):
+def timed(conn, statement):
     t0 = time.perf_counter()
-    conn.execute(sql)
+    conn.execute(statement)
     return time.perf_counter() - t0
 
 
@@ -139,15 +111,15 @@ def measure_load(ctx, *, setup, load, tables, rows, expect=None, freeze_vacuum=T
     tables: the loaded tables (partitioned tables are expanded to leaves);
     expect: 'direct' to require directpath's direct path, or None;
     conn_options: statements run first on the load's fresh connection (SET ...);
-    remote: a Server whose WAL is measured as well (postgres_fdw)."""
+    remote: a Cluster whose WAL is measured as well (postgres_fdw)."""
     notices = []
     rec = {"rows": rows, "loadavg_before": os.getloadavg()[0]}
-    with ctx.server.connect(notices=notices) as conn:
+    with ctx.server.conn(notices=notices) as conn:
         for s in conn_options:
             conn.execute(s)
         for s in setup:
             conn.execute(s)
-        rconn = remote.connect() if remote else None
+        rconn = remote.conn() if remote else None
         try:
             if rconn:
                 rconn.execute("CHECKPOINT")
@@ -177,7 +149,7 @@ def measure_load(ctx, *, setup, load, tables, rows, expect=None, freeze_vacuum=T
         if expect == "direct":
             rec["directpath"] = check_direct(conn, what, expect_rows=rows)
         else:
-            ls = last_statement(conn)
+            ls = handled(conn)
             if ls is not None:
                 rec["directpath"] = ls
         rec["notices"] = notices[:20]
@@ -205,13 +177,13 @@ def measure_load(ctx, *, setup, load, tables, rows, expect=None, freeze_vacuum=T
     return rec
 
 
-def measure_query(ctx, sql, rows):
+def measure_query(ctx, query, rows):
     """Time a statement that writes nothing (e.g. producing the rows only)."""
-    with ctx.server.connect() as conn:
+    with ctx.server.conn() as conn:
         checkpoint_settle(ctx, conn)
         l0 = insert_lsn(conn)
         t0 = time.perf_counter()
-        conn.execute(sql).fetchall()
+        conn.execute(query).fetchall()
         el = time.perf_counter() - t0
         wal = wal_diff(conn, l0, insert_lsn(conn))
     return {"rows": rows, "load_s": el, "load_ckpt_s": el, "ckpt_s": 0.0, "wal_bytes": wal,
@@ -254,7 +226,7 @@ def parse_pgbench_run(output):
 
 
 def pgbench(ctx, args, *, pgoptions=None, timeout=3600):
-    cmd = [ctx.server.tool("pgbench"), *args]
+    cmd = [ctx.server.bin("pgbench"), *args]
     r = subprocess.run([str(c) for c in cmd], env=ctx.server.client_env(pgoptions),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout, cwd=str(ctx.workdir))

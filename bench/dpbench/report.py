@@ -6,7 +6,7 @@ from pathlib import Path
 from . import plots, seeds
 from .util import MiB, fmt_mb, fmt_num, fmt_ratio, fmt_stat, md_table, ratio, stat, text_table
 
-PHASES = ("replica", "minimal")
+PHASES = ("replica", "minimal", "logical")
 
 
 class CaseAgg:
@@ -481,6 +481,202 @@ def section_hot(agg, meta, out, figs):
     return md
 
 
+# ------------------------------------------------------ WAL formats (6) ----
+
+def run_ratios(a, base, metric):
+    """median [min-max] of a's metric divided by base's of the same run."""
+    if a is None or base is None:
+        return None
+    by = {r["run"]: r.get(metric) for r in base.recs}
+    return stat([r[metric] / by[r["run"]] for r in a.recs
+                 if r.get(metric) is not None and by.get(r["run"])])
+
+
+def wal_rows(agg):
+    """{phase: [(case, ratio and WAL stats)]}, ratios against the same run's
+    plain INSERT and COPY."""
+    out = {}
+    for phase in agg.phases("wal"):
+        base, copy = agg.get("wal", phase, "insert"), agg.get("wal", phase, "copy")
+        out[phase] = [{
+            "case": a.case, "label": a.label, "load_s": a.st("load_s"),
+            "load_vs_insert": run_ratios(a, base, "load_s"),
+            "load_vs_copy": run_ratios(a, copy, "load_s"),
+            "wal_mb": stat([r["wal_bytes"] / MiB for r in a.recs]),
+            "heap_mb": stat([r["heap_bytes"] / MiB for r in a.recs]),
+            "wal_per_heap": a.st("wal_per_heap"),
+            "wal_per_row": stat([r["wal_bytes"] / r["rows"] for r in a.recs]),
+            "replay_s": a.st("replay_s"),
+            "replay_vs_insert": run_ratios(a, base, "replay_s"),
+        } for a in agg.cases("wal", phase)]
+    return out
+
+
+WAL_HEADER = ["case", "load s", "load / INSERT", "load / COPY", "WAL MB", "heap MB",
+              "WAL / heap", "WAL B/row", "replay s", "replay / INSERT"]
+
+
+def wal_table_rows(rows):
+    return [[r["label"], fmt_stat(r["load_s"]), fmt_stat(r["load_vs_insert"]),
+             fmt_stat(r["load_vs_copy"]), fmt_stat(r["wal_mb"], 0, show_range=False),
+             fmt_stat(r["heap_mb"], 0, show_range=False),
+             fmt_stat(r["wal_per_heap"], 3, show_range=False),
+             fmt_stat(r["wal_per_row"], 1, show_range=False), fmt_stat(r["replay_s"]),
+             fmt_stat(r["replay_vs_insert"])] for r in rows]
+
+
+def wal_verdict(summary):
+    """The goal: records' WAL per heap byte <= COPY's, its load time no worse
+    than image's.  WAL per row is shown too: COPY's pages are less full than
+    ours, which flatters its per-heap-byte ratio."""
+    def med(st):
+        return st["med"] if st else None
+    lines = []
+    for phase, rows in summary.items():
+        by = {r["case"]: r for r in rows}
+        rec, copy, img = by.get("direct_records"), by.get("copy"), by.get("direct_image")
+        if rec and copy:
+            a, b = med(rec["wal_per_heap"]), med(copy["wal_per_heap"])
+            ra, rb = med(rec["wal_per_row"]), med(copy["wal_per_row"])
+            ha, hb = med(rec["heap_mb"]), med(copy["heap_mb"])
+            lines.append(f"{phase}: WAL per heap byte, records {a:.3f} vs COPY {b:.3f} "
+                         f"({'met' if a <= b else 'not met'}); per row {ra:.1f} vs {rb:.1f} B "
+                         f"({'met' if ra <= rb else 'not met'}); heap {ha:.0f} vs {hb:.0f} MB")
+        if rec and img:
+            a, b = med(rec["load_vs_insert"]), med(img["load_vs_insert"])
+            lines.append(f"{phase}: load time / INSERT, records {a:.2f} vs image {b:.2f} "
+                         f"({'met' if a <= b * 1.02 else 'not met'}, 2% noise allowed)")
+    return lines
+
+
+def section_wal(agg, meta, out, figs):
+    summary = wal_rows(agg)
+    if not summary:
+        return []
+    rows = agg.cases("wal", next(iter(summary)))[0].first("rows")
+    md = ["## 6. WAL formats against INSERT and COPY, with standby replay", "",
+          f"{rows:,} seed rows into an existing table without indexes; per wal_level a fresh "
+          "primary with baseline.md's settings (and `max_wal_senders = 4`, `hot_standby = on`, "
+          "`wal_keep_size = 32GB`) and a streaming standby made from it. WAL is the bytes "
+          "between the insert LSNs around the load; the standby's replay is paused during the "
+          "load, then resumed and timed until it reaches the load's end. Ratios divide each "
+          "run by the plain INSERT (and COPY) of the same run. At wal_level = logical the "
+          "table is logically logged and always gets records: no image cases.", ""]
+    for phase, r in summary.items():
+        md += [f"### wal_level = {phase}", "", md_table(WAL_HEADER, wal_table_rows(r)), ""]
+    md += ["Goal (records: no more WAL per heap byte than COPY, no slower than images):", ""]
+    md += [f"- {x}" for x in wal_verdict(summary)] + [""]
+    return md
+
+
+def wal_text(agg):
+    summary = wal_rows(agg)
+    out = []
+    for phase, rows in summary.items():
+        out += ["", f"WAL formats, wal_level = {phase}",
+                text_table(WAL_HEADER, wal_table_rows(rows))]
+    return out + wal_verdict(summary)
+
+
+# -------------------------------------------------- index maintenance (7) ----
+
+INDEX_HEADER = ["indexes", "path", "load + CHECKPOINT s", "/ plain"]
+
+
+def index_rows(agg):
+    return [[a.first("indexes"), a.first("mode"), fmt_stat(a.st("load_ckpt_s")),
+             fmt_stat(run_ratios(a, agg.get("indexes", "replica", a.twin or a.case),
+                                 "load_ckpt_s"))]
+            for a in agg.cases("indexes", "replica")]
+
+
+def section_indexes(agg, meta, out, figs):
+    cases = agg.cases("indexes", "replica")
+    if not cases:
+        return []
+    return ["## 7. Index maintenance on existing tables", "",
+            f"{cases[0].first('rows'):,} seed rows into a table created and indexed in an "
+            "earlier transaction, on a fresh cluster with baseline.md's settings: plain INSERT "
+            "against the direct path with entries inserted row by row "
+            "(`directpath.index_sort = off`) and sorted per batch (`on`, the default). Time is "
+            "the load plus the CHECKPOINT after it; ratios against the plain INSERT of the "
+            "same run.", "", md_table(INDEX_HEADER, index_rows(agg)), ""]
+
+
+def titled_table(title, header, rows):
+    """A titled terminal table, or nothing without rows."""
+    return ["", title, text_table(header, rows)] if rows else []
+
+
+def index_text(agg):
+    return titled_table("Index maintenance", INDEX_HEADER, index_rows(agg))
+
+
+# ------------------------------------------------ fallback cost (8) ----
+
+FALLBACK_HEADER = ["statement", "path", "µs per statement", "/ plain (goal <= 1.05)"]
+
+
+def fallback_rows(agg):
+    return [[a.first("shape"), a.first("mode"), fmt_stat(a.st("us_per_stmt"), 0),
+             fmt_stat(run_ratios(a, agg.get("fallback", "replica", a.twin), "us_per_stmt"))
+             if a.twin else "1"]
+            for a in agg.cases("fallback", "replica")]
+
+
+def section_fallback(agg, meta, out, figs):
+    if not agg.cases("fallback", "replica"):
+        return []
+    return ["## 8. Small statements left on the normal path", "",
+            "pgbench, one client, simple protocol, a fresh table (bigserial primary key) per "
+            "run. Every statement here ends on the normal path; the ratio is its time against "
+            "the plain statement of the same run (a size fallback reports at DEBUG1, so no "
+            "NOTICE per statement reaches the client).", "", md_table(FALLBACK_HEADER, fallback_rows(agg)), ""]
+
+
+def fallback_text(agg):
+    return titled_table("Small statements left on the normal path", FALLBACK_HEADER,
+                        fallback_rows(agg))
+
+
+# ------------------------------------------------------- ETL append (9) ----
+
+ETL_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "index maintenance",
+              "heap pages in shared buffers", "index size / fresh build"]
+
+
+def etl_rows(agg):
+    rows = []
+    for a in agg.cases("etl", "replica"):
+        base = agg.get("etl", "replica", a.twin) if a.twin else None
+        pct = a.st("heap_in_buffers_pct")
+        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
+                     a.first("index_maintenance") or "–",
+                     f"{fmt_stat(pct, 1)} %" if pct else "–",
+                     fmt_stat(a.st("index_size_ratio_max"), 3)])
+    return rows
+
+
+def section_etl(agg, meta, out, figs):
+    cases = agg.cases("etl", "replica")
+    if not cases:
+        return []
+    return ["## 9. ETL append and new storage with indexes", "",
+            f"{cases[0].first('rows'):,} rows. *ETL append*: into a table already holding as "
+            "many, with a bigserial primary key, a timestamptz btree and a btree on "
+            "hashint4(acct), by COPY from a CSV file and by INSERT ... SELECT from a staging "
+            "table. *New storage*: the same table and indexes created in the loading "
+            "transaction. Time is the load plus the CHECKPOINT after it; ratios against the "
+            "plain load of the same run. Heap pages in shared buffers after the load "
+            "(pg_buffercache) and the largest index's size against REINDEX of the same rows "
+            "are for new storage.", "", md_table(ETL_HEADER, etl_rows(agg)), ""]
+
+
+def etl_text(agg):
+    return titled_table("ETL append and new storage", ETL_HEADER, etl_rows(agg))
+
+
 # --------------------------------------------------------------- summary ----
 
 def summary_rows(agg, meta):
@@ -598,6 +794,7 @@ def summary_text(agg, meta):
     if other:
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
+    out += wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg)
     return "\n".join(out)
 
 
@@ -654,10 +851,11 @@ def write_all(out, meta, records):
            "initdb `-U postgres --auth=trust -E UTF8 --locale=C -k` (data checksums on), "
            "server as user dptest, Unix socket and data in a temporary directory, "
            "`shared_preload_libraries = 'directpath'`. baseline.md's settings; the minimal phase "
-           "restarts the same cluster with `wal_level=minimal, max_wal_senders=0`.", ""]
+           "restarts the same cluster with `wal_level=minimal, max_wal_senders=0`; scenarios 6 "
+           "and 7 run on fresh clusters of their own (the columns marked with their name).", ""]
     md += settings_table(meta) + [""]
     md += ["## Method", "",
-           "The per-run procedure of shared/design/baseline.md: (1) drop and create the table "
+           "The per-run procedure of docs/baseline.md: (1) drop and create the table "
            "(and its indexes) in their own committed transaction, CHECKPOINT, settle "
            "(1 s; 0.2 s in --quick); (2) read `pg_current_wal_insert_lsn()`, time the load "
            "statement(s) with the client's wall clock, COMMIT included (psycopg 3 over the "
@@ -670,14 +868,15 @@ def write_all(out, meta, records):
            "after a checkpoint as in real life. After each server start an unmeasured warm-up "
            "inserts 4.5× the table into an UNLOGGED table (faults in shared memory) and writes "
            "WAL that later runs recycle.", ""]
-    for fn in (section_insert, section_copy, section_fdw, section_update, section_hot):
+    for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
+               section_wal, section_indexes, section_fallback, section_etl):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
            "- `results.json`: all records and the run's metadata",
            "- `summary.md`: the summary table above",
            "- " + ", ".join(f"`{p.name}`" for p in figs) + ": plots (bars: median; whiskers: "
-           "min–max)", "- `server.log`: the server log", ""]
+           "min–max)", "- `server.log`: the server log (`server-*.log`: the clusters of scenarios 6 and 7)", ""]
     (out / "report.md").write_text("\n".join(md))
     (out / "summary.md").write_text(summary_md(agg, meta))
     return summary_text(agg, meta)

@@ -1,6 +1,6 @@
 """Scenario 1 (seed 000): direct path INSERT ... SELECT against plain INSERT.
 
-The seed table and load of shared/seeds/000 and shared/design/baseline.md:
+The seed table and load of seed 000 (docs/baseline.md):
     desttable (timeid int, insid int, indid int, value int)
     SELECT a % 50, a % 10000, a, a FROM generate_series(1, N) a
 
@@ -12,10 +12,11 @@ random key) and a BRIN index.  References: producing the rows only,
 INSERT into an UNLOGGED table (plain and direct), CREATE TABLE AS.
 """
 
+from pgharness.sql import TABLE_COLUMNS as COLUMNS
+from pgharness.sql import seed_select
+
 from .measure import measure_load, measure_query
 from .scenario import Case, Scenario
-
-COLUMNS = "(timeid int, insid int, indid int, value int)"
 
 INDEXES = {
     "none": [],
@@ -37,11 +38,6 @@ STORAGE_LABEL = {
     "created": "CREATE TABLE in the tx",
     "truncated": "TRUNCATE in the tx",
 }
-
-
-def seed_select(n):
-    return (f"SELECT a % 50 AS timeid, a % 10000 AS insid, a AS indid, a AS value "
-            f"FROM generate_series(1, {int(n)}) a")
 
 
 class InsertScenario(Scenario):
@@ -78,7 +74,7 @@ class InsertScenario(Scenario):
 
     def run(self, ctx, case, run_no):
         n = ctx.rows
-        sel = seed_select(n)
+        sel = seed_select(n, named=True)
         if case.id == "rows_only":
             return measure_query(ctx, f"SELECT count(*) FROM ({sel}) s", n)
         st, idx = case.params["storage"], case.params["idx"]

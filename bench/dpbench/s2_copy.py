@@ -16,9 +16,11 @@ import os
 import re
 import time
 
-from .measure import (checkpoint_settle, insert_lsn, last_statement,
-                      measure_load, parse_pgbench_init, pgbench, vm_summary, wal_diff)
-from .s1_insert import COLUMNS, seed_select
+from pgharness.sql import TABLE_COLUMNS as COLUMNS
+from pgharness.sql import seed_select
+
+from .measure import (checkpoint_settle, handled, insert_lsn, measure_load,
+                      parse_pgbench_init, pgbench, vm_summary, wal_diff)
 from .scenario import Case, Scenario
 from .util import FellBack, log
 
@@ -36,7 +38,7 @@ class CopyScenario(Scenario):
 
     def prepare(self, ctx, phase):
         self.file = ctx.workdir / f"seed_{ctx.rows}.txt"
-        with ctx.server.connect() as conn:
+        with ctx.server.conn() as conn:
             if not self.file.exists():
                 log(f"writing the COPY file {self.file}")
                 conn.execute(f"COPY ({seed_select(ctx.rows)}) TO '{self.file}'")
@@ -50,12 +52,12 @@ class CopyScenario(Scenario):
         probe = ctx.workdir / "probe.txt"
         n = 20000
         conn.execute(f"COPY ({seed_select(n)}) TO '{probe}'")
-        with ctx.server.connect() as c2:
+        with ctx.server.conn() as c2:
             c2.execute(ALWAYS)
             c2.execute("DROP TABLE IF EXISTS dp_copy_probe")
             c2.execute(f"CREATE TABLE dp_copy_probe {COLUMNS}")
             c2.execute(f"COPY dp_copy_probe FROM '{probe}'")
-            ls = last_statement(c2)
+            ls = handled(c2)
             c2.execute("DROP TABLE dp_copy_probe")
         if ls is None:
             return {"available": False, "why": "directpath.last_statement() is empty after a "
@@ -126,7 +128,7 @@ class CopyScenario(Scenario):
         pgopt = "-c directpath.mode=always -c client_min_messages=debug1" \
             if case.params["always"] else None
         rec = {"scale": s, "rows": s * 100000, "loadavg_before": os.getloadavg()[0]}
-        with ctx.server.connect() as conn:
+        with ctx.server.conn() as conn:
             conn.execute("DROP TABLE IF EXISTS pgbench_accounts, pgbench_branches, "
                          "pgbench_tellers, pgbench_history")
             checkpoint_settle(ctx, conn)

@@ -17,7 +17,7 @@ batched as core batches them; that case must take the direct path.
 
 from .measure import measure_load
 from .scenario import Case, Scenario
-from .server import BASELINE_SETTINGS, Server
+from .server import BASELINE_SETTINGS
 from .util import BenchError, log
 
 BATCHES = (1, 10, 100, 1000)
@@ -43,17 +43,17 @@ class FdwScenario(Scenario):
         return min(n, B1_CAP) if batch == 1 else n
 
     def prepare(self, ctx, phase):
-        self.remote = Server(ctx.bindir, ctx.workdir, "remote", port_taken={ctx.server.port})
+        self.remote = ctx.server.peer(ctx.workdir, "remote")
         ctx.remote = self.remote
         log(f"starting the postgres_fdw target server on port {self.remote.port}")
-        self.remote.initdb()
+        self.remote.initdb(sync=True)
         conf = dict(BASELINE_SETTINGS, shared_buffers="512MB", wal_level="replica")
         self.remote.configure(conf)
-        self.remote.start()
-        with self.remote.connect() as r:
+        self.remote.start(timeout=300)
+        with self.remote.conn() as r:
             for t in ("fdw_target", "fdw_p0", "fdw_p1"):
                 r.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, t text)")
-        with ctx.server.connect() as c:
+        with ctx.server.conn() as c:
             c.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
             c.execute("DROP SERVER IF EXISTS remote CASCADE")
             c.execute("CREATE SERVER remote FOREIGN DATA WRAPPER postgres_fdw OPTIONS "
@@ -75,13 +75,14 @@ class FdwScenario(Scenario):
         rem = getattr(self, "remote", None)
         if rem is not None:
             try:
-                with ctx.server.connect() as c:
+                with ctx.server.conn() as c:
                     c.execute("DROP SERVER IF EXISTS remote CASCADE")
                     for b in BATCHES:
                         c.execute(f"DROP TABLE IF EXISTS pt_b{b}")
             except Exception as e:  # the server may be gone after a failure
                 log(f"cleanup of the postgres_fdw objects failed: {e}")
-            rem.stop()
+            rem.stop(check=False)
+            rem.cleanup()
             self.remote = None
             ctx.remote = None
 
@@ -108,7 +109,7 @@ class FdwScenario(Scenario):
 
     def run(self, ctx, case, run_no):
         rem = self.remote
-        with rem.connect() as r:
+        with rem.conn() as r:
             r.execute("TRUNCATE fdw_target, fdw_p0, fdw_p1")
         hint = "/*+ APPEND */ " if case.path in ("direct", "fdw_direct") else ""
         expect = "direct" if case.path in ("direct", "fdw_direct") else None
@@ -140,14 +141,14 @@ class FdwScenario(Scenario):
                                load=[f"{hint}INSERT INTO pt_b{b} {gen(n)}"],
                                tables=[f"pt_b{b}"], rows=n, freeze_vacuum=False, remote=rem,
                                what=what)
-        with rem.connect() as r:
+        with rem.conn() as r:
             got = sum(r.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                       for t in ("fdw_target", "fdw_p0", "fdw_p1"))
-        with ctx.server.connect() as c:
+        with ctx.server.conn() as c:
             if case.id.startswith("pt_"):
                 got += c.execute(f"SELECT count(*) FROM pt_b{b}_l").fetchone()[0]
                 c.execute(f"TRUNCATE pt_b{b}_l")
-        with rem.connect() as r:
+        with rem.conn() as r:
             r.execute("TRUNCATE fdw_target, fdw_p0, fdw_p1")
         if got != n:
             raise BenchError(f"{what}: {got} rows arrived, expected {n}")

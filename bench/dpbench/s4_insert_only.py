@@ -53,7 +53,7 @@ class InsertOnlyScenario(Scenario):
     def run(self, ctx, case, run_no):
         s = ctx.pgbench_scale
         pgbench(ctx, ["-i", "-q", "-s", s])
-        with ctx.server.connect() as conn:
+        with ctx.server.conn() as conn:
             if case.id == "insert_only":
                 text = "\n".join(l for l in (WORKLOADS / "insert_only_schema.sql")
                                  .read_text().splitlines() if not l.strip().startswith("--"))

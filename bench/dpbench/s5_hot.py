@@ -51,7 +51,7 @@ class HotScenario(Scenario):
 
     def run(self, ctx, case, run_no):
         av = case.params["autovacuum"]
-        with ctx.server.connect() as conn:
+        with ctx.server.conn() as conn:
             try:
                 if av == "on":
                     conn.execute("ALTER SYSTEM SET autovacuum = on")

@@ -16,9 +16,18 @@ class Case:
 class Scenario:
     key = ""                # --only name
     number = 0
-    seed = ""               # shared/seeds/<seed>_*.txt
+    seed = ""               # the seed experiment (docs/baseline.md)
     title = ""
     phases = ("replica",)
+    alone = False           # on a fresh server of its own per phase, not round-robin
+    default_rows = None     # rows when --rows is not given (default: the suite's)
+
+    def settings(self, phase):
+        """Server settings an `alone` scenario adds to the phase's."""
+        return {}
+
+    def warm_up(self, ctx):
+        """An `alone` scenario's warm-up, after prepare (others share the suite's)."""
 
     def prepare(self, ctx, phase):
         """Once per phase, after the server started, before the first run."""

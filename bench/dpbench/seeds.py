@@ -1,8 +1,8 @@
 """Published figures the report shows beside ours.
 
-SEED_*: the five seed experiments (shared/seeds/*.txt), as published (other
+SEED_*: the five seed experiments, as published (docs/baseline.md; other
 machines, other versions: compare ratios and per-row figures, not seconds).
-BASELINE: shared/design/baseline.md, measured on this VM type with the same
+BASELINE: docs/baseline.md, measured on this VM type with the same
 settings, N = 10,000,000 rows (pgbench -s 50, postgres_fdw 1,000,000 rows).
 """
 

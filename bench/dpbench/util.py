@@ -6,10 +6,12 @@ import statistics
 import sys
 import time
 
+from pgharness.proc import HarnessError
+
 MiB = 1024 * 1024
 
 
-class BenchError(RuntimeError):
+class BenchError(HarnessError):
     """A scenario failed: the suite stops and exits non-zero."""
 
 
@@ -103,21 +105,3 @@ def text_table(header, rows):
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def standalone_args(doc, default_rows):
-    """The options shared by the standalone benchmarks (wal.py, indexes.py):
-    --rows, --runs, --major, --quick (200k rows, 1 run), --out, --no-build."""
-    import argparse
-
-    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    p.add_argument("--rows", type=parse_count, default=None)
-    p.add_argument("--runs", type=int, default=None)
-    p.add_argument("--major", default="18")
-    p.add_argument("--quick", action="store_true", help="200k rows, 1 run")
-    p.add_argument("--out")
-    p.add_argument("--no-build", action="store_true")
-    a = p.parse_args()
-    a.rows = a.rows or (200_000 if a.quick else default_rows)
-    a.runs = a.runs or (1 if a.quick else 3)
-    return a

@@ -1,0 +1,70 @@
+"""Scenario 7: index maintenance on existing tables: plain INSERT against
+the direct path with entries inserted row by row (directpath.index_sort =
+off) and sorted per batch (on, the default).
+
+One cluster of its own with the settings of docs/baseline.md.  The seed rows
+of seed 000 (2M by default) go into a table created and indexed in an
+earlier transaction, for each index set below.  Time is the load plus the
+CHECKPOINT after it, on the client; the report gives medians with min-max
+and ratios against the plain INSERT of the same run.
+"""
+
+import time
+
+from pgharness.sql import TABLE_COLUMNS, seed_select
+
+from .measure import check_direct
+from .scenario import Case, Scenario
+
+INDEX_SETS = {
+    "btree3": ("3 btrees (1 on a random key)",
+               ["CREATE UNIQUE INDEX ON t (timeid, indid, insid)",
+                "CREATE INDEX ON t (insid)",
+                "CREATE INDEX ON t (hashint4(value))"]),
+    "random": ("1 btree on a random key", ["CREATE INDEX ON t (hashint4(value))"]),
+    "streams": ("1 unique btree, keys in 50 streams",
+                ["CREATE UNIQUE INDEX ON t (timeid, indid, insid)"]),
+    "pkey": ("primary key, sequential", ["ALTER TABLE t ADD PRIMARY KEY (indid)"]),
+}
+MODES = (("plain", "plain", None), ("rowwise", "direct, row by row", "off"),
+         ("sorted", "direct, sorted", "on"))
+
+
+class IndexScenario(Scenario):
+    key = "indexes"
+    number = 7
+    seed = "000"
+    title = "Index maintenance on existing tables: row by row against sorted"
+    phases = ("replica",)
+    alone = True
+    default_rows = 2_000_000
+
+    def cases(self, ctx, phase):
+        return [Case(f"{key}_{mode}", f"{label}, {mlabel}", "plain" if sort is None else "direct",
+                     twin=None if sort is None else f"{key}_plain",
+                     params={"indexes": ddl, "sort": sort, "set": label, "mode": mlabel},
+                     group=key)
+                for key, (label, ddl) in INDEX_SETS.items() for mode, mlabel, sort in MODES]
+
+    def run(self, ctx, case, run_no):
+        sort = case.params["sort"]
+        with ctx.server.conn() as c:
+            c.execute("DROP TABLE IF EXISTS t")
+            c.execute(f"CREATE TABLE t {TABLE_COLUMNS}")
+            for ddl in case.params["indexes"]:
+                c.execute(ddl)
+            c.execute("CHECKPOINT")
+            time.sleep(0.5)
+            hint = ""
+            if sort is not None:
+                c.execute(f"SET directpath.index_sort = {sort}")
+                hint = "/*+ APPEND */ "
+            t0 = time.perf_counter()
+            c.execute(f"{hint}INSERT INTO t {seed_select(ctx.rows)}")
+            if sort is not None:
+                check_direct(c, f"index_sort={sort}", ctx.rows)
+            c.execute("CHECKPOINT")
+            elapsed = time.perf_counter() - t0
+            c.execute("DROP TABLE t")
+        return {"rows": ctx.rows, "load_ckpt_s": elapsed, "indexes": case.params["set"],
+                "mode": case.params["mode"]}
