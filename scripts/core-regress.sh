@@ -42,16 +42,15 @@
 #          and so does a crash in the direct run's server log.
 #
 # PostgreSQL refuses to run as root: as root, the servers run as the system
-# user $DP_TEST_USER (default dptest; created if missing) and what it needs
-# is made readable to it.  Installs dpkg-dev when run as root without it.
+# user $DP_TEST_USER (default dptest; created if missing, scripts/lib.sh) and
+# what it needs is made readable to it.  Installs dpkg-dev when run as root without it.
 #
-# Ends with "core-regress: N passed, N failed" counting majors.  Scratch
+# Ends with "core-regress.sh: N passed, N failed" counting majors.  Scratch
 # files go to a /tmp/directpath-core-regress.* directory, removed when all
 # passed (DP_KEEP_WORK=1 keeps it).
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-test_user=${DP_TEST_USER:-dptest}
 cache=${DP_CORE_REGRESS_CACHE:-$top/.cache/core-regress}
 list="$top/test/core-regress/expected-differences.txt"
 mirror=${DP_DEBIAN_MIRROR:-http://deb.debian.org}
@@ -66,12 +65,11 @@ for a in "$@"; do
 	case "$a" in
 	-h | --help) usage; exit 0 ;;
 	[0-9]*) majors+=("$a") ;;
-	*) echo "core-regress: unknown argument '$a'"; usage; exit 2 ;;
+	*) dp_log "unknown argument '$a'" >&2; usage >&2; exit 2 ;;
 	esac
 done
 [ ${#majors[@]} -gt 0 ] || majors=(15 18)
 
-log() { echo "core-regress: $*"; }
 
 # Debian suites (archive:suite) whose sources carry postgresql-MAJOR.
 debian_suites() {
@@ -94,28 +92,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# As root: the servers run as $test_user, which must reach the server
-# binaries, the suite's tree and the scratch directory (read, and search
-# every directory above them).
-as_root=0
-if [ "$(id -u)" -eq 0 ]; then
-	as_root=1
-	id -u "$test_user" >/dev/null 2>&1 || useradd -r -m -s /bin/bash "$test_user"
+# As root: the servers run as the server user ($DP_TEST_USER), which must
+# reach the server binaries, the suite's tree and the scratch directory.
+share_with_user() { :; }
+if dp_as_root; then
+	dp_server_user >/dev/null
 	command -v dpkg-source >/dev/null ||
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends dpkg-dev >/dev/null
-	as_user() { runuser -u "$test_user" -- env HOME="$work" PATH="$PATH" "$@"; }
-	user_dir() { mkdir -p "$1" && chown "$test_user" "$1"; }
 	share_with_user() {
-		chmod -R a+rX "$@"
 		local p
 		for p in "$@"; do
-			printf '%s\n' "$p" | awk -F/ '{ d = ""; for (i = 2; i < NF; i++) { d = d "/" $i; print d } }'
-		done | sort -u | xargs -r chmod a+x
+			chmod -R a+rX "$p"
+			dp_traversable "$p"
+		done
 	}
-else
-	as_user() { "$@"; }
-	user_dir() { mkdir -p "$1"; }
-	share_with_user() { :; }
 fi
 
 # fetch_source MAJOR SERVER_VERSION: the unpacked Debian source tree of
@@ -135,7 +125,7 @@ fetch_source() {
 }
 fetch_with_apt() {
 	local m=$1 want=$2 tree=$3 dl="$cache/downloads"
-	command -v dpkg-source >/dev/null || { log "dpkg-source missing (apt-get install dpkg-dev)"; return 1; }
+	command -v dpkg-source >/dev/null || { dp_log "dpkg-source missing (apt-get install dpkg-dev)"; return 1; }
 	mkdir -p "$dl"
 	aptdir=$(mktemp -d "$cache/apt.XXXXXX")
 	mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
@@ -148,7 +138,7 @@ fetch_with_apt() {
 		-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null)
 	if ! apt-get "${opts[@]}" -q update >"$aptdir/update.log" 2>&1; then
 		cat "$aptdir/update.log"
-		log "apt-get update (deb-src $(debian_suites "$m")) failed"
+		dp_log "apt-get update (deb-src $(debian_suites "$m")) failed"
 		return 1
 	fi
 	# The version equal to the server's minor, else the newest older one,
@@ -167,17 +157,17 @@ fetch_with_apt() {
 	[ -n "$pick" ] || pick=${older:-$newest}
 	if [ -z "$pick" ]; then
 		grep -E '^(W|E|Err):' "$aptdir/update.log"
-		log "no source package postgresql-$m in $(debian_suites "$m")"
+		dp_log "no source package postgresql-$m in $(debian_suites "$m")"
 		return 1
 	fi
-	log "Debian source postgresql-$m $pick (server $want)"
+	dp_log "Debian source postgresql-$m $pick (server $want)"
 	local x
 	x=$(mktemp -d "$dl/x.XXXXXX")
 	if ! (cd "$dl" && apt-get "${opts[@]}" -q --only-source --download-only source "postgresql-$m=$pick" >"$aptdir/source.log" 2>&1 &&
 		dpkg-source -x "postgresql-${m}_${pick#*:}.dsc" "$x/tree" >>"$aptdir/source.log" 2>&1); then
 		cat "$aptdir/source.log"
 		rm -rf "$x"
-		log "apt-get source postgresql-$m=$pick failed"
+		dp_log "apt-get source postgresql-$m=$pick failed"
 		return 1
 	fi
 	echo "$pick" >"$x/tree/.debian-version"
@@ -248,7 +238,7 @@ for m in "${majors[@]}"; do
 	mkdir -p "$mdir"
 	pgdir="$top/.pg/$m"
 	pgc="$pgdir/bin/pg_config"
-	fail_major() { log "PostgreSQL $m: $*"; summary+=("PostgreSQL $m: FAILED ($*) ($(($(date +%s) - t0))s)"); nfail=$((nfail + 1)); }
+	fail_major() { dp_log "PostgreSQL $m: $*"; summary+=("PostgreSQL $m: FAILED ($*) ($(($(date +%s) - t0))s)"); nfail=$((nfail + 1)); }
 
 	if ! "$top/scripts/provision.sh" "$m"; then
 		fail_major "provision failed"
@@ -275,7 +265,7 @@ for m in "${majors[@]}"; do
 		continue
 	fi
 	rsrc="$src/src/test/regress"
-	log "suite: Debian postgresql-$m $(cat "$src/.debian-version"), server $server"
+	dp_log "suite: Debian postgresql-$m $(cat "$src/.debian-version"), server $server"
 
 	# regress.so from the same tree, against the installed headers, and
 	# contrib/spi's autoinc.so and refint.so, which the triggers test of 15
@@ -304,16 +294,16 @@ for m in "${majors[@]}"; do
 	ok_runs=1
 	for mode in off always; do
 		rd="$mdir/$mode"
-		user_dir "$rd"
+		dp_user_dir "$rd"
 		cat >"$rd/extra.conf" <<-EOF
 			shared_preload_libraries = 'directpath'
 			directpath.mode = $mode
 			directpath.min_bytes = 0
 			fsync = off
 		EOF
-		log "pg_regress parallel_schedule, directpath.mode = $mode ($rd)"
+		dp_log "pg_regress parallel_schedule, directpath.mode = $mode ($rd)"
 		t1=$(date +%s)
-		(cd "$rd" && as_user env LD_LIBRARY_PATH="$pgdir/lib" \
+		(cd "$rd" && dp_as_user env LD_LIBRARY_PATH="$pgdir/lib" \
 			"$pg_regress" \
 			--temp-instance="$rd/tmp_check" --temp-config="$rd/extra.conf" \
 			--bindir="$pgdir/bin" --dlpath="$lib" --inputdir="$rsrc" \
@@ -322,7 +312,7 @@ for m in "${majors[@]}"; do
 		statuses "$rd/pg_regress.log" >"$rd/status"
 		nt=$(wc -l <"$rd/status")
 		nf=$(grep -c ' FAILED$' "$rd/status")
-		log "  $nt tests, $nf differ from Debian's expected output ($(($(date +%s) - t1))s)"
+		dp_log "  $nt tests, $nf differ from Debian's expected output ($(($(date +%s) - t1))s)"
 		if [ "$nt" -eq 0 ]; then
 			tail -n 40 "$rd/pg_regress.log"
 			for f in "$rd"/log/*.log; do [ -f "$f" ] && tail -n 40 "$f"; done
@@ -374,13 +364,13 @@ for m in "${majors[@]}"; do
 
 	nshared=$(wc -l <"$mdir/shared-failures")
 	if [ "$nshared" -gt 0 ]; then
-		log "not counted (fail identically with directpath.mode = off: Debian's $(cat "$src/.debian-version") vs server $server, or the environment): $(tr '\n' ' ' <"$mdir/shared-failures")"
+		dp_log "not counted (fail identically with directpath.mode = off: Debian's $(cat "$src/.debian-version") vs server $server, or the environment): $(tr '\n' ' ' <"$mdir/shared-failures")"
 	fi
 	for t in "${known[@]}"; do
-		log "expected difference: $t ($(grep "^$t	" "$mdir/listed" | cut -f3-))"
+		dp_log "expected difference: $t ($(grep "^$t	" "$mdir/listed" | cut -f3-))"
 	done
 	for t in "${gone[@]}"; do
-		log "WARNING: listed difference no longer shows: $t ($(grep "^$t	" "$mdir/listed" | cut -f3-)); remove it from test/core-regress/expected-differences.txt"
+		dp_log "WARNING: listed difference no longer shows: $t ($(grep "^$t	" "$mdir/listed" | cut -f3-)); remove it from test/core-regress/expected-differences.txt"
 	done
 	problems=()
 	for t in "${new[@]}"; do
@@ -426,5 +416,5 @@ echo
 echo "================ core regress summary ================"
 printf '%s\n' "${summary[@]}"
 [ $nfail -eq 0 ] && [ "${DP_KEEP_WORK:-0}" = 0 ] && keep_work=0 || echo "scratch files kept in $work"
-echo "core-regress: $npass passed, $nfail failed"
+dp_log "$npass passed, $nfail failed"
 [ $nfail -eq 0 ]
