@@ -442,6 +442,8 @@ dp_btree_finish(DPBtreeBuild *b)
 	else
 		load_plain(b, &lev, &below);
 	root = finish_level(b, &lev, &below);
+	write_pending(b, false);
+	dp_fault("btree_leaves");
 	while (lev.npages > 1)
 	{
 		DPBtPivots above = {0};

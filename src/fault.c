@@ -16,8 +16,13 @@
  *					index entries and triggers
  *	batch_done		after a batch's deferred row work
  *	before_vm		before the visibility map of frozen pages is set
+ *	finish			every row written and processed (for COPY, within its
+ *					last line's error context), before the indexes of new
+ *					storage are built and AFTER STATEMENT triggers fire
  *	before_index_rebuild, after_index_rebuild
- *	finish			after everything, before AFTER STATEMENT triggers
+ *					around the index builds of new storage
+ *	btree_leaves	a btree built from sorted entries has its leaf level
+ *					written, not its upper levels nor its metapage
  *
  * Invariant: with directpath.fault_point empty (the default) dp_fault()
  * returns at once and has no effect.
