@@ -22,7 +22,7 @@ END $$;
 
 SELECT p, fault_load(p, false) FROM unnest(ARRAY['first_batch', 'batch_wal', 'batch_written', 'batch_done', 'finish']) p;
 CHECKPOINT;
-SELECT p, fault_load(p, true) FROM unnest(ARRAY['first_batch', 'batch_wal', 'before_index_rebuild', 'after_index_rebuild', 'finish']) p;
+SELECT p, fault_load(p, true) FROM unnest(ARRAY['first_batch', 'batch_wal', 'before_index_rebuild', 'btree_leaves', 'after_index_rebuild', 'finish']) p;
 CHECKPOINT;
 -- freezing needs a top-level statement (no snapshot registered before it)
 BEGIN;

@@ -16,7 +16,8 @@
  *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
  *	  constraints, the partition constraint when inserting into a partition
  *	  directly (with a rejects table, checked without raising: rejects.c);
- *	then hold the row, place it on a page (pages.c; queued for its
+ *	then hold the row, place it on a page (pages.c; its index entries
+ *	  sorted for a build at the end, indexes.c, or the row queued for its
  *	  after-insert work, queue.c), or send it to a foreign partition
  *	  (foreign.c).
  *
