@@ -397,93 +397,6 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
  * Turn the build's "could not create unique index" into the message an
  * INSERT gives for the same duplicate.
  */
-static void rethrow_as_insert_error(ErrorData *edata, const char *index_name,
-									Relation heap);
-
-/*
- * Run 'fn' for index i of the leaf; a unique violation it raises is
- * reported as a plain INSERT reports it.
- */
-static void
-as_insert(DPIndexes *ix, int i, void (*fn) (DPIndexes *ix, int i, void *arg),
-		  void *arg)
-{
-	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
-	MemoryContext cxt = CurrentMemoryContext;
-
-	if (!idx->rd_index->indisunique)
-	{
-		fn(ix, i, arg);
-		return;
-	}
-	PG_TRY();
-	{
-		fn(ix, i, arg);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			PG_RE_THROW();
-		FlushErrorState();
-		rethrow_as_insert_error(edata, RelationGetRelationName(idx),
-								ix->rri->ri_RelationDesc);
-	}
-	PG_END_TRY();
-}
-
-/* An entry's key, for one index's sorted build. */
-typedef struct DPSpoolEntry
-{
-	ItemPointer tid;
-	Datum	   *values;
-	bool	   *isnull;
-} DPSpoolEntry;
-
-static void
-spool_one(DPIndexes *ix, int i, void *arg)
-{
-	DPSpoolEntry *e = (DPSpoolEntry *) arg;
-
-	dp_btree_add(ix->builds[i], e->tid, e->values, e->isnull);
-}
-
-void
-dp_indexes_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
-				 ItemPointer tid)
-{
-	ResultRelInfo *rri = ix->rri;
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	DPSpoolEntry e = {tid, values, isnull};
-
-	Assert(ix->strategy == DP_INDEX_BUILD);
-	econtext->ecxt_scantuple = slot;
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-	{
-		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-
-		if (ii->ii_Predicate != NIL)
-		{
-			if (ii->ii_PredicateState == NULL)
-				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
-			if (!ExecQual(ii->ii_PredicateState, econtext))
-				continue;
-		}
-		FormIndexDatum(ii, slot, estate, values, isnull);
-		as_insert(ix, i, spool_one, &e);
-	}
-}
-
-static void
-build_one(DPIndexes *ix, int i, void *arg)
-{
-	dp_btree_finish(ix->builds[i]);
-}
 static void
 rethrow_as_insert_error(ErrorData *edata, const char *index_name,
 						Relation heap)
@@ -505,16 +418,20 @@ rethrow_as_insert_error(ErrorData *edata, const char *index_name,
 			 errtableconstraint(heap, index_name)));
 }
 
-/* Rebuild one index with core's reindex_index. */
+/*
+ * Run fn(arg), work on the index 'index_name' of 'heap'; a unique
+ * violation it raises (a sort's or a build's) is reported as a plain
+ * INSERT reports it.
+ */
 static void
-rebuild_one(Oid indexoid, Relation heap)
+as_insert(void (*fn) (void *arg), void *arg, const char *index_name,
+		  Relation heap)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	ReindexParams params = {0};
 
 	PG_TRY();
 	{
-		DP_REINDEX_INDEX(indexoid, heap->rd_rel->relpersistence, &params);
+		fn(arg);
 	}
 	PG_CATCH();
 	{
@@ -525,9 +442,83 @@ rebuild_one(Oid indexoid, Relation heap)
 		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
 			PG_RE_THROW();
 		FlushErrorState();
-		rethrow_as_insert_error(edata, get_rel_name(indexoid), heap);
+		rethrow_as_insert_error(edata, index_name, heap);
 	}
 	PG_END_TRY();
+}
+
+/* An entry for one index's sorted build. */
+typedef struct DPSpoolEntry
+{
+	DPBtreeBuild *build;
+	ItemPointer tid;
+	Datum	   *values;
+	bool	   *isnull;
+} DPSpoolEntry;
+
+static void
+spool_one(void *arg)
+{
+	DPSpoolEntry *e = (DPSpoolEntry *) arg;
+
+	dp_btree_add(e->build, e->tid, e->values, e->isnull);
+}
+
+void
+dp_indexes_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
+				 ItemPointer tid)
+{
+	ResultRelInfo *rri = ix->rri;
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	DPSpoolEntry e = {NULL, tid, values, isnull};
+
+	Assert(ix->strategy == DP_INDEX_BUILD);
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	idx = rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (ii->ii_Predicate != NIL)
+		{
+			if (ii->ii_PredicateState == NULL)
+				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
+			if (!ExecQual(ii->ii_PredicateState, econtext))
+				continue;
+		}
+		FormIndexDatum(ii, slot, estate, values, isnull);
+		e.build = ix->builds[i];
+		/* only a unique index's sort can raise a duplicate */
+		if (idx->rd_index->indisunique)
+			as_insert(spool_one, &e, RelationGetRelationName(idx),
+					  rri->ri_RelationDesc);
+		else
+			spool_one(&e);
+	}
+}
+
+static void
+build_one(void *arg)
+{
+	dp_btree_finish((DPBtreeBuild *) arg);
+}
+
+/* An index for core's reindex_index. */
+typedef struct DPReindex
+{
+	Oid			indexoid;
+	char		persistence;
+} DPReindex;
+
+static void
+reindex_one(void *arg)
+{
+	DPReindex  *r = (DPReindex *) arg;
+	ReindexParams params = {0};
+
+	DP_REINDEX_INDEX(r->indexoid, r->persistence, &params);
 }
 
 int
@@ -541,7 +532,9 @@ dp_indexes_finish(DPIndexes *ix)
 	{
 		dp_fault("before_index_rebuild");
 		for (int i = 0; i < n; i++)
-			as_insert(ix, i, build_one, NULL);
+			as_insert(build_one, ix->builds[i],
+					  RelationGetRelationName(rri->ri_IndexRelationDescs[i]),
+					  rri->ri_RelationDesc);
 		dp_fault("after_index_rebuild");
 		return n;
 	}
@@ -554,7 +547,11 @@ dp_indexes_finish(DPIndexes *ix)
 
 	dp_fault("before_index_rebuild");
 	for (int i = 0; i < n; i++)
-		rebuild_one(oids[i], rri->ri_RelationDesc);
+	{
+		DPReindex	r = {oids[i], rri->ri_RelationDesc->rd_rel->relpersistence};
+
+		as_insert(reindex_one, &r, get_rel_name(oids[i]), rri->ri_RelationDesc);
+	}
 	dp_fault("after_index_rebuild");
 
 	ExecOpenIndices(rri, false);
