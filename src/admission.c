@@ -10,9 +10,9 @@
  * statement can never fill a page, and the strong lock would only
  * serialize it); NOAPPEND and mode = off refuse.  A wanted statement is
  * *admitted* when the rules find nothing against it and the target is held
- * in ShareRowExclusiveLock.  The answer is a DPAdmission: direct or not,
- * why not, whether the lock is held, whether freezing is allowed by the
- * statement (each relation's storage is judged later, leaf.c).
+ * in ShareRowExclusiveLock.  The answer is a DPAdmission: direct or not
+ * (direct means the lock is held), why not, whether freezing is allowed by
+ * the statement (each relation's storage is judged later, leaf.c).
  *
  * The lock.  The parser has already locked the target RowExclusive.  The
  * direct path needs ShareRowExclusiveLock (it conflicts with every other
@@ -245,7 +245,6 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 	if (a->reason != NULL)
 		return;
 	a->direct = true;
-	a->locked = true;
 	a->freeze_allowed = dp_statement_freeze_safe(parse, stmt, relid);
 }
 
@@ -303,7 +302,6 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 		table_close(rel, NoLock);
 		return DP_COPY_NORMAL;
 	}
-	a->locked = true;
 	*relp = rel;
 	return DP_COPY_DIRECT;
 }

@@ -187,10 +187,10 @@ extern bool dp_expr_has_user_function(Node *expr);
 typedef struct DPAdmission
 {
 	bool		hinted;			/* the statement asked for the direct path */
-	bool		direct;			/* admitted */
+	bool		direct;			/* admitted: ShareRowExclusiveLock on the
+								 * target is held */
 	const char *reason;			/* why not admitted, or NULL */
 	bool		small;			/* not admitted only for its size */
-	bool		locked;			/* ShareRowExclusiveLock on the target held */
 	bool		freeze_allowed; /* the statement's freezing rule allows it */
 } DPAdmission;
 
