@@ -2,14 +2,18 @@
  *
  * btree.c
  *	  The btree page builder: turns a stream of index tuples sorted in
- *	  btree order into a complete btree (leaf pages, internal levels, the
- *	  metapage), whose pages go to disk through the append layer
- *	  (append.c), as the heap page builder's do (pages.c).
+ *	  btree order into btree pages.  Two users, which differ only in where
+ *	  a page's block comes from and where a finished page goes (DPBtSink):
  *
- * Used where an index's storage is new in the transaction and empty when
- * the load begins (indexes.c): the load puts each row's index tuple into a
- * tuplesort as it places the row, and at the end the tree is built here
- * from the sorted stream, without reading the heap again.
+ * - a build (dp_btree_finish), where an index's storage is new in the
+ *	 transaction and empty when the load begins (indexes.c): the load puts
+ *	 each row's index tuple into a tuplesort as it places the row, and at
+ *	 the end the whole tree is built here from the sorted stream, without
+ *	 reading the heap again; its pages go to disk through the append layer
+ *	 (append.c), as the heap page builder's do (pages.c);
+ * - the right-edge append to an existing index (btappend.c), which drives
+ *	 the leaf level only (dp_btree_put_item, _put_entry) and writes the
+ *	 pages through shared buffers; core adds their downlinks.
  *
  * Algorithm.  The tree is built one level at a time, bottom-up, so that
  * its pages take consecutive blocks in the order they are written: block 0
@@ -35,10 +39,10 @@
  * CREATE INDEX does.  An item too large for a page fails with core's error
  * (_bt_check_third_page).
  *
- * Invariants: the metapage is written last, so until then the index is the
- * empty index it was; pages are handed to the append layer in block order;
- * the caller holds the index's storage new in this transaction and
- * exclusively (nobody else can see it).
+ * Invariants of a build: the metapage is written last, so until then the
+ * index is the empty index it was; pages are handed to the append layer in
+ * block order; the caller holds the index's storage new in this
+ * transaction and exclusively (nobody else can see it).
  *
  *-------------------------------------------------------------------------
  */
@@ -52,7 +56,7 @@
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
-/* Finished pages handed to the append layer at a time. */
+/* Finished pages handed to the append layer at a time (a build). */
 #define DP_BT_WRITE_BATCH 32
 
 /* The page of one level that is still filling. */
@@ -81,8 +85,15 @@ struct DPBtreeBuild
 	Relation	heap;			/* for error reports */
 	Relation	index;
 	Tuplesortstate *sort;		/* the load's entries */
+	bool		sorted;			/* sort performed */
+	IndexTuple	peeked;			/* first entry, read ahead (dp_btree_peek) */
 	BTScanInsert inskey;		/* for suffix truncation, equal-key tests */
 	bool		deduplicate;	/* posting lists on the leaves */
+	DPBtSink	sink;			/* where pages come from and go */
+	DPBtLevel	leaves;			/* the leaf level */
+	DPBtPivots *pivots;			/* the leaves' pivots (a build), or NULL */
+	BTDedupState dedup;			/* equal keys being merged, or NULL */
+	/* a build's sink: the append layer */
 	DPAppend   *append;			/* where finished pages go */
 	BlockNumber next_blkno;		/* block of the next page started */
 	Page		pending[DP_BT_WRITE_BATCH]; /* finished, not handed on */
@@ -91,23 +102,22 @@ struct DPBtreeBuild
 };
 
 DPBtreeBuild *
-dp_btree_begin(Relation heap, Relation index, int workmem)
+dp_btree_begin(Relation heap, Relation index, int workmem, bool check_unique)
 {
 	DPBtreeBuild *b = palloc0(sizeof(DPBtreeBuild));
 
-	if (RelationGetNumberOfBlocks(index) != 1)
-		elog(ERROR, "directpath: index \"%s\" is not empty",
-			 RelationGetRelationName(index));
 	b->heap = heap;
 	b->index = index;
 	b->cxt = AllocSetContextCreate(CurrentMemoryContext, "directpath btree",
 								   ALLOCSET_DEFAULT_SIZES);
 	b->sort = tuplesort_begin_index_btree(heap, index,
+										  check_unique &&
 										  index->rd_index->indisunique,
 										  index->rd_index->indnullsnotdistinct,
 										  workmem, NULL, TUPLESORT_NONE);
 	b->inskey = _bt_mkscankey(index, NULL);
-	b->inskey->allequalimage = _bt_allequalimage(index, false);
+	_bt_metaversion(index, &b->inskey->heapkeyspace,
+					&b->inskey->allequalimage);
 	b->deduplicate = b->inskey->allequalimage &&
 		!index->rd_index->indisunique && BTGetDeduplicateItems(index);
 	return b;
@@ -119,34 +129,61 @@ dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values, bool *isnull)
 	tuplesort_putindextuplevalues(b->sort, b->index, tid, values, isnull);
 }
 
+static IndexTuple
+copy_tuple_in(MemoryContext cxt, IndexTuple itup)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	IndexTuple	copy = CopyIndexTuple(itup);
+
+	MemoryContextSwitchTo(old);
+	return copy;
+}
+
+IndexTuple
+dp_btree_peek(DPBtreeBuild *b)
+{
+	if (b->peeked == NULL)
+	{
+		IndexTuple	itup = dp_btree_next(b);
+
+		if (itup != NULL)
+			b->peeked = copy_tuple_in(b->cxt, itup);
+	}
+	return b->peeked;
+}
+
+IndexTuple
+dp_btree_next(DPBtreeBuild *b)
+{
+	IndexTuple	itup = b->peeked;
+
+	if (itup != NULL)
+	{
+		b->peeked = NULL;
+		return itup;
+	}
+	if (!b->sorted)
+	{
+		tuplesort_performsort(b->sort);
+		b->sorted = true;
+	}
+	return tuplesort_getindextuple(b->sort, true);
+}
+
 void
 dp_btree_discard(DPBtreeBuild *b)
 {
 	tuplesort_end(b->sort);
 	MemoryContextDelete(b->cxt);
+	pfree(b);
 }
 
-/* Hand the finished pages on, in block order. */
-static void
-write_pending(DPBtreeBuild *b, bool drain)
-{
-	dp_append_write(b->append, b->pending, b->npending, drain);
-	b->npending = 0;
-}
-
-static void
-page_done(DPBtreeBuild *b, Page page)
-{
-	b->pending[b->npending++] = page;
-	if (b->npending == DP_BT_WRITE_BATCH)
-		write_pending(b, false);
-}
-
-/* A fresh page for the level, taking the next block. */
+/* A fresh page for the level, its block from the sink. */
 static void
 new_page(DPBtreeBuild *b, DPBtLevel *lev)
 {
-	Page		page = dp_append_page(b->append);
+	BlockNumber blkno;
+	Page		page = b->sink.new_page(b->sink.arg, &blkno);
 	BTPageOpaque opaque;
 
 	_bt_pageinit(page, BLCKSZ);
@@ -160,7 +197,7 @@ new_page(DPBtreeBuild *b, DPBtLevel *lev)
 	((PageHeader) page)->pd_lower += sizeof(ItemIdData);
 
 	lev->page = page;
-	lev->blkno = b->next_blkno++;
+	lev->blkno = blkno;
 	lev->lastoff = P_HIKEY;
 	lev->npages++;
 }
@@ -184,13 +221,19 @@ put_item(Page page, IndexTuple itup, OffsetNumber off, bool minus_infinity)
 		elog(ERROR, "directpath: failed to add an item to a btree page");
 }
 
-/* The level's page, with its low key, becomes a pivot of the next level. */
+/*
+ * The level's page, with its low key, becomes a pivot of the next level
+ * (when pivots are kept).
+ */
 static void
 add_pivot(DPBtreeBuild *b, DPBtPivots *pivots, DPBtLevel *lev,
 		  BlockNumber blkno)
 {
-	MemoryContext old = MemoryContextSwitchTo(b->cxt);
+	MemoryContext old;
 
+	if (pivots == NULL)
+		return;
+	old = MemoryContextSwitchTo(b->cxt);
 	if (pivots->n == pivots->max)
 	{
 		pivots->max = Max(pivots->max * 2, 64);
@@ -202,16 +245,6 @@ add_pivot(DPBtreeBuild *b, DPBtPivots *pivots, DPBtLevel *lev,
 	pivots->items[pivots->n++] = lev->lowkey;
 	lev->lowkey = NULL;
 	MemoryContextSwitchTo(old);
-}
-
-static IndexTuple
-copy_tuple(DPBtreeBuild *b, IndexTuple itup)
-{
-	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-	IndexTuple	copy = CopyIndexTuple(itup);
-
-	MemoryContextSwitchTo(old);
-	return copy;
 }
 
 /*
@@ -252,9 +285,10 @@ split_off(DPBtreeBuild *b, DPBtLevel *lev, DPBtPivots *pivots)
 
 	/* the old page's pivot; its high key is the new page's low key */
 	add_pivot(b, pivots, lev, oblkno);
-	lev->lowkey = copy_tuple(b, oitup);
+	if (pivots != NULL)
+		lev->lowkey = copy_tuple_in(b->cxt, oitup);
 	BTPageGetOpaque(opage)->btpo_next = lev->blkno;
-	page_done(b, opage);
+	b->sink.page_done(b->sink.arg, opage, oblkno);
 	lev->lastoff = P_FIRSTKEY;
 }
 
@@ -273,7 +307,9 @@ add_item(DPBtreeBuild *b, DPBtLevel *lev, IndexTuple itup, Size extra,
 	Size		space;
 
 	CHECK_FOR_INTERRUPTS();
-	if (lev->page == NULL)
+	if (lev->page == NULL && pivots == NULL)
+		new_page(b, lev);
+	else if (lev->page == NULL)
 	{
 		new_page(b, lev);
 		lev->lowkey = MemoryContextAllocZero(b->cxt, sizeof(IndexTupleData));
@@ -292,6 +328,23 @@ add_item(DPBtreeBuild *b, DPBtLevel *lev, IndexTuple itup, Size extra,
 			 !leaf && lev->lastoff == P_FIRSTKEY);
 }
 
+void
+dp_btree_rightmost_image(Page page)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	ItemId		prev = PageGetItemId(page, P_HIKEY);
+
+	/* slide the line pointers back over the unused high-key slot */
+	for (OffsetNumber off = P_FIRSTKEY; off <= maxoff; off++)
+	{
+		ItemId		cur = PageGetItemId(page, off);
+
+		*prev = *cur;
+		prev = cur;
+	}
+	((PageHeader) page)->pd_lower -= sizeof(ItemIdData);
+}
+
 /*
  * The level's input ended: its last page is rightmost (no high key) and,
  * alone on its level, the root.  Returns its block, or P_NONE when the
@@ -301,8 +354,6 @@ static BlockNumber
 finish_level(DPBtreeBuild *b, DPBtLevel *lev, DPBtPivots *pivots)
 {
 	Page		page = lev->page;
-	OffsetNumber maxoff;
-	ItemId		prev;
 
 	if (page == NULL)
 		return P_NONE;
@@ -310,19 +361,8 @@ finish_level(DPBtreeBuild *b, DPBtLevel *lev, DPBtPivots *pivots)
 		BTPageGetOpaque(page)->btpo_flags |= BTP_ROOT;
 	else
 		add_pivot(b, pivots, lev, lev->blkno);
-
-	/* slide the line pointers back over the unused high-key slot */
-	maxoff = PageGetMaxOffsetNumber(page);
-	prev = PageGetItemId(page, P_HIKEY);
-	for (OffsetNumber off = P_FIRSTKEY; off <= maxoff; off++)
-	{
-		ItemId		cur = PageGetItemId(page, off);
-
-		*prev = *cur;
-		prev = cur;
-	}
-	((PageHeader) page)->pd_lower -= sizeof(ItemIdData);
-	page_done(b, page);
+	dp_btree_rightmost_image(page);
+	b->sink.page_done(b->sink.arg, page, lev->blkno);
 	return lev->blkno;
 }
 
@@ -336,64 +376,110 @@ level_init(DPBtLevel *lev, uint32 level, Relation index)
 		BTGetTargetPageFreeSpace(index);
 }
 
-/* Leaves from the sorted stream, without deduplication. */
-static void
-load_plain(DPBtreeBuild *b, DPBtLevel *leaf, DPBtPivots *pivots)
+void
+dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink)
 {
-	IndexTuple	itup;
+	b->sink = *sink;
+	level_init(&b->leaves, 0, b->index);
+	if (b->deduplicate)
+	{
+		BTDedupState d = MemoryContextAllocZero(b->cxt,
+												sizeof(BTDedupStateData));
 
-	while ((itup = tuplesort_getindextuple(b->sort, true)) != NULL)
-		add_item(b, leaf, itup, 0, pivots);
+		/* at most a tenth of a page, core's limit for index builds */
+		d->deduplicate = true;
+		d->maxpostingsize = MAXALIGN_DOWN(BLCKSZ * 10 / 100) -
+			sizeof(ItemIdData);
+		d->htids = MemoryContextAlloc(b->cxt, d->maxpostingsize);
+		b->dedup = d;
+	}
 }
 
-/* A pending posting list goes onto the leaf level. */
-static void
-add_pending(DPBtreeBuild *b, DPBtLevel *leaf, BTDedupState d,
-			DPBtPivots *pivots)
+void
+dp_btree_put_item(DPBtreeBuild *b, IndexTuple itup)
 {
+	Size		extra = BTreeTupleIsPosting(itup) ?
+		IndexTupleSize(itup) - BTreeTupleGetPostingOffset(itup) : 0;
+
+	add_item(b, &b->leaves, itup, extra, b->pivots);
+}
+
+/* The pending posting list (or lone tuple) goes onto the leaf level. */
+static void
+put_pending(DPBtreeBuild *b)
+{
+	BTDedupState d = b->dedup;
+
 	if (d->nitems == 1)
-		add_item(b, leaf, d->base, 0, pivots);
+		dp_btree_put_item(b, d->base);
 	else
 	{
 		IndexTuple	posting = _bt_form_posting(d->base, d->htids, d->nhtids);
 
-		add_item(b, leaf, posting,
-				 IndexTupleSize(posting) - BTreeTupleGetPostingOffset(posting),
-				 pivots);
+		dp_btree_put_item(b, posting);
 		pfree(posting);
 	}
 	d->nhtids = d->nitems = 0;
 	pfree(d->base);
+	d->base = NULL;
 }
 
-/*
- * Leaves from the sorted stream, equal keys merged into posting lists of
- * at most a tenth of a page (core's limit for index builds).
- */
-static void
-load_dedup(DPBtreeBuild *b, DPBtLevel *leaf, DPBtPivots *pivots)
+void
+dp_btree_put_entry(DPBtreeBuild *b, IndexTuple itup)
 {
+	BTDedupState d = b->dedup;
 	int			keysz = IndexRelationGetNumberOfKeyAttributes(b->index);
-	BTDedupState d = palloc0(sizeof(BTDedupStateData));
-	IndexTuple	itup;
 
-	d->deduplicate = true;
-	d->maxpostingsize = MAXALIGN_DOWN(BLCKSZ * 10 / 100) - sizeof(ItemIdData);
-	d->htids = palloc(d->maxpostingsize);
-	while ((itup = tuplesort_getindextuple(b->sort, true)) != NULL)
+	if (d == NULL)
 	{
-		if (d->base != NULL &&
-			_bt_keep_natts_fast(b->index, d->base, itup) > keysz &&
-			_bt_dedup_save_htid(d, itup))
-			continue;
-		if (d->base != NULL)
-			add_pending(b, leaf, d, pivots);
-		_bt_dedup_start_pending(d, CopyIndexTuple(itup), InvalidOffsetNumber);
+		dp_btree_put_item(b, itup);
+		return;
 	}
+	if (d->base != NULL &&
+		_bt_keep_natts_fast(b->index, d->base, itup) > keysz &&
+		_bt_dedup_save_htid(d, itup))
+		return;
 	if (d->base != NULL)
-		add_pending(b, leaf, d, pivots);
-	pfree(d->htids);
-	pfree(d);
+		put_pending(b);
+	_bt_dedup_start_pending(d, CopyIndexTuple(itup), InvalidOffsetNumber);
+}
+
+Page
+dp_btree_leaves_end(DPBtreeBuild *b, BlockNumber *blkno)
+{
+	if (b->dedup != NULL && b->dedup->base != NULL)
+		put_pending(b);
+	*blkno = b->leaves.blkno;
+	return b->leaves.page;
+}
+
+/* ---- a build: the append layer as the sink ---- */
+
+/* Hand the finished pages on, in block order. */
+static void
+write_pending(DPBtreeBuild *b, bool drain)
+{
+	dp_append_write(b->append, b->pending, b->npending, drain);
+	b->npending = 0;
+}
+
+static Page
+build_new_page(void *arg, BlockNumber *blkno)
+{
+	DPBtreeBuild *b = (DPBtreeBuild *) arg;
+
+	*blkno = b->next_blkno++;
+	return dp_append_page(b->append);
+}
+
+static void
+build_page_done(void *arg, Page page, BlockNumber blkno)
+{
+	DPBtreeBuild *b = (DPBtreeBuild *) arg;
+
+	b->pending[b->npending++] = page;
+	if (b->npending == DP_BT_WRITE_BATCH)
+		write_pending(b, false);
 }
 
 /* Point the metapage at the root, through the buffer manager, logged. */
@@ -420,9 +506,25 @@ write_metapage(DPBtreeBuild *b, BlockNumber root, uint32 level)
 	}
 }
 
+/* The leaf level from the sorted stream; returns the pivots above it. */
+static BlockNumber
+build_leaves(DPBtreeBuild *b, DPBtPivots *pivots)
+{
+	DPBtSink	sink = {build_new_page, build_page_done, b};
+	IndexTuple	itup;
+	BlockNumber last;
+
+	b->pivots = pivots;
+	dp_btree_leaves_begin(b, &sink);
+	while ((itup = dp_btree_next(b)) != NULL)
+		dp_btree_put_entry(b, itup);
+	dp_btree_leaves_end(b, &last);
+	return finish_level(b, &b->leaves, pivots);
+}
+
 /*
- * Build each level from the one below until a level has one page, then
- * the metapage.
+ * Build the leaves, then each level from the one below until a level has
+ * one page, then the metapage.
  */
 void
 dp_btree_finish(DPBtreeBuild *b)
@@ -432,21 +534,23 @@ dp_btree_finish(DPBtreeBuild *b)
 	BlockNumber root;
 	uint32		level = 0;
 
-	tuplesort_performsort(b->sort);
+	if (RelationGetNumberOfBlocks(b->index) != 1)
+		elog(ERROR, "directpath: index \"%s\" is not empty",
+			 RelationGetRelationName(b->index));
+	/* the metapage of the empty index does not know yet */
+	b->inskey->allequalimage = _bt_allequalimage(b->index, false);
+	b->deduplicate = b->inskey->allequalimage &&
+		!b->index->rd_index->indisunique && BTGetDeduplicateItems(b->index);
 	b->append = dp_append_begin(b->index, false, NULL);
 	b->next_blkno = dp_append_first_block(b->append);
 
-	level_init(&lev, 0, b->index);
-	if (b->deduplicate)
-		load_dedup(b, &lev, &below);
-	else
-		load_plain(b, &lev, &below);
-	root = finish_level(b, &lev, &below);
+	root = build_leaves(b, &below);
 	write_pending(b, false);
 	dp_fault("btree_leaves");
+	lev = b->leaves;
 	while (lev.npages > 1)
 	{
-		DPBtPivots above = {0};
+		DPBtPivots	above = {0};
 
 		level_init(&lev, ++level, b->index);
 		for (int i = 0; i < below.n; i++)
@@ -457,7 +561,17 @@ dp_btree_finish(DPBtreeBuild *b)
 	write_pending(b, true);
 	dp_append_finish(b->append);
 	write_metapage(b, root, root == P_NONE ? 0 : level);
+	dp_btree_discard(b);
+}
 
-	tuplesort_end(b->sort);
-	MemoryContextDelete(b->cxt);
+Relation
+dp_btree_index(DPBtreeBuild *b)
+{
+	return b->index;
+}
+
+Relation
+dp_btree_heap(DPBtreeBuild *b)
+{
+	return b->heap;
 }

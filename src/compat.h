@@ -243,6 +243,38 @@ dp_copy_row_skipped(CopyFromState cstate)
 #define DP_BT_MAX_ITEM_SIZE(page)	BTMaxItemSize(page)
 #endif
 
+/*
+ * btree internals the right-edge append uses: a new page (write-locked,
+ * initialized; 16 split it from _bt_getbuf and added the heap relation),
+ * completing a split, the first or last page of a level and a descent (17
+ * dropped their snapshot).
+ */
+#if PG_VERSION_NUM >= 160000
+#define DP_BT_NEW_BUFFER(rel, heap)		_bt_allocbuf((rel), (heap))
+#define DP_BT_FINISH_SPLIT(rel, heap, lbuf, stack) \
+	_bt_finish_split((rel), (heap), (lbuf), (stack))
+#else
+#define DP_BT_NEW_BUFFER(rel, heap)		_bt_getbuf((rel), P_NEW, BT_WRITE)
+#define DP_BT_FINISH_SPLIT(rel, heap, lbuf, stack) \
+	_bt_finish_split((rel), (lbuf), (stack))
+#endif
+#if PG_VERSION_NUM >= 170000
+#define DP_BT_GET_ENDPOINT(rel, level, rightmost) \
+	_bt_get_endpoint((rel), (level), (rightmost))
+#define DP_BT_SEARCH(rel, heap, key, bufp, access) \
+	_bt_search((rel), (heap), (key), (bufp), (access))
+#else
+#define DP_BT_GET_ENDPOINT(rel, level, rightmost) \
+	_bt_get_endpoint((rel), (level), (rightmost), NULL)
+#if PG_VERSION_NUM >= 160000
+#define DP_BT_SEARCH(rel, heap, key, bufp, access) \
+	_bt_search((rel), (heap), (key), (bufp), (access), NULL)
+#else
+#define DP_BT_SEARCH(rel, heap, key, bufp, access) \
+	_bt_search((rel), (key), (bufp), (access), NULL)
+#endif
+#endif
+
 /* The NOTICE core's COPY gives at the end when rows were skipped. */
 static inline void
 dp_copy_report_skipped(CopyFromState cstate)

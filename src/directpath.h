@@ -27,6 +27,7 @@
  *	  indexes.c		  every index strategy and its choice
  *	pages.c			the heap page builder: rows onto private pages
  *	btree.c			the btree page builder: sorted entries into a tree
+ *	  btappend.c	  sorted entries at an existing btree's right edge
  *	append.c		the append layer: crash-safe writes of built pages
  *	  wal.c			  WAL records for appended pages
  *	  visibility.c	  tuple headers, freezing, visibility-map bits
@@ -75,6 +76,7 @@ extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
+extern bool dp_index_append;
 extern bool dp_index_spool;
 extern int	dp_wal_format;
 
@@ -440,11 +442,16 @@ typedef enum DPIndexStrategy
 	DP_INDEX_SORTED,			/* per batch, sorted by key per index */
 	DP_INDEX_BUILD,				/* built at the end from sorted entries */
 	DP_INDEX_REBUILD,			/* rebuilt once at the end (REINDEX) */
+	DP_INDEX_APPEND,			/* reported only: a DP_INDEX_SORTED batch
+								 * appended at an index's right edge */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */
 extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates);
 extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
+
+/* The strategies used so far: bit (1 << DPIndexStrategy) per one. */
+extern uint32 dp_indexes_used(DPIndexes *ix);
 extern bool dp_indexes_has_unique(DPIndexes *ix);
 
 /* From now on, entries row by row (rows go the normal path). */
@@ -479,21 +486,78 @@ extern int	dp_indexes_finish(DPIndexes *ix);
 /* ---------- btree.c: the btree page builder ---------- */
 
 /*
- * Begin building 'index' (storage new in this transaction, only its
- * metapage so far) from entries sorted in 'workmem' kB.
+ * Begin collecting 'index's entries, sorted in 'workmem' kB; with
+ * 'check_unique', the sort raises a unique index's duplicates.
  */
 extern DPBtreeBuild *dp_btree_begin(Relation heap, Relation index,
-									int workmem);
+									int workmem, bool check_unique);
 
 /* One entry (copied into the sort). */
 extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
 						 bool *isnull);
 
-/* Sort, write the tree and then the metapage; releases the build. */
+/*
+ * The entries in btree order: dp_btree_peek reads the first ahead (NULL
+ * when there is none) and dp_btree_next returns it again, then the rest.
+ */
+extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
+extern IndexTuple dp_btree_next(DPBtreeBuild *b);
+
+/*
+ * Build the index (storage new in this transaction, only its metapage so
+ * far) from the entries: the tree, then the metapage; releases the build.
+ */
 extern void dp_btree_finish(DPBtreeBuild *b);
 
-/* Release an unfinished build; the index stays as it was. */
+/* Release a build (finished or not); an unfinished index stays as it was. */
 extern void dp_btree_discard(DPBtreeBuild *b);
+
+/*
+ * The leaf level alone, for the right-edge append (btappend.c): the sink
+ * gives each page started its memory and block, and takes each finished
+ * page (high key, right link set) in order.
+ */
+typedef struct DPBtSink
+{
+	Page		(*new_page) (void *arg, BlockNumber *blkno);
+	void		(*page_done) (void *arg, Page page, BlockNumber blkno);
+	void	   *arg;
+} DPBtSink;
+
+extern void dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink);
+
+/* An existing leaf item, as it is (posting lists included). */
+extern void dp_btree_put_item(DPBtreeBuild *b, IndexTuple itup);
+
+/* A new entry, merged with equal keys where the index deduplicates. */
+extern void dp_btree_put_entry(DPBtreeBuild *b, IndexTuple itup);
+
+/* No more items: returns the page still filling (not handed to the sink). */
+extern Page dp_btree_leaves_end(DPBtreeBuild *b, BlockNumber *blkno);
+
+/* A filling page made rightmost, in place: no high key slot. */
+extern void dp_btree_rightmost_image(Page page);
+
+/* ---------- btappend.c: sorted entries at an existing btree's right edge ---------- */
+
+/*
+ * Called back with the heap TID of the entry about to be reported as a
+ * duplicate (so COPY's context can name its line).
+ */
+typedef void (*DPNameRow) (void *arg, ItemPointer tid);
+
+/*
+ * Append b's entries (sorted, their rows' pages on disk) at the right edge
+ * of the existing btree b->index, when the first sorts after every entry
+ * of the index; returns false, with nothing written and the entries still
+ * to be read (dp_btree_next), when it does not.  A unique index's
+ * duplicate among the entries raises INSERT's error.
+ */
+extern bool dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg);
+
+/* The index b builds or appends to. */
+extern Relation dp_btree_index(DPBtreeBuild *b);
+extern Relation dp_btree_heap(DPBtreeBuild *b);
 
 /* ---------- pages.c: the heap page builder ---------- */
 

@@ -23,6 +23,9 @@
  *					around the index builds of new storage
  *	btree_leaves	a btree built from sorted entries has its leaf level
  *					written, not its upper levels nor its metapage
+ *	btree_append_chunk
+ *					a chunk of pages appended at an existing btree's right
+ *					edge is WAL-logged, its pages' downlinks not yet added
  *
  * Invariant: with directpath.fault_point empty (the default) dp_fault()
  * returns at once and has no effect.

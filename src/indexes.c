@@ -21,21 +21,29 @@
  * 2. Per batch, sorted (dp_indexes_batch; the default where it applies).
  *	  After the flush, each index's entries for the batch's rows are formed
  *	  (partial-index predicates and expressions evaluated as ExecInsert
- *	  does), sorted by key with the same tuplesort an index build uses, and
+ *	  does) and sorted by key with the same tuplesort an index build uses.
+ *	  When the first sorts after every entry of the index (keys from a
+ *	  sequence, an identity, a time of arrival), the entries become new
+ *	  leaf pages at the index's right edge (btappend.c, reported as
+ *	  "append"; directpath.index_append).  Otherwise they are
  *	  inserted in key order with index_insert: consecutive keys land on the
  *	  same leaf page one after another, instead of every row visiting a
  *	  random leaf of every index.  Uniqueness is checked by the insertion
  *	  itself, against the table and the rows before in key order, with a
  *	  plain INSERT's message; when a batch holds several duplicates, the
- *	  one reported can differ from the first in input order.  For COPY the
- *	  error context names the line of the row whose entry failed.
+ *	  one reported can differ from the first in input order.  The append
+ *	  checks each entry against the one before, and the first against the
+ *	  index's last (by key: an equal key is inserted instead), with the same
+ *	  message.  For COPY the error context names the line of the row whose
+ *	  entry failed.
  *	  Sorting pays only where the input scatters the keys: an index whose
  *	  keys arrive (nearly) in order, such as a sequence-fed key, or in a few
  *	  interleaved ascending streams, already touches few leaf pages, and
- *	  sorting it costs 10-20%.  So each index is judged on the batches it
- *	  sees: when, in key order, the rows' TIDs go backwards for fewer than
- *	  one entry in ten, later batches of the statement insert that index's
- *	  entries in input order.
+ *	  sorting it costs 10-20% when the entries are then inserted one by one.
+ *	  So an index whose batch could not be appended is judged on it: when,
+ *	  in key order, the rows' TIDs go backwards for fewer than one entry in
+ *	  ten, later batches of the statement insert that index's entries in
+ *	  input order.
  *
  * 3. Built at the end from entries sorted during the load (DP_INDEX_BUILD:
  *	  dp_indexes_spool, dp_indexes_finish), when the relation's storage and
@@ -91,6 +99,7 @@ struct DPIndexes
 								 * sorting?  Else NULL */
 	DPBtreeBuild **builds;		/* DP_INDEX_BUILD: per index */
 	bool		has_unique;		/* any immediate unique index? */
+	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
 };
 
 /* May this leaf's indexes be rebuilt at the end instead of maintained? */
@@ -147,7 +156,8 @@ begin_builds(ResultRelInfo *rri)
 
 	for (int i = 0; i < n; i++)
 		builds[i] = dp_btree_begin(rri->ri_RelationDesc,
-								   rri->ri_IndexRelationDescs[i], workmem);
+								   rri->ri_IndexRelationDescs[i], workmem,
+								   true);
 	return builds;
 }
 
@@ -207,6 +217,15 @@ DPIndexStrategy
 dp_indexes_strategy(DPIndexes *ix)
 {
 	return ix->strategy;
+}
+
+uint32
+dp_indexes_used(DPIndexes *ix)
+{
+	/* sorted per batch reports what each batch did; others themselves */
+	if (ix->strategy == DP_INDEX_SORTED)
+		return ix->used;
+	return ix->strategy == DP_INDEX_NONE ? 0 : 1 << ix->strategy;
 }
 
 bool
@@ -280,11 +299,11 @@ name_line(DPBatchRows *b, ItemPointer tid)
 /*
  * One index's entries for the batch: formed (partial-index predicate and
  * expressions evaluated as ExecInsert does) and inserted in input order,
- * or put into 'sorter' when there is one.
+ * or put into 'sorted' when there is one.
  */
 static void
 form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
-			 DPBatchRows *b, Tuplesortstate *sorter)
+			 DPBatchRows *b, DPBtreeBuild *sorted)
 {
 	Relation	heap = rri->ri_RelationDesc;
 	Relation	idx = rri->ri_IndexRelationDescs[i];
@@ -312,8 +331,8 @@ form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
 		if (predicate != NULL && !ExecQual(predicate, econtext))
 			continue;
 		FormIndexDatum(ii, slot, estate, values, isnull);
-		if (sorter != NULL)
-			tuplesort_putindextuplevalues(sorter, idx, tid, values, isnull);
+		if (sorted != NULL)
+			dp_btree_add(sorted, tid, values, isnull);
 		else
 		{
 			name_line(b, tid);
@@ -330,7 +349,7 @@ form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
  * backwards for fewer than one entry in ten (its keys arrive in order).
  */
 static bool
-insert_sorted(ResultRelInfo *rri, int i, Tuplesortstate *sorter,
+insert_sorted(ResultRelInfo *rri, int i, DPBtreeBuild *sorted,
 			  DPBatchRows *b)
 {
 	Relation	heap = rri->ri_RelationDesc;
@@ -348,8 +367,7 @@ insert_sorted(ResultRelInfo *rri, int i, Tuplesortstate *sorter,
 	int			nentries = 0;
 	int			backwards = 0;
 
-	tuplesort_performsort(sorter);
-	while ((itup = tuplesort_getindextuple(sorter, true)) != NULL)
+	while ((itup = dp_btree_next(sorted)) != NULL)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (nentries++ > 0 && ItemPointerCompare(&itup->t_tid, &prev) < 0)
@@ -366,6 +384,29 @@ insert_sorted(ResultRelInfo *rri, int i, Tuplesortstate *sorter,
 	return !(nentries >= 1000 && backwards * 10 < nentries);
 }
 
+static void
+name_line_cb(void *arg, ItemPointer tid)
+{
+	name_line((DPBatchRows *) arg, tid);
+}
+
+/*
+ * One index's sorted entries for the batch: appended at the right edge
+ * when they all sort after the index's entries, else inserted in key
+ * order.
+ */
+static void
+add_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
+{
+	if (dp_index_append && dp_btree_append(sorted, name_line_cb, b))
+	{
+		ix->used |= 1 << DP_INDEX_APPEND;
+		return;
+	}
+	ix->used |= 1 << DP_INDEX_SORTED;
+	ix->sort[i] = insert_sorted(ix->rri, i, sorted, b);
+}
+
 void
 dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				 HeapTuple *tuples, uint64 *linenos, int ntuples,
@@ -377,19 +418,19 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 	Assert(ix->strategy == DP_INDEX_SORTED);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
-		Tuplesortstate *sorter = NULL;
+		DPBtreeBuild *sorted = NULL;
 
 		if (ix->sort[i])
-			sorter = tuplesort_begin_index_btree(rri->ri_RelationDesc,
-												 rri->ri_IndexRelationDescs[i],
-												 false, false,
-												 maintenance_work_mem, NULL,
-												 TUPLESORT_NONE);
-		form_entries(rri, i, estate, slot, &b, sorter);
-		if (sorter == NULL)
+			sorted = dp_btree_begin(rri->ri_RelationDesc,
+									rri->ri_IndexRelationDescs[i],
+									maintenance_work_mem, false);
+		else
+			ix->used |= 1 << DP_INDEX_SORTED;
+		form_entries(rri, i, estate, slot, &b, sorted);
+		if (sorted == NULL)
 			continue;
-		ix->sort[i] = insert_sorted(rri, i, sorter, &b);
-		tuplesort_end(sorter);
+		add_sorted(ix, i, sorted, &b);
+		dp_btree_discard(sorted);
 	}
 }
 

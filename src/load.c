@@ -442,8 +442,7 @@ finish_heaps(DPLoad *s)
 		if (leaf->writer == NULL)
 			continue;
 		s->report.pages += dp_heap_finish(leaf->writer);
-		if (dp_indexes_strategy(leaf->indexes) != DP_INDEX_NONE)
-			s->report.index_strategies |= 1 << dp_indexes_strategy(leaf->indexes);
+		s->report.index_strategies |= dp_indexes_used(leaf->indexes);
 	}
 	s->state = DPS_WRITTEN;
 }

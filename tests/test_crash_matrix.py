@@ -91,12 +91,13 @@ class Case:
 
 POINTS_EXISTING = [("first_batch", 1), ("batch_wal", 1), ("batch_wal", 3),
                    ("batch_written", 2), ("batch_done", 1), ("batch_done", 4),
-                   ("finish", 1)]
+                   ("btree_append_chunk", 2), ("finish", 1)]
 POINTS_NEW = [("first_batch", 1), ("batch_wal", 1), ("batch_wal", 3),
               ("batch_written", 2), ("batch_done", 1), ("before_vm", 1),
               ("before_index_rebuild", 1), ("btree_leaves", 1), ("after_index_rebuild", 1),
               ("finish", 1)]
-NEEDS_INDEX = {"before_index_rebuild", "btree_leaves", "after_index_rebuild"}
+NEEDS_INDEX = {"before_index_rebuild", "btree_leaves", "after_index_rebuild",
+               "btree_append_chunk"}
 
 
 def fault_cases():

@@ -1,0 +1,125 @@
+--
+-- Right-edge append: a batch's sorted entries that all sort after an
+-- existing btree's entries become new leaf pages at its right edge.
+--
+SET directpath.min_bytes = 0;
+SET directpath.batch_pages = 16;
+CREATE EXTENSION IF NOT EXISTS amcheck;
+-- every btree of the table through amcheck's strongest check
+CREATE FUNCTION check_btrees(t regclass) RETURNS SETOF text LANGUAGE sql AS $$
+  SELECT c.relname || ': ' ||
+         CASE WHEN bt_index_parent_check(c.oid, true, true)::text = '' THEN 'ok' END
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_am a ON a.oid = c.relam
+  WHERE i.indrelid = t AND a.amname = 'btree' ORDER BY c.relname $$;
+-- size of an index against a fresh build of the same definition
+CREATE FUNCTION size_vs_fresh(i regclass) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  def text := replace(pg_get_indexdef(i), ' INDEX ' || quote_ident(i::text) || ' ON ',
+                      ' INDEX size_vs_fresh_tmp ON ');
+  fresh bigint;
+BEGIN
+  EXECUTE def;
+  fresh := pg_relation_size('size_vs_fresh_tmp');
+  EXECUTE 'DROP INDEX size_vs_fresh_tmp';
+  RETURN pg_relation_size(i) <= fresh * 1.05;
+END $$;
+
+-- an ETL-like table: sequence key, arrival time, a wide key (many leaf
+-- pages per batch: chunks of pages, parent splits, a taller tree) and a
+-- random key (not at the right edge: inserted in key order)
+CREATE TABLE ea (id bigserial PRIMARY KEY, ts timestamptz, w text, r int);
+CREATE INDEX ea_ts ON ea (ts);
+CREATE INDEX ea_w ON ea (w);
+CREATE INDEX ea_r ON ea (hashint4(r));
+INSERT INTO ea (ts, w, r)
+  SELECT '2026-01-01'::timestamptz + g * interval '1 s', lpad(g::text, 200, '0'), g
+  FROM generate_series(1, 3000) g;
+/*+ APPEND */ INSERT INTO ea (ts, w, r)
+  SELECT '2026-02-01'::timestamptz + g * interval '1 s',
+         lpad((100000 + g)::text, 200, '0'), g
+  FROM generate_series(1, 20000) g;
+SELECT path, rows_inserted, index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('ea');
+SELECT i, size_vs_fresh(i) FROM unnest(ARRAY['ea_pkey', 'ea_ts', 'ea_w']::regclass[]) i;
+-- index scans, forward and backward, and index-only scans see every row
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM ea WHERE id BETWEEN 2990 AND 3010;
+SELECT id FROM ea ORDER BY id DESC LIMIT 3;
+SELECT count(*) FROM ea WHERE ts >= '2026-01-01';
+SELECT count(*) FROM ea WHERE w > lpad('2999', 200, '0') AND w < lpad('100002', 200, '0');
+SELECT count(*) FROM ea WHERE hashint4(r) = hashint4(777);
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+-- COPY appends the same way
+/*+ APPEND */ COPY ea (ts, w, r) FROM PROGRAM 'seq 30001 34000 | awk "{printf \"2026-03-01 00:00:%02d\t%0200d\t%d\n\", \$1 % 60, \$1 + 200000, \$1}"';
+SELECT path, rows_inserted, index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('ea');
+SELECT count(*), count(DISTINCT id), max(id) FROM ea;
+
+-- a unique index's duplicate within the load: INSERT's error, nothing left
+\set VERBOSITY default
+/*+ APPEND */ INSERT INTO ea (id, ts, w, r)
+  SELECT g, now(), 'x', 1 FROM generate_series(40001, 45000) g
+  UNION ALL SELECT 44000, now(), 'y', 2;
+-- COPY names the line of the second row with the key
+/*+ APPEND */ COPY ea (id, ts, w, r) FROM PROGRAM 'seq 50001 53000 | sed -e "s/^52999$/52000/" -e "s/$/\t2026-04-01\tz\t1/"';
+-- the first entry equals the index's last key: inserted one by one, and
+-- the duplicate found there
+/*+ APPEND */ INSERT INTO ea (id, ts, w, r)
+  SELECT g, now(), 'x', 1 FROM generate_series(24000, 26000) g;
+SELECT count(*) FROM ea;
+SELECT check_btrees('ea');
+
+-- directpath.index_append off: the same entries, inserted in key order
+SET directpath.index_append = off;
+/*+ APPEND */ INSERT INTO ea (ts, w, r)
+  SELECT '2026-05-01', lpad((300000 + g)::text, 200, '0'), g FROM generate_series(1, 2000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+RESET directpath.index_append;
+SELECT check_btrees('ea');
+DROP TABLE ea;
+
+-- an empty table (its indexes have no root yet), a one-page tree (the
+-- tail is the root), posting lists (keys repeated), INCLUDE columns, a
+-- partial and an expression index, a "C" collation; a DESC index sorts the
+-- keys the other way and is inserted into
+CREATE TABLE eb (id int PRIMARY KEY, k int, t text COLLATE "C", v int);
+CREATE INDEX eb_k ON eb (k) INCLUDE (v);
+CREATE INDEX eb_part ON eb (id) WHERE v % 2 = 0;
+CREATE INDEX eb_expr ON eb ((id * 2));
+CREATE INDEX eb_t ON eb (t);
+CREATE INDEX eb_desc ON eb (id DESC);
+/*+ APPEND */ INSERT INTO eb SELECT g, g / 10, 'k' || lpad(g::text, 8, '0'), g FROM generate_series(1, 20000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('eb');
+SELECT i, size_vs_fresh(i) FROM unnest(ARRAY['eb_pkey', 'eb_k', 'eb_part', 'eb_expr', 'eb_t']::regclass[]) i;
+TRUNCATE eb;
+INSERT INTO eb VALUES (0, 0, 'k', 0);
+/*+ APPEND */ INSERT INTO eb SELECT g, g / 10, 'k' || lpad(g::text, 8, '0'), g FROM generate_series(1, 20000) g;
+SELECT check_btrees('eb');
+SET enable_seqscan = off;
+SELECT count(*) FROM eb WHERE k = 77;
+SELECT sum(v) FROM eb WHERE k BETWEEN 100 AND 109;
+SELECT count(*) FROM eb WHERE id < 100 AND v % 2 = 0;
+SELECT id FROM eb WHERE id * 2 = 39998;
+SELECT count(*) FROM eb WHERE t >= 'k00019990';
+SELECT id FROM eb ORDER BY id DESC LIMIT 2;
+RESET enable_seqscan;
+DROP TABLE eb;
+
+-- NULLs in a unique index: distinct by default, duplicates with NULLS NOT
+-- DISTINCT
+CREATE TABLE ec (id int, u int UNIQUE, n int UNIQUE NULLS NOT DISTINCT);
+INSERT INTO ec VALUES (1, 1, 1);
+/*+ APPEND */ INSERT INTO ec SELECT g, CASE WHEN g > 15000 THEN NULL ELSE g END, g FROM generate_series(2, 20000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+/*+ APPEND */ INSERT INTO ec SELECT g, g, CASE WHEN g > 25000 THEN NULL ELSE g END FROM generate_series(20001, 30000) g;
+SELECT count(*), count(u), count(n) FROM ec;
+SELECT check_btrees('ec');
+DROP TABLE ec;
+
+DROP FUNCTION check_btrees(regclass);
+DROP FUNCTION size_vs_fresh(regclass);
+RESET directpath.batch_pages;

@@ -1,0 +1,160 @@
+"""Right-edge append to existing btrees (btappend.c), under readers.
+
+While a direct load appends leaf pages at the right edge of existing
+btrees (batch after batch, many pages per batch for a wide key, so that
+chunks, parent splits and a taller tree all happen), readers on the
+primary and on a streaming standby run index scans forward, backward and
+index-only, over and over: every answer must be the committed rows, never an
+error.  After the commit both see every row, amcheck is clean on both, and
+an interrupted append (an error after some chunks) leaves a valid index that
+the next load extends.
+"""
+
+import threading
+import time
+
+import pytest
+
+from conftest import (SMALL_BATCHES, TABLE_COLUMNS, Background, fault_gucs,
+                      last_statement, seed_insert, set_gucs, table_digest,
+                      verify_table, wait_fault_sleep)
+
+pytestmark = pytest.mark.directpath
+
+PRE, N = 3000, 30_000
+WIDE = "lpad(indid::text, 150, '0')"
+
+QUERIES = {
+    # name: (query, answer from the committed rows 1..rows)
+    "range": (f"SELECT count(*) FROM {{t}} WHERE indid BETWEEN {PRE - 10} AND {PRE + N}",
+              lambda rows: min(rows, PRE + N) - (PRE - 10) + 1),
+    "backward": ("SELECT indid FROM {t} ORDER BY indid DESC LIMIT 1", lambda rows: rows),
+    "wide": (f"SELECT count(*) FROM {{t}} WHERE {WIDE} >= lpad('{PRE - 5}', 150, '0')",
+             lambda rows: rows - (PRE - 5) + 1),
+    "index_only": ("SELECT count(indid) FROM {t} WHERE indid > 0", lambda rows: rows),
+}
+
+
+def make_table(conn, t):
+    conn.execute(f"CREATE TABLE {t} {TABLE_COLUMNS}")
+    conn.execute(f"CREATE INDEX {t}_indid ON {t} (indid)")
+    conn.execute(f"CREATE INDEX {t}_wide ON {t} (({WIDE}))")
+    conn.execute(seed_insert(t, PRE, hint=False))
+    conn.execute(f"VACUUM {t}")
+
+
+class Reader(threading.Thread):
+    """Runs QUERIES with index scans until stopped; records wrong answers
+    and errors.  'rows' is the number of committed rows it must see."""
+
+    def __init__(self, cluster, t, rows):
+        super().__init__(daemon=True)
+        self.conn = cluster.conn()
+        self.t = t
+        self.rows = rows
+        self.stop = threading.Event()
+        self.wrong = []
+        self.rounds = 0
+
+    def run(self):
+        c = self.conn
+        c.execute("SET enable_seqscan = off")
+        c.execute("SET enable_bitmapscan = off")
+        try:
+            while not self.stop.is_set():
+                for name, (q, want) in QUERIES.items():
+                    got = c.execute(q.format(t=self.t)).fetchone()[0]
+                    if got != want(self.rows):
+                        self.wrong.append((name, got, want(self.rows)))
+                self.rounds += 1
+        except Exception as e:      # an error is a failure too
+            self.wrong.append(("error", repr(e), None))
+        finally:
+            c.close()
+
+    def finish(self):
+        self.stop.set()
+        self.join(60)
+        return self.rounds, self.wrong
+
+
+def test_readers_during_append_primary_and_standby(make_cluster, tmp_path):
+    p = make_cluster(name="primary")
+    t = "ra"
+    with p.conn() as conn:
+        make_table(conn, t)
+    sb = p.make_standby(tmp_path)
+
+    readers = [Reader(p, t, PRE), Reader(sb, t, PRE)]
+    for r in readers:
+        r.start()
+    with p.conn() as conn:
+        set_gucs(conn, SMALL_BATCHES)
+        conn.execute("BEGIN")
+        conn.execute(seed_insert(t, PRE + N, start=PRE + 1))
+        st = last_statement(conn)
+        # the standby replays it all, the readers go on a moment, then stop
+        p.wait_replay(sb)
+        time.sleep(0.5)
+        results = [r.finish() for r in readers]
+        conn.execute("COMMIT")
+    assert st["path"] == "direct" and st["index_maintenance"] == "append", st
+    for where, (rounds, wrong) in zip(("primary", "standby"), results):
+        assert rounds > 0, f"{where}: the reader never completed a round"
+        assert wrong == [], f"{where}: readers saw {wrong[:5]}"
+
+    p.wait_replay(sb)
+    for c in (p, sb):
+        with c.conn() as conn:
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SET enable_bitmapscan = off")
+            for name, (q, want) in QUERIES.items():
+                got = conn.execute(q.format(t=t)).fetchone()[0]
+                assert got == want(PRE + N), (c.name, name, got)
+            conn.execute("RESET enable_seqscan")
+            conn.execute("RESET enable_bitmapscan")
+            verify_table(conn, t)
+    with p.conn() as conn:
+        want = table_digest(conn, t)
+    with sb.conn() as conn:
+        assert table_digest(conn, t) == want
+    sb.stop()
+
+
+def test_interrupted_append_leaves_a_valid_index(cluster):
+    """An error between chunks (fault point after a chunk's WAL record,
+    before its splits are completed): the index stays valid with its
+    incomplete splits, the next load beyond its keys completes them and
+    appends, and a retry of the failed keys (below the index's last key now)
+    is inserted in key order."""
+    t = "rb"
+    with cluster.conn() as conn:
+        make_table(conn, t)
+        before = table_digest(conn, t)
+        set_gucs(conn, SMALL_BATCHES)
+        set_gucs(conn, fault_gucs("btree_append_chunk", 5, action="error"))
+        with pytest.raises(Exception, match="btree_append_chunk"):
+            conn.execute(seed_insert(t, PRE + N, start=PRE + 1))
+        set_gucs(conn, {"directpath.fault_point": ""})
+        assert table_digest(conn, t) == before
+        verify_table(conn, t)
+        incomplete = sum(conn.execute(
+            "SELECT count(*) FROM generate_series(1, pg_relation_size(%s) / 8192 - 1) b, "
+            "LATERAL bt_page_stats(%s, b::int) s WHERE s.btpo_flags & 128 <> 0",
+            (i, i)).fetchone()[0] for i in (f"{t}_indid", f"{t}_wide"))
+        assert incomplete > 0, "the fault left no incomplete split to complete"
+
+        conn.execute(seed_insert(t, PRE + 2 * N, start=PRE + N + 1))
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["index_maintenance"] == "append", st
+        verify_table(conn, t)
+        conn.execute(seed_insert(t, PRE + N, start=PRE + 1))
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "sorted" in st["index_maintenance"], st
+        verify_table(conn, t)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        for q in (f"SELECT count(*) FROM {t} WHERE indid > 0",
+                  f"SELECT count(*) FROM {t} WHERE {WIDE} > ''"):
+            assert conn.execute(q).fetchone()[0] == PRE + 2 * N, q
+        assert conn.execute(f"SELECT max(indid) FROM {t}").fetchone()[0] == PRE + 2 * N
