@@ -27,6 +27,7 @@ OBJS = \
 	src/indexes.o \
 	src/btree.o \
 	src/btappend.o \
+	src/btmerge.o \
 	src/pages.o \
 	src/append.o \
 	src/wal.o \

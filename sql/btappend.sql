@@ -120,6 +120,48 @@ SELECT count(*), count(u), count(n) FROM ec;
 SELECT check_btrees('ec');
 DROP TABLE ec;
 
+-- a large load of scattered keys against non-unique indexes: each is
+-- rewritten once with the new entries merged in, locked until the commit
+CREATE TABLE em (id int PRIMARY KEY, r int, n text);
+CREATE INDEX em_r ON em (hashint4(r));
+CREATE INDEX em_n ON em (n DESC NULLS FIRST, r);
+INSERT INTO em SELECT g, g, CASE WHEN g % 7 = 0 THEN NULL ELSE 'n' || g % 50 END
+  FROM generate_series(1, 20000) g;
+BEGIN;
+/*+ APPEND */ INSERT INTO em SELECT g, g, CASE WHEN g % 9 = 0 THEN NULL ELSE 'n' || g % 50 END
+  FROM generate_series(20001, 80000) g;
+SELECT index_maintenance, indexes_rebuilt FROM directpath.last_statement();
+SELECT relation::regclass FROM pg_locks
+  WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock'
+    AND pid = pg_backend_pid() AND relation::regclass::text LIKE 'em%' ORDER BY 1;
+COMMIT;
+SELECT check_btrees('em');
+SELECT i, size_vs_fresh(i) FROM unnest(ARRAY['em_r', 'em_n']::regclass[]) i;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM em WHERE hashint4(r) IN (hashint4(7), hashint4(77777));
+SELECT count(*) FROM em WHERE n = 'n7';
+SELECT count(*) FROM em WHERE n IS NULL;
+SELECT n FROM em ORDER BY n DESC NULLS FIRST, r LIMIT 2;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT count(*) FILTER (WHERE n = 'n7'), count(*) FILTER (WHERE n IS NULL) FROM em;
+-- rolled back: the old storage is the index again
+BEGIN;
+/*+ APPEND */ INSERT INTO em SELECT g, g, 'x' FROM generate_series(80001, 140000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+ROLLBACK;
+SELECT check_btrees('em');
+-- directpath.index_merge off: inserted after each batch instead (the keys
+-- of the rolled-back load are still in the primary key: not appended)
+SET directpath.index_merge = off;
+/*+ APPEND */ INSERT INTO em SELECT g, g, 'y' FROM generate_series(80001, 140000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+RESET directpath.index_merge;
+SELECT check_btrees('em');
+SELECT count(*), count(DISTINCT hashint4(r)) > 130000 FROM em;
+DROP TABLE em;
+
 DROP FUNCTION check_btrees(regclass);
 DROP FUNCTION size_vs_fresh(regclass);
 RESET directpath.batch_pages;

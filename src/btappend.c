@@ -57,6 +57,10 @@
  *	 LP_DEAD hints, which the rewrite drops.
  * - The rows the entries point to are on disk (the caller's batch flush
  *	 came first), as for any index entry the direct path makes.
+ * - Serializable transactions see what a plain insertion shows them: the
+ *	 entries all go into the tail's key range, so a serializable load
+ *	 checks for conflicts on the tail, and every new page inherits the
+ *	 tail's predicate locks, as the right half of a split does.
  *
  *-------------------------------------------------------------------------
  */
@@ -67,7 +71,9 @@
 #include "access/xloginsert.h"
 #include "catalog/pg_control.h"
 #include "miscadmin.h"
+#include "access/xact.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/rel.h"
 
 /* Pages in one WAL record: as many block references as a record takes. */
@@ -214,6 +220,9 @@ chunk_new_page(void *arg, BlockNumber *blkno)
 	}
 	else
 		buf = ReadBuffer(a->index, a->tail);
+	/* a serializable reader's lock on the tail's key range covers it too */
+	if (BufferGetBlockNumber(buf) != a->tail)
+		PredicateLockPageSplit(a->index, a->tail, BufferGetBlockNumber(buf));
 	a->filling.buf = buf;
 	a->filling.image = DP_ALLOC_PAGE();
 	*blkno = BufferGetBlockNumber(buf);
@@ -420,7 +429,8 @@ dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg)
 	a.tail_prev = BTPageGetOpaque(tail)->btpo_prev;
 	a.tail_root = P_ISROOT(BTPageGetOpaque(tail));
 
-	/* steps 2-4 */
+	/* steps 2-4; a serializable load conflicts as inserting into the tail */
+	CheckForSerializableConflictIn(a.index, NULL, a.tail);
 	XLogEnsureRecordSpace(DP_BT_CHUNK - 1, 0);
 	RelationSetTargetBlock(a.index, InvalidBlockNumber);
 	dp_btree_leaves_begin(b, &sink);

@@ -85,6 +85,7 @@ struct DPBtreeBuild
 	Relation	heap;			/* for error reports */
 	Relation	index;
 	Tuplesortstate *sort;		/* the load's entries */
+	double		nentries;		/* how many */
 	bool		sorted;			/* sort performed */
 	IndexTuple	peeked;			/* first entry, read ahead (dp_btree_peek) */
 	BTScanInsert inskey;		/* for suffix truncation, equal-key tests */
@@ -127,6 +128,13 @@ void
 dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values, bool *isnull)
 {
 	tuplesort_putindextuplevalues(b->sort, b->index, tid, values, isnull);
+	b->nentries++;
+}
+
+double
+dp_btree_count(DPBtreeBuild *b)
+{
+	return b->nentries;
 }
 
 static IndexTuple
@@ -506,9 +514,9 @@ write_metapage(DPBtreeBuild *b, BlockNumber root, uint32 level)
 	}
 }
 
-/* The leaf level from the sorted stream; returns the pivots above it. */
+/* The leaf level from a sorted stream; returns its last page's block. */
 static BlockNumber
-build_leaves(DPBtreeBuild *b, DPBtPivots *pivots)
+build_leaves(DPBtreeBuild *b, DPBtStream next, void *arg, DPBtPivots *pivots)
 {
 	DPBtSink	sink = {build_new_page, build_page_done, b};
 	IndexTuple	itup;
@@ -516,10 +524,41 @@ build_leaves(DPBtreeBuild *b, DPBtPivots *pivots)
 
 	b->pivots = pivots;
 	dp_btree_leaves_begin(b, &sink);
-	while ((itup = dp_btree_next(b)) != NULL)
+	while ((itup = next(arg)) != NULL)
 		dp_btree_put_entry(b, itup);
 	dp_btree_leaves_end(b, &last);
 	return finish_level(b, &b->leaves, pivots);
+}
+
+/* Storage just created has no metapage yet: an empty one, logged. */
+static void
+ensure_metapage(DPBtreeBuild *b)
+{
+	Buffer		buf;
+
+	if (RelationGetNumberOfBlocks(b->index) > 0)
+		return;
+	buf = DP_EXTEND_BY_ONE(b->index);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	START_CRIT_SECTION();
+	_bt_initmetapage(BufferGetPage(buf), P_NONE, 0, b->inskey->allequalimage);
+	MarkBufferDirty(buf);
+	if (RelationNeedsWAL(b->index))
+		log_newpage_buffer(buf, true);
+	END_CRIT_SECTION();
+	UnlockReleaseBuffer(buf);
+}
+
+static IndexTuple
+next_sorted(void *arg)
+{
+	return dp_btree_next((DPBtreeBuild *) arg);
+}
+
+void
+dp_btree_finish(DPBtreeBuild *b)
+{
+	dp_btree_build(b, next_sorted, b);
 }
 
 /*
@@ -527,24 +566,25 @@ build_leaves(DPBtreeBuild *b, DPBtPivots *pivots)
  * one page, then the metapage.
  */
 void
-dp_btree_finish(DPBtreeBuild *b)
+dp_btree_build(DPBtreeBuild *b, DPBtStream next, void *arg)
 {
 	DPBtPivots below = {0};
 	DPBtLevel	lev;
 	BlockNumber root;
 	uint32		level = 0;
 
-	if (RelationGetNumberOfBlocks(b->index) != 1)
-		elog(ERROR, "directpath: index \"%s\" is not empty",
-			 RelationGetRelationName(b->index));
 	/* the metapage of the empty index does not know yet */
 	b->inskey->allequalimage = _bt_allequalimage(b->index, false);
 	b->deduplicate = b->inskey->allequalimage &&
 		!b->index->rd_index->indisunique && BTGetDeduplicateItems(b->index);
+	ensure_metapage(b);
+	if (RelationGetNumberOfBlocks(b->index) != 1)
+		elog(ERROR, "directpath: index \"%s\" is not empty",
+			 RelationGetRelationName(b->index));
 	b->append = dp_append_begin(b->index, false, NULL);
 	b->next_blkno = dp_append_first_block(b->append);
 
-	root = build_leaves(b, &below);
+	root = build_leaves(b, next, arg, &below);
 	write_pending(b, false);
 	dp_fault("btree_leaves");
 	lev = b->leaves;

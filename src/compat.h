@@ -22,7 +22,11 @@
  *	  gains arguments in 17 and 18;
  *	- COPY FROM's ON_ERROR and LOG_VERBOSITY come in 17, REJECT_LIMIT and
  *	  LOG_VERBOSITY silent in 18;
- *	- BTMaxItemSize takes the page before 18.
+ *	- BTMaxItemSize takes the page before 18;
+ *	- btree internals gained the heap relation in 16 (and _bt_allocbuf
+ *	  split from _bt_getbuf), lost the snapshot in 17; extending a
+ *	  relation by a buffer became ExtendBufferedRel in 16;
+ *	- RelationSetNewRelfilenode became RelationSetNewRelfilenumber in 16.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,11 +39,15 @@
 #error "directpath supports PostgreSQL 15, 16, 17 and 18"
 #endif
 
+#include "access/nbtree.h"
 #include "access/xloginsert.h"
 #include "executor/executor.h"
 #include "common/relpath.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 
 #include "commands/copyfrom_internal.h"
 #include "commands/progress.h"
@@ -242,6 +250,34 @@ dp_copy_row_skipped(CopyFromState cstate)
 #else
 #define DP_BT_MAX_ITEM_SIZE(page)	BTMaxItemSize(page)
 #endif
+
+/* The identity of a relation's storage, and new storage for a relation. */
+#if PG_VERSION_NUM >= 160000
+typedef RelFileLocator DPRelLocator;
+#define DP_SET_NEW_STORAGE(rel) \
+	RelationSetNewRelfilenumber((rel), (rel)->rd_rel->relpersistence)
+#else
+typedef RelFileNode DPRelLocator;
+#define DP_SET_NEW_STORAGE(rel) \
+	RelationSetNewRelfilenode((rel), (rel)->rd_rel->relpersistence)
+#endif
+
+/* A new block at the end of the relation's main fork, pinned, unlocked. */
+static inline Buffer
+dp_extend_by_one(Relation rel)
+{
+#if PG_VERSION_NUM >= 160000
+	return ExtendBufferedRel(BMR_REL(rel), MAIN_FORKNUM, NULL, 0);
+#else
+	Buffer		buf;
+
+	LockRelationForExtension(rel, ExclusiveLock);
+	buf = ReadBuffer(rel, P_NEW);
+	UnlockRelationForExtension(rel, ExclusiveLock);
+	return buf;
+#endif
+}
+#define DP_EXTEND_BY_ONE(rel)	dp_extend_by_one(rel)
 
 /*
  * btree internals the right-edge append uses: a new page (write-locked,

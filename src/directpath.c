@@ -14,6 +14,8 @@
  *	directpath.index_rebuild	rebuild indexes of new storage at the end
  *	directpath.index_sort		insert a batch's btree entries in key order
  *	directpath.index_append		append them at the right edge when they sort last
+ *	directpath.index_merge		rewrite a non-unique btree with a large load's
+ *								entries merged in
  *	directpath.index_spool		build new storage's btrees from sorted entries
  *	directpath.wal_format		image | records (wal.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
@@ -37,6 +39,7 @@ int			dp_batch_pages = 512;
 bool		dp_index_rebuild = true;
 bool		dp_index_sort = true;
 bool		dp_index_append = true;
+bool		dp_index_merge = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 
@@ -101,6 +104,11 @@ _PG_init(void)
 							 "Appends a batch's sorted btree entries at the index's right edge when they all sort after its entries.",
 							 "Off: they are inserted one by one, in key order.",
 							 &dp_index_append, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_merge",
+							 "Lets a large load rewrite an existing non-unique btree with its entries merged in.",
+							 "Off: the entries are inserted after each batch.",
+							 &dp_index_merge, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.index_spool",
 							 "Builds the btree indexes of storage new in the transaction from entries sorted during the load.",

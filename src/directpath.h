@@ -28,6 +28,7 @@
  *	pages.c			the heap page builder: rows onto private pages
  *	btree.c			the btree page builder: sorted entries into a tree
  *	  btappend.c	  sorted entries at an existing btree's right edge
+ *	  btmerge.c		  an existing btree rewritten with new entries merged in
  *	append.c		the append layer: crash-safe writes of built pages
  *	  wal.c			  WAL records for appended pages
  *	  visibility.c	  tuple headers, freezing, visibility-map bits
@@ -77,6 +78,7 @@ extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_append;
+extern bool dp_index_merge;
 extern bool dp_index_spool;
 extern int	dp_wal_format;
 
@@ -444,6 +446,8 @@ typedef enum DPIndexStrategy
 	DP_INDEX_REBUILD,			/* rebuilt once at the end (REINDEX) */
 	DP_INDEX_APPEND,			/* reported only: a DP_INDEX_SORTED batch
 								 * appended at an index's right edge */
+	DP_INDEX_MERGE,				/* reported only: a DP_INDEX_SORTED index
+								 * rewritten with its entries merged in */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */
@@ -503,11 +507,18 @@ extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
 extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
 extern IndexTuple dp_btree_next(DPBtreeBuild *b);
 
+/* How many entries were added. */
+extern double dp_btree_count(DPBtreeBuild *b);
+
 /*
- * Build the index (storage new in this transaction, only its metapage so
- * far) from the entries: the tree, then the metapage; releases the build.
+ * Build the index (storage new in this transaction, empty or only its
+ * metapage so far) from the entries: the tree, then the metapage;
+ * releases the build.  dp_btree_build takes the sorted stream from 'next'
+ * (NULL at its end) instead.
  */
 extern void dp_btree_finish(DPBtreeBuild *b);
+typedef IndexTuple (*DPBtStream) (void *arg);
+extern void dp_btree_build(DPBtreeBuild *b, DPBtStream next, void *arg);
 
 /* Release a build (finished or not); an unfinished index stays as it was. */
 extern void dp_btree_discard(DPBtreeBuild *b);
@@ -554,6 +565,14 @@ typedef void (*DPNameRow) (void *arg, ItemPointer tid);
  * duplicate among the entries raises INSERT's error.
  */
 extern bool dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg);
+
+/* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
+
+/*
+ * Rewrite b->index (non-unique) into new storage, its entries merged with
+ * b's, under AccessExclusiveLock; releases the build.
+ */
+extern void dp_btree_merge(DPBtreeBuild *b);
 
 /* The index b builds or appends to. */
 extern Relation dp_btree_index(DPBtreeBuild *b);

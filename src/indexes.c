@@ -80,9 +80,11 @@
 #include "directpath.h"
 
 #include "access/genam.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/tuplesort.h"
@@ -97,6 +99,8 @@ struct DPIndexes
 	DPIndexStrategy strategy;
 	bool	   *sort;			/* DP_INDEX_SORTED: per index, still worth
 								 * sorting?  Else NULL */
+	DPBtreeBuild **spools;		/* DP_INDEX_SORTED: per index, its entries
+								 * for the end of the statement, or NULL */
 	DPBtreeBuild **builds;		/* DP_INDEX_BUILD: per index */
 	bool		has_unique;		/* any immediate unique index? */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
@@ -161,6 +165,43 @@ begin_builds(ResultRelInfo *rri)
 	return builds;
 }
 
+/*
+ * May this index's entries wait for the end of the statement (and then be
+ * appended, merged or inserted at once)?  A non-unique btree (no error to
+ * name a row for) of a leaf without triggers (none could look the rows up
+ * through the index before the end, as it could after their batch).
+ */
+static bool
+can_spool(ResultRelInfo *rri, int i)
+{
+	Relation	idx = rri->ri_IndexRelationDescs[i];
+
+	return dp_index_merge && rri->ri_TrigDesc == NULL &&
+		!idx->rd_index->indisunique &&
+		idx->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
+}
+
+/* The spools of the indexes that may wait, sharing maintenance_work_mem. */
+static DPBtreeBuild **
+begin_spools(ResultRelInfo *rri)
+{
+	int			n = 0;
+	DPBtreeBuild **spools;
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		n += can_spool(rri, i);
+	if (n == 0)
+		return NULL;
+	spools = palloc0(sizeof(DPBtreeBuild *) * rri->ri_NumIndices);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		if (can_spool(rri, i))
+			spools[i] = dp_btree_begin(rri->ri_RelationDesc,
+									   rri->ri_IndexRelationDescs[i],
+									   Max(maintenance_work_mem / n, 1024),
+									   false);
+	return spools;
+}
+
 /* May this leaf's entries be inserted sorted, per batch? */
 static bool
 can_sort(ResultRelInfo *rri)
@@ -207,6 +248,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 		ix->strategy = DP_INDEX_SORTED;
 		ix->sort = palloc(sizeof(bool) * rri->ri_NumIndices);
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
+		ix->spools = begin_spools(rri);
 	}
 	else
 		ix->strategy = DP_INDEX_ROW;
@@ -232,19 +274,6 @@ bool
 dp_indexes_has_unique(DPIndexes *ix)
 {
 	return ix->has_unique;
-}
-
-void
-dp_indexes_row_by_row(DPIndexes *ix)
-{
-	if (ix->strategy == DP_INDEX_BUILD)
-	{
-		for (int i = 0; i < ix->rri->ri_NumIndices; i++)
-			dp_btree_discard(ix->builds[i]);
-		ix->builds = NULL;
-	}
-	if (ix->strategy != DP_INDEX_NONE)
-		ix->strategy = DP_INDEX_ROW;
 }
 
 List *
@@ -420,6 +449,11 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 	{
 		DPBtreeBuild *sorted = NULL;
 
+		if (ix->spools != NULL && ix->spools[i] != NULL)
+		{
+			form_entries(rri, i, estate, slot, &b, ix->spools[i]);
+			continue;
+		}
 		if (ix->sort[i])
 			sorted = dp_btree_begin(rri->ri_RelationDesc,
 									rri->ri_IndexRelationDescs[i],
@@ -432,6 +466,31 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 		add_sorted(ix, i, sorted, &b);
 		dp_btree_discard(sorted);
 	}
+}
+
+void
+dp_indexes_row_by_row(DPIndexes *ix)
+{
+	if (ix->spools != NULL)
+	{
+		DPBatchRows none = {0};
+
+		for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+			if (ix->spools[i] != NULL)
+			{
+				insert_sorted(ix->rri, i, ix->spools[i], &none);
+				dp_btree_discard(ix->spools[i]);
+			}
+		ix->spools = NULL;
+	}
+	if (ix->strategy == DP_INDEX_BUILD)
+	{
+		for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+			dp_btree_discard(ix->builds[i]);
+		ix->builds = NULL;
+	}
+	if (ix->strategy != DP_INDEX_NONE)
+		ix->strategy = DP_INDEX_ROW;
 }
 
 /*
@@ -562,12 +621,78 @@ reindex_one(void *arg)
 	DP_REINDEX_INDEX(r->indexoid, r->persistence, &params);
 }
 
+/*
+ * Is merging the spooled entries into a rewrite of the index cheaper than
+ * inserting them?  Yes from an eighth of the entries the index holds
+ * (estimated from its size and the entries' size): a merge reads and
+ * writes every page once, an insertion costs a descent and a WAL record.
+ * Below DP_MERGE_MIN_ENTRIES insertion is cheap enough either way, and
+ * does not lock the index until the commit.
+ */
+#define DP_MERGE_MIN_ENTRIES 50000
+
+static bool
+worth_merging(Relation idx, DPBtreeBuild *spool)
+{
+	Size		entry = IndexTupleSize(dp_btree_peek(spool)) + sizeof(ItemIdData);
+	double		existing = (double) RelationGetNumberOfBlocks(idx) *
+		(BLCKSZ * 3 / 4) / entry;
+
+	return dp_btree_count(spool) >= DP_MERGE_MIN_ENTRIES &&
+		dp_btree_count(spool) * 8 >= existing;
+}
+
+/*
+ * A spooled index at the end of the statement: its entries appended at
+ * the right edge, merged into a rewrite, or inserted in key order.
+ * Returns whether it was rewritten.
+ */
+static bool
+finish_spool(DPIndexes *ix, int i)
+{
+	DPBtreeBuild *spool = ix->spools[i];
+	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
+	DPBatchRows none = {0};
+	bool		merged = false;
+
+	ix->spools[i] = NULL;
+	if (dp_btree_peek(spool) == NULL)
+		;
+	else if (dp_index_append && dp_btree_append(spool, NULL, NULL))
+		ix->used |= 1 << DP_INDEX_APPEND;
+	else if (!IsolationIsSerializable() && worth_merging(idx, spool) &&
+			 ConditionalLockRelationOid(RelationGetRelid(idx),
+										AccessExclusiveLock))
+	{
+		dp_btree_merge(spool);	/* releases it */
+		ix->used |= 1 << DP_INDEX_MERGE;
+		return true;
+	}
+	else
+	{
+		insert_sorted(ix->rri, i, spool, &none);
+		ix->used |= 1 << DP_INDEX_SORTED;
+	}
+	dp_btree_discard(spool);
+	return merged;
+}
+
 int
 dp_indexes_finish(DPIndexes *ix)
 {
 	ResultRelInfo *rri = ix->rri;
 	int			n = rri->ri_NumIndices;
 	Oid		   *oids;
+
+	if (ix->strategy == DP_INDEX_SORTED && ix->spools != NULL)
+	{
+		int			merged = 0;
+
+		for (int i = 0; i < n; i++)
+			if (ix->spools[i] != NULL)
+				merged += finish_spool(ix, i);
+		return merged;
+	}
 
 	if (ix->strategy == DP_INDEX_BUILD)
 	{

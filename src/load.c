@@ -447,13 +447,19 @@ finish_heaps(DPLoad *s)
 	s->state = DPS_WRITTEN;
 }
 
-/* Indexes built at the end (new storage), once every row is written. */
+/*
+ * Indexes built at the end (new storage), and entries that waited for the
+ * end (existing storage), once every row is written.
+ */
 static void
 finish_indexes(DPLoad *s)
 {
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->writer != NULL)
+		{
 			s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
+			s->report.index_strategies |= dp_indexes_used(leaf->indexes);
+		}
 }
 
 void

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from conftest import (SMALL_BATCHES, TABLE_COLUMNS, Background, fault_gucs,
+from conftest import (SMALL_BATCHES, TABLE_COLUMNS, crash_backend, fault_gucs,
                       last_statement, seed_insert, set_gucs, table_digest,
-                      verify_table, wait_fault_sleep)
+                      verify_table)
 
 pytestmark = pytest.mark.directpath
 
@@ -158,3 +158,67 @@ def test_interrupted_append_leaves_a_valid_index(cluster):
                   f"SELECT count(*) FROM {t} WHERE {WIDE} > ''"):
             assert conn.execute(q).fetchone()[0] == PRE + 2 * N, q
         assert conn.execute(f"SELECT max(indid) FROM {t}").fetchone()[0] == PRE + 2 * N
+
+
+def merge_table(conn, t, rows):
+    conn.execute(f"CREATE TABLE {t} {TABLE_COLUMNS}")
+    conn.execute(f"CREATE INDEX {t}_rand ON {t} (hashint4(indid))")
+    conn.execute(f"CREATE INDEX {t}_mod ON {t} ((indid % 1000), insid)")
+    conn.execute(seed_insert(t, rows, hint=False))
+
+
+MERGE_CHECKS = ("SELECT count(*) FROM {t} WHERE hashint4(indid) = ANY(ARRAY["
+                "hashint4(7), hashint4(20007), hashint4(59999), hashint4(79999)])",
+                "SELECT count(*), sum(value::bigint) FROM {t} WHERE indid % 1000 = 7")
+
+
+def index_answers(conn, t):
+    conn.execute("SET enable_seqscan = off")
+    conn.execute("SET enable_bitmapscan = off")
+    try:
+        return [conn.execute(q.format(t=t)).fetchone() for q in MERGE_CHECKS]
+    finally:
+        conn.execute("RESET enable_seqscan")
+        conn.execute("RESET enable_bitmapscan")
+
+
+def test_merge_replayed_by_standby_and_undone_by_crash(make_cluster, tmp_path):
+    """A merge-rebuild (new storage, WAL-logged as an index build) replays on
+    a standby into the same answers and a valid index; a crash after a merge,
+    before the commit, leaves the old index as it was."""
+    p = make_cluster(name="primary")
+    t = "rm"
+    with p.conn() as conn:
+        merge_table(conn, t, 20_000)
+    sb = p.make_standby(tmp_path)
+    with p.conn() as conn:
+        conn.execute(seed_insert(t, 80_000, start=20_001))
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "merge" in st["index_maintenance"], st
+        assert st["indexes_rebuilt"] == 2, st
+        want = index_answers(conn, t)
+        assert want[0][0] == 4 and want[1] == (80, sum(range(7, 80_000, 1000))), want
+        verify_table(conn, t)
+        digest = table_digest(conn, t)
+    p.wait_replay(sb)
+    with sb.conn() as conn:
+        assert index_answers(conn, t) == want
+        assert table_digest(conn, t) == digest
+        verify_table(conn, t)
+    sb.stop()
+
+    # merged, not committed, and the backend killed
+    conn = p.conn()
+    pid = conn.info.backend_pid
+    conn.execute("BEGIN")
+    conn.execute(seed_insert(t, 140_000, start=80_001))
+    assert "merge" in last_statement(conn)["index_maintenance"]
+    crash_backend(p, pid)
+    with p.conn() as conn:
+        assert table_digest(conn, t) == digest
+        assert index_answers(conn, t) == want
+        verify_table(conn, t)
+        conn.execute(seed_insert(t, 140_000, start=80_001))
+        assert "merge" in last_statement(conn)["index_maintenance"]
+        verify_table(conn, t)
+        assert index_answers(conn, t)[0][0] == 4

@@ -1,0 +1,233 @@
+/*-------------------------------------------------------------------------
+ *
+ * btmerge.c
+ *	  Merge-rebuild: an existing btree rewritten once, its entries merged
+ *	  with a load's sorted entries, into new storage.
+ *
+ * Used at the end of a load (indexes.c) for a non-unique btree whose new
+ * entries do not all sort after its existing ones and are many against it:
+ * one pass that reads the old leaf level in key order and writes full new
+ * pages costs less than a descent, a leaf lock and a WAL record per entry,
+ * and leaves the index as compact as a fresh CREATE INDEX.
+ *
+ * Algorithm.
+ * 1. The caller locks the index AccessExclusiveLock, held to the end of
+ *	  the transaction as REINDEX does, if it can without waiting (no query
+ *	  is using the index): queries that would plan on the table then wait
+ *	  for the commit.
+ * 2. Remember the old storage's identity and give the index new storage
+ *	  (the old is dropped at commit, the new at abort, as for REINDEX).
+ * 3. Read the old leaf level from its leftmost page by right links,
+ *	  through shared buffers under the old storage's identity (so pages
+ *	  still dirty there are read as they are), a bulk-read ring, one page
+ *	  copied at a time; merge its items (posting lists as they are) with
+ *	  the sorted new entries in btree order (key columns by their opclass
+ *	  procedures, DESC and NULLS FIRST as declared, then heap TID), into
+ *	  the btree page builder (btree.c), which writes the new tree as an
+ *	  index build does, equal keys merged into posting lists.
+ *
+ * Serializable readers' predicate locks on the old pages become a lock on
+ * the table (as for REINDEX); a serializable load does not merge (its
+ * entries are inserted, conflicts checked per leaf as for a plain INSERT).
+ *
+ * Invariants: every entry of the old index and every new entry is in the
+ * new index exactly once, in order; nothing but this backend can see the
+ * index between steps 1 and the commit; an error or a crash before the
+ * commit leaves the old storage, untouched, as the index's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "catalog/index.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/predicate.h"
+#include "utils/rel.h"
+
+/* The old leaf level, read page by page. */
+typedef struct DPOldLeaves
+{
+	DPRelLocator locator;		/* the old storage */
+	bool		permanent;
+	BufferAccessStrategy ring;
+	Page		page;			/* copy of the leaf being read */
+	OffsetNumber off;			/* its next item */
+	BlockNumber next;			/* the leaf after it, or P_NONE */
+} DPOldLeaves;
+
+/* The two streams being merged. */
+typedef struct DPMerge
+{
+	Relation	index;
+	DPBtreeBuild *b;			/* the new entries */
+	DPOldLeaves old;
+	IndexTuple	old_item;		/* head of each stream, NULL at its end */
+	IndexTuple	new_item;
+	bool		took_old;		/* the head returned last, to advance */
+	bool		took_new;
+	FmgrInfo   *orderprocs[INDEX_MAX_KEYS];
+} DPMerge;
+
+/* Copy block 'blkno' of the old storage into old->page. */
+static void
+read_old(DPOldLeaves *old, BlockNumber blkno)
+{
+	Buffer		buf = ReadBufferWithoutRelcache(old->locator, MAIN_FORKNUM,
+												blkno, RBM_NORMAL, old->ring,
+												old->permanent);
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(old->page, BufferGetPage(buf), BLCKSZ);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Position on the leftmost leaf: down the first downlinks from the root. */
+static void
+first_leaf(DPOldLeaves *old)
+{
+	BTMetaPageData *meta;
+	BTPageOpaque opaque;
+	BlockNumber blkno;
+
+	read_old(old, BTREE_METAPAGE);
+	meta = BTPageGetMeta(old->page);
+	blkno = meta->btm_root;
+	old->next = P_NONE;
+	old->off = InvalidOffsetNumber;
+	if (blkno == P_NONE)
+		return;					/* an empty index */
+	for (;;)
+	{
+		read_old(old, blkno);
+		opaque = BTPageGetOpaque(old->page);
+		/* a deleted or half-dead page: its right sibling has its keys */
+		if (P_IGNORE(opaque))
+			blkno = opaque->btpo_next;
+		else if (!P_ISLEAF(opaque))
+			blkno = BTreeTupleGetDownLink((IndexTuple)
+										  PageGetItem(old->page,
+													  PageGetItemId(old->page,
+																	P_FIRSTDATAKEY(opaque))));
+		else
+			break;
+	}
+	old->off = P_FIRSTDATAKEY(opaque);
+	old->next = opaque->btpo_next;
+}
+
+/* The old leaf level's next item, or NULL at its end. */
+static IndexTuple
+next_old(DPOldLeaves *old)
+{
+	for (;;)
+	{
+		BTPageOpaque opaque;
+
+		if (old->off != InvalidOffsetNumber &&
+			old->off <= PageGetMaxOffsetNumber(old->page))
+		{
+			ItemId		iid = PageGetItemId(old->page, old->off++);
+
+			return (IndexTuple) PageGetItem(old->page, iid);
+		}
+		if (old->next == P_NONE)
+			return NULL;
+		CHECK_FOR_INTERRUPTS();
+		read_old(old, old->next);
+		opaque = BTPageGetOpaque(old->page);
+		old->next = opaque->btpo_next;
+		old->off = P_IGNORE(opaque) ? InvalidOffsetNumber :
+			P_FIRSTDATAKEY(opaque);
+	}
+}
+
+/* btree order of two leaf tuples: key columns, then (first) heap TID. */
+static int
+compare(DPMerge *m, IndexTuple a, IndexTuple b)
+{
+	TupleDesc	desc = RelationGetDescr(m->index);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(m->index);
+
+	for (int att = 1; att <= nkeys; att++)
+	{
+		int16		option = m->index->rd_indoption[att - 1];
+		bool		anull,
+					bnull;
+		Datum		ad = index_getattr(a, att, desc, &anull);
+		Datum		bd = index_getattr(b, att, desc, &bnull);
+		int32		r;
+
+		if (anull && bnull)
+			continue;
+		if (anull || bnull)
+			return (anull == ((option & INDOPTION_NULLS_FIRST) != 0)) ? -1 : 1;
+		r = DatumGetInt32(FunctionCall2Coll(m->orderprocs[att - 1],
+											m->index->rd_indcollation[att - 1],
+											ad, bd));
+		if (r != 0)
+			return (option & INDOPTION_DESC) ? (r < 0 ? 1 : -1) : r;
+	}
+	return ItemPointerCompare(BTreeTupleGetHeapTID(a), BTreeTupleGetHeapTID(b));
+}
+
+/*
+ * The merged stream, for the builder: the smaller head of the two.  A
+ * head stays valid until the next call (it lives in the page copy or in
+ * the sort), so the stream it came from advances only then.
+ */
+static IndexTuple
+next_merged(void *arg)
+{
+	DPMerge    *m = (DPMerge *) arg;
+
+	if (m->took_old)
+		m->old_item = next_old(&m->old);
+	if (m->took_new)
+		m->new_item = dp_btree_next(m->b);
+	m->took_old = m->took_new = false;
+
+	if (m->new_item == NULL ||
+		(m->old_item != NULL && compare(m, m->old_item, m->new_item) <= 0))
+	{
+		m->took_old = m->old_item != NULL;
+		return m->old_item;
+	}
+	m->took_new = true;
+	return m->new_item;
+}
+
+void
+dp_btree_merge(DPBtreeBuild *b)
+{
+	Relation	index = dp_btree_index(b);
+	DPMerge		m = {0};
+
+	/* step 1 (taken by the caller when it could be without waiting) */
+	Assert(CheckRelationLockedByMe(index, AccessExclusiveLock, false));
+
+	/* step 2 */
+	m.index = index;
+	m.b = b;
+	m.old.locator = *DP_REL_LOCATOR(index);
+	m.old.permanent = index->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT;
+	m.old.ring = GetAccessStrategy(BAS_BULKREAD);
+	m.old.page = DP_ALLOC_PAGE();
+	for (int att = 1; att <= IndexRelationGetNumberOfKeyAttributes(index); att++)
+		m.orderprocs[att - 1] = index_getprocinfo(index, att, BTORDER_PROC);
+	/* serializable readers' locks on its pages now cover the whole table */
+	TransferPredicateLocksToHeapRelation(index);
+	DP_SET_NEW_STORAGE(index);
+
+	/* step 3 */
+	first_leaf(&m.old);
+	m.old_item = next_old(&m.old);
+	m.new_item = dp_btree_next(b);
+	dp_btree_build(b, next_merged, &m);
+
+	pfree(m.old.page);
+	FreeAccessStrategy(m.old.ring);
+}
