@@ -580,13 +580,14 @@ def wal_text(agg):
 
 # -------------------------------------------------- index maintenance (7) ----
 
-INDEX_HEADER = ["indexes", "path", "load + CHECKPOINT s", "/ plain"]
+INDEX_HEADER = ["indexes", "path", "load + CHECKPOINT s", "/ plain", "index maintenance"]
 
 
 def index_rows(agg):
     return [[a.first("indexes"), a.first("mode"), fmt_stat(a.st("load_ckpt_s")),
              fmt_stat(run_ratios(a, agg.get("indexes", "replica", a.twin or a.case),
-                                 "load_ckpt_s"))]
+                                 "load_ckpt_s")),
+             a.first("index_maintenance") or "–"]
             for a in agg.cases("indexes", "replica")]
 
 
@@ -598,7 +599,9 @@ def section_indexes(agg, meta, out, figs):
             f"{cases[0].first('rows'):,} seed rows into a table created and indexed in an "
             "earlier transaction, on a fresh cluster with baseline.md's settings: plain INSERT "
             "against the direct path with entries inserted row by row "
-            "(`directpath.index_sort = off`) and sorted per batch (`on`, the default). Time is "
+            "(`directpath.index_sort = off`), sorted per batch and inserted "
+            "(`index_append` and `index_merge` off) and by default (appended at the right "
+            "edge, merged into a rewrite, or inserted sorted). Time is "
             "the load plus the CHECKPOINT after it; ratios against the plain INSERT of the "
             "same run.", "", md_table(INDEX_HEADER, index_rows(agg)), ""]
 

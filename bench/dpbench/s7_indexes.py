@@ -1,6 +1,7 @@
 """Scenario 7: index maintenance on existing tables: plain INSERT against
 the direct path with entries inserted row by row (directpath.index_sort =
-off) and sorted per batch (on, the default).
+off), sorted per batch and inserted (index_append and index_merge off), and
+the default (appended at the right edge, merged, or inserted sorted).
 
 One cluster of its own with the settings of docs/baseline.md.  The seed rows
 of seed 000 (2M by default) go into a table created and indexed in an
@@ -26,15 +27,18 @@ INDEX_SETS = {
                 ["CREATE UNIQUE INDEX ON t (timeid, indid, insid)"]),
     "pkey": ("primary key, sequential", ["ALTER TABLE t ADD PRIMARY KEY (indid)"]),
 }
-MODES = (("plain", "plain", None), ("rowwise", "direct, row by row", "off"),
-         ("sorted", "direct, sorted", "on"))
+OFF = {"directpath.index_append": "off", "directpath.index_merge": "off"}
+MODES = (("plain", "plain", None),
+         ("rowwise", "direct, row by row", dict(OFF, **{"directpath.index_sort": "off"})),
+         ("sorted", "direct, sorted inserts", OFF),
+         ("default", "direct, default", {}))
 
 
 class IndexScenario(Scenario):
     key = "indexes"
     number = 7
     seed = "000"
-    title = "Index maintenance on existing tables: row by row against sorted"
+    title = "Index maintenance on existing tables: row by row, sorted, appended or merged"
     phases = ("replica",)
     alone = True
     default_rows = 2_000_000
@@ -47,7 +51,7 @@ class IndexScenario(Scenario):
                 for key, (label, ddl) in INDEX_SETS.items() for mode, mlabel, sort in MODES]
 
     def run(self, ctx, case, run_no):
-        sort = case.params["sort"]
+        settings = case.params["sort"]
         with ctx.server.conn() as c:
             c.execute("DROP TABLE IF EXISTS t")
             c.execute(f"CREATE TABLE t {TABLE_COLUMNS}")
@@ -56,15 +60,21 @@ class IndexScenario(Scenario):
             c.execute("CHECKPOINT")
             time.sleep(0.5)
             hint = ""
-            if sort is not None:
-                c.execute(f"SET directpath.index_sort = {sort}")
+            if settings is not None:
+                for k, v in settings.items():
+                    c.execute(f"SET {k} = {v}")
                 hint = "/*+ APPEND */ "
             t0 = time.perf_counter()
             c.execute(f"{hint}INSERT INTO t {seed_select(ctx.rows)}")
-            if sort is not None:
-                check_direct(c, f"index_sort={sort}", ctx.rows)
+            if settings is not None:
+                check_direct(c, case.params["mode"], ctx.rows)
+                maintenance = c.execute("SELECT index_maintenance FROM "
+                                        "directpath.last_statement()").fetchone()[0]
             c.execute("CHECKPOINT")
             elapsed = time.perf_counter() - t0
             c.execute("DROP TABLE t")
-        return {"rows": ctx.rows, "load_ckpt_s": elapsed, "indexes": case.params["set"],
-                "mode": case.params["mode"]}
+        rec = {"rows": ctx.rows, "load_ckpt_s": elapsed, "indexes": case.params["set"],
+               "mode": case.params["mode"]}
+        if settings is not None:
+            rec["index_maintenance"] = maintenance
+        return rec
