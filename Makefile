@@ -24,6 +24,7 @@ OBJS = \
 	src/leaf.o \
 	src/queue.o \
 	src/foreign.o \
+	src/fkeys.o \
 	src/indexes.o \
 	src/btree.o \
 	src/btappend.o \
@@ -37,7 +38,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes btappend freeze faults copy rejects foreign
+REGRESS = hint eligibility semantics partition triggers indexes btappend fkeys freeze faults copy rejects foreign
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

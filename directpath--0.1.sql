@@ -11,8 +11,11 @@ CREATE FUNCTION last_statement(
 	OUT frozen boolean,
 	OUT relations integer,	-- leaf relations written
 	OUT indexes_rebuilt integer,	-- indexes built or rebuilt at the end
-	OUT index_maintenance text)	-- how index entries were made: row, sorted,
-								-- build, reindex (comma-separated), or NULL
+	OUT index_maintenance text,	-- how index entries were made: row, sorted,
+								-- append, merge, build, reindex
+								-- (comma-separated), or NULL
+	OUT foreign_keys text)		-- which foreign keys were checked per batch,
+								-- which per row and why, or NULL
 RETURNS record
 AS 'MODULE_PATHNAME', 'directpath_last_statement'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;

@@ -251,6 +251,13 @@ dp_copy_row_skipped(CopyFromState cstate)
 #define DP_BT_MAX_ITEM_SIZE(page)	BTMaxItemSize(page)
 #endif
 
+/* A temporal foreign key (PERIOD), from 18 on. */
+#if PG_VERSION_NUM >= 180000
+#define DP_CONSTRAINT_HAS_PERIOD(con)	((con)->conperiod)
+#else
+#define DP_CONSTRAINT_HAS_PERIOD(con)	false
+#endif
+
 /* The identity of a relation's storage, and new storage for a relation. */
 #if PG_VERSION_NUM >= 160000
 typedef RelFileLocator DPRelLocator;

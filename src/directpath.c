@@ -17,6 +17,7 @@
  *	directpath.index_merge		rewrite a non-unique btree with a large load's
  *								entries merged in
  *	directpath.index_spool		build new storage's btrees from sorted entries
+ *	directpath.fkey_batches		check foreign keys per batch (fkeys.c)
  *	directpath.wal_format		image | records (wal.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
  *								fault injection for the crash tests (fault.c)
@@ -40,6 +41,7 @@ bool		dp_index_rebuild = true;
 bool		dp_index_sort = true;
 bool		dp_index_append = true;
 bool		dp_index_merge = true;
+bool		dp_fkey_batches = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 
@@ -64,6 +66,42 @@ static const struct config_enum_entry level_options[] = {
 	{"warning", WARNING, false},
 	{NULL, 0, false}
 };
+
+/* The settings of index and foreign key maintenance. */
+static void
+define_maintenance_gucs(void)
+{
+	DefineCustomBoolVariable("directpath.index_rebuild",
+							 "Rebuild the indexes of storage created in this transaction once, after the load.",
+							 NULL,
+							 &dp_index_rebuild, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_sort",
+							 "Inserts a batch's btree index entries in key order.",
+							 "Off: row by row, in input order.",
+							 &dp_index_sort, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_append",
+							 "Appends a batch's sorted btree entries at the index's right edge when they all sort after its entries.",
+							 "Off: they are inserted one by one, in key order.",
+							 &dp_index_append, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_merge",
+							 "Lets a large load rewrite an existing non-unique btree with its entries merged in.",
+							 "Off: the entries are inserted after each batch.",
+							 &dp_index_merge, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.fkey_batches",
+							 "Checks the foreign keys of directly written rows once per batch.",
+							 "Off: core's per-row trigger events.",
+							 &dp_fkey_batches, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_spool",
+							 "Builds the btree indexes of storage new in the transaction from entries sorted during the load.",
+							 "Off: they are rebuilt by REINDEX after the load, which reads the heap again.",
+							 &dp_index_spool, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+}
 
 void		_PG_init(void);
 
@@ -90,31 +128,7 @@ _PG_init(void)
 							NULL,
 							&dp_batch_pages, 512, 1, 131072,
 							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.index_rebuild",
-							 "Rebuild the indexes of storage created in this transaction once, after the load.",
-							 NULL,
-							 &dp_index_rebuild, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.index_sort",
-							 "Inserts a batch's btree index entries in key order.",
-							 "Off: row by row, in input order.",
-							 &dp_index_sort, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.index_append",
-							 "Appends a batch's sorted btree entries at the index's right edge when they all sort after its entries.",
-							 "Off: they are inserted one by one, in key order.",
-							 &dp_index_append, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.index_merge",
-							 "Lets a large load rewrite an existing non-unique btree with its entries merged in.",
-							 "Off: the entries are inserted after each batch.",
-							 &dp_index_merge, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.index_spool",
-							 "Builds the btree indexes of storage new in the transaction from entries sorted during the load.",
-							 "Off: they are rebuilt by REINDEX after the load, which reads the heap again.",
-							 &dp_index_spool, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+	define_maintenance_gucs();
 	DefineCustomEnumVariable("directpath.wal_format",
 							 "How appended pages are WAL-logged.",
 							 "image: full-page images; records: heap multi-insert records that initialise the page.",

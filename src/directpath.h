@@ -23,6 +23,7 @@
  *	  queue.c		  the after-insert queue: index entries, AFTER ROW
  *					  triggers, view checks, RETURNING, rejected duplicates
  *	  foreign.c		  rows for foreign partitions, batched
+ *	  fkeys.c		  foreign keys checked per batch
  *	  rejects.c		  COPY's rejects table
  *	  indexes.c		  every index strategy and its choice
  *	pages.c			the heap page builder: rows onto private pages
@@ -79,6 +80,7 @@ extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_append;
 extern bool dp_index_merge;
+extern bool dp_fkey_batches;
 extern bool dp_index_spool;
 extern int	dp_wal_format;
 
@@ -113,6 +115,8 @@ typedef struct DPReport
 	int			relations;		/* leaf relations written */
 	int			indexes_rebuilt;	/* indexes built or rebuilt at the end */
 	uint32		index_strategies;	/* bit (1 << DPIndexStrategy) per one used */
+	char		foreign_keys[DP_REASON_LEN];	/* how they were checked, or
+												 * "" */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */
@@ -126,6 +130,13 @@ extern void dp_report_init(DPReport *r);
  */
 extern void dp_report_normal(DPReport *r, bool notify, const char *kind,
 							 const char *why);
+
+/*
+ * The foreign keys of a direct load: 'batched' (names) checked per batch,
+ * 'rowwise' (names and reasons) per row; either may be "".
+ */
+extern void dp_report_foreign_keys(DPReport *r, const char *batched,
+								   const char *rowwise);
 
 /* Make the report last_statement()'s (copied); returns its id. */
 extern uint64 dp_report_publish(const DPReport *r);
@@ -275,9 +286,13 @@ typedef struct DPAppend DPAppend;
 typedef struct DPBtreeBuild DPBtreeBuild;
 
 /* One relation the load writes (leaf.c). */
+typedef struct DPForeignKeys DPForeignKeys;
+
 typedef struct DPLeaf
 {
 	ResultRelInfo *rri;			/* its result relation, indexes open */
+	DPForeignKeys *fkeys;		/* its foreign keys checked per batch, or
+								 * NULL */
 	DPHeapBuilder *writer;		/* its page builder once direct, else NULL */
 	DPForeign  *foreign;		/* a foreign partition's batch, else NULL */
 	DPIndexes  *indexes;		/* its index strategy */
@@ -297,6 +312,8 @@ typedef struct DPLeafSet
 	TransactionId xid;			/* of the rows written */
 	CommandId	cid;
 	DPToastWait toast_wait;		/* shared by the leaves' writers */
+	StringInfoData fk_batched;	/* foreign keys checked per batch */
+	StringInfoData fk_rowwise;	/* those left per row, with why */
 	DPLeaf	   *list;			/* every leaf, newest first */
 	DPLeaf	   *last;			/* the leaf of the previous row */
 	int			count;
@@ -486,6 +503,34 @@ extern void dp_indexes_spool(DPIndexes *ix, EState *estate,
 
 /* DP_INDEX_BUILD, _REBUILD: build every index; returns how many (else 0). */
 extern int	dp_indexes_finish(DPIndexes *ix);
+
+/* ---------- fkeys.c: foreign keys checked per batch ---------- */
+
+/*
+ * The leaf's foreign keys that can be checked per batch, or NULL; their
+ * names go to 'batched', the others' with the reason to 'rowwise'.
+ */
+extern DPForeignKeys *dp_fkeys_begin(ResultRelInfo *rri,
+									 bool reject_duplicates,
+									 StringInfo batched, StringInfo rowwise);
+
+/*
+ * Check the keys of 'ntuples' directly written rows (in input order, their
+ * pages written): returns the first row that violates a constraint, or -1,
+ * with which constraint (*key) and whether by MATCH FULL's mixed NULLs.
+ */
+extern int	dp_fkeys_first_violation(DPForeignKeys *f, HeapTuple *tuples,
+									 int ntuples, int *key, bool *mixed);
+
+/* Raise core's error for that violation of 'row'. */
+extern void dp_fkeys_report(DPForeignKeys *f, int key, bool mixed,
+							HeapTuple row);
+
+/*
+ * Give the leaf the trigger descriptor without the batched checks
+ * ('rowwise'), or its own back.
+ */
+extern void dp_fkeys_swap(DPForeignKeys *f, bool rowwise);
 
 /* ---------- btree.c: the btree page builder ---------- */
 

@@ -91,6 +91,9 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf->rri = rri;
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates);
+	if (!foreign)
+		leaf->fkeys = dp_fkeys_begin(rri, set->reject_duplicates,
+									 &set->fk_batched, &set->fk_rowwise);
 	leaf->needs_post = needs_post(leaf, set->mtstate);
 	MemoryContextSwitchTo(old);
 

@@ -109,6 +109,8 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	s->leaves.freeze_allowed = freeze_allowed;
 	s->leaves.xid = GetCurrentTransactionId();
 	s->leaves.cid = GetCurrentCommandId(true);
+	initStringInfo(&s->leaves.fk_batched);
+	initStringInfo(&s->leaves.fk_rowwise);
 	s->queue = dp_queue_create(estate, mtstate, retstore, input, rejects);
 	s->rejects = rejects;
 	if (rejects)
@@ -488,6 +490,9 @@ dp_load_finish(DPLoad *s)
 
 	s->report.rows -= dp_queue_deleted(s->queue);
 	s->report.relations = s->leaves.count;
+	if (s->report.direct)
+		dp_report_foreign_keys(&s->report, s->leaves.fk_batched.data,
+							   s->leaves.fk_rowwise.data);
 	dp_report_publish(&s->report);
 }
 

@@ -12,7 +12,8 @@
  * entries per leaf (indexes.c), then, row by row, the row-by-row index
  * entries, triggers, view checks and RETURNING (dp_queue_post_row), which
  * is also what a foreign partition's row gets once its wrapper reports it
- * inserted (foreign.c).  RETURNING rows go to the caller's tuplestore.
+ * inserted (foreign.c), then the batch's foreign keys checked per batch
+ * (fkeys.c).  RETURNING rows go to the caller's tuplestore.
  *
  * Before the load commits to the direct path the queue holds the rows
  * themselves (load.c); dp_queue_take() hands them back to be placed, or
@@ -55,6 +56,7 @@ struct DPQueue
 	DPInputLine *input;			/* COPY's input position, or NULL */
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	uint64		deleted;		/* rows taken back as duplicates */
+	bool		direct;			/* processing directly written rows */
 };
 
 DPQueue *
@@ -194,7 +196,12 @@ dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
 
 	if (tcs)
 		tcs->tcs_original_insert_tuple = NULL;
+	/* a directly written row's batched foreign keys are checked already */
+	if (q->direct && leaf->fkeys != NULL)
+		dp_fkeys_swap(leaf->fkeys, true);
 	ExecARInsertTriggers(estate, rri, slot, recheck, tcs);
+	if (q->direct && leaf->fkeys != NULL)
+		dp_fkeys_swap(leaf->fkeys, false);
 	list_free(recheck);
 
 	if (rri->ri_WithCheckOptions != NIL)
@@ -208,41 +215,113 @@ dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
 	}
 }
 
+/*
+ * The queued rows of one leaf, in input order (which is TID order): their
+ * tuples, lines and places in the queue.
+ */
+static int
+leaf_rows(DPQueue *q, DPLeaf *leaf, HeapTuple *tuples, uint64 *linenos,
+		  int *places)
+{
+	int			n = 0;
+
+	for (int i = 0; i < q->nrows; i++)
+		if (q->rows[i].leaf == leaf)
+		{
+			places[n] = i;
+			linenos[n] = q->rows[i].lineno;
+			tuples[n++] = q->rows[i].tuple;
+		}
+	return n;
+}
+
+/* The arrays leaf_rows fills, for the whole queue. */
+typedef struct DPLeafRows
+{
+	HeapTuple  *tuples;
+	uint64	   *linenos;
+	int		   *places;
+} DPLeafRows;
+
+static DPLeafRows
+alloc_rows(DPQueue *q)
+{
+	DPLeafRows	r;
+
+	r.tuples = palloc(sizeof(HeapTuple) * q->nrows);
+	r.linenos = palloc(sizeof(uint64) * q->nrows);
+	r.places = palloc(sizeof(int) * q->nrows);
+	return r;
+}
+
+static void
+free_rows(DPLeafRows *r)
+{
+	pfree(r->tuples);
+	pfree(r->linenos);
+	pfree(r->places);
+}
+
 /* Index entries of the queued rows of leaves that take them sorted. */
 static void
 insert_sorted_entries(DPQueue *q, DPLeaf *leaves)
 {
-	HeapTuple  *tuples = NULL;
-	uint64	   *linenos = NULL;
+	DPLeafRows	r = alloc_rows(q);
 
 	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
 	{
-		int			n = 0;
+		int			n;
 
 		if (leaf->indexes == NULL ||
 			dp_indexes_strategy(leaf->indexes) != DP_INDEX_SORTED)
 			continue;
-		if (tuples == NULL)
-		{
-			tuples = palloc(sizeof(HeapTuple) * q->nrows);
-			linenos = palloc(sizeof(uint64) * q->nrows);
-		}
-		/* a leaf's rows are in input order, which is TID order */
-		for (int i = 0; i < q->nrows; i++)
-			if (q->rows[i].leaf == leaf)
-			{
-				linenos[n] = q->rows[i].lineno;
-				tuples[n++] = q->rows[i].tuple;
-			}
+		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
 		if (n > 0)
-			dp_indexes_batch(leaf->indexes, q->estate, leaf->slot, tuples,
-							 linenos, n, q->input);
+			dp_indexes_batch(leaf->indexes, q->estate, leaf->slot, r.tuples,
+							 r.linenos, n, q->input);
 	}
-	if (tuples != NULL)
+	free_rows(&r);
+}
+
+/*
+ * Foreign keys checked per batch, for every leaf; the violation of the
+ * first row in input order is reported, naming its line.
+ */
+static void
+check_foreign_keys(DPQueue *q, DPLeaf *leaves)
+{
+	DPLeafRows	r = alloc_rows(q);
+	int			first = -1;
+	DPLeaf	   *first_leaf = NULL;
+	int			first_key = 0;
+	bool		first_mixed = false;
+
+	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
 	{
-		pfree(tuples);
-		pfree(linenos);
+		int			n,
+					bad,
+					key;
+		bool		mixed;
+
+		if (leaf->fkeys == NULL)
+			continue;
+		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
+		bad = n > 0 ? dp_fkeys_first_violation(leaf->fkeys, r.tuples, n,
+												&key, &mixed) : -1;
+		if (bad >= 0 && (first < 0 || r.places[bad] < first))
+		{
+			first = r.places[bad];
+			first_leaf = leaf;
+			first_key = key;
+			first_mixed = mixed;
+		}
 	}
+	free_rows(&r);
+	if (first < 0)
+		return;
+	restore_line(q, q->rows[first].lineno);
+	dp_fkeys_report(first_leaf->fkeys, first_key, first_mixed,
+					q->rows[first].tuple);
 }
 
 /* Forget the processed rows. */
@@ -259,6 +338,7 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 	if (q->nrows == 0)
 		return;
 	insert_sorted_entries(q, leaves);
+	q->direct = true;
 	for (int i = 0; i < q->nrows; i++)
 	{
 		DPRow	   *row = &q->rows[i];
@@ -269,6 +349,8 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 		dp_queue_post_row(q, row->leaf, row->leaf->slot, row->raw, row->lineno);
 		ExecClearTuple(row->leaf->slot);
 	}
+	q->direct = false;
+	check_foreign_keys(q, leaves);
 	clear(q);
 }
 

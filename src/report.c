@@ -85,6 +85,15 @@ dp_report_publish(const DPReport *r)
 }
 
 void
+dp_report_foreign_keys(DPReport *r, const char *batched, const char *rowwise)
+{
+	snprintf(r->foreign_keys, sizeof(r->foreign_keys), "%s%s%s%s%s",
+			 batched[0] ? "per batch: " : "", batched,
+			 batched[0] && rowwise[0] ? "; " : "",
+			 rowwise[0] ? "per row: " : "", rowwise);
+}
+
+void
 dp_report_rows(uint64 id, uint64 rows)
 {
 	if (last_valid && last_id == id)
@@ -128,6 +137,8 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 		ExplainPropertyInteger("Indexes Rebuilt", NULL, r->indexes_rebuilt, es);
 	if (r->index_strategies != 0)
 		ExplainPropertyText("Index Maintenance", strategies(r), es);
+	if (r->foreign_keys[0])
+		ExplainPropertyText("Foreign Keys", r->foreign_keys, es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */
@@ -189,8 +200,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[8];
-	bool		nulls[8] = {0};
+	Datum		values[9];
+	bool		nulls[9] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -211,5 +222,9 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 		values[7] = CStringGetTextDatum(strategies(&last));
 	else
 		nulls[7] = true;
+	if (last.foreign_keys[0])
+		values[8] = CStringGetTextDatum(last.foreign_keys);
+	else
+		nulls[8] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

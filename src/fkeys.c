@@ -1,0 +1,497 @@
+/*-------------------------------------------------------------------------
+ *
+ * fkeys.c
+ *	  Foreign keys of directly written rows, checked per batch.
+ *
+ * Core checks a foreign key with an AFTER ROW trigger (RI_FKey_check_ins)
+ * that queues one event per inserted row; at the end of the statement each
+ * event runs "SELECT 1 FROM ONLY parent x WHERE pk = $1 FOR KEY SHARE OF
+ * x".  For the rows of a batch written directly, a constraint that can be
+ * checked set-wise is checked instead once per batch, after the batch's
+ * pages are written (queue.c), by one query:
+ *
+ *	SELECT k.ord FROM unnest($1, ..., $n) WITH ORDINALITY k(v1, ..., ord)
+ *	  WHERE NOT EXISTS (SELECT FROM ONLY parent x
+ *						WHERE x.pk1 OPERATOR(=) k.v1 AND ...
+ *						FOR KEY SHARE OF x)
+ *	  ORDER BY k.ord LIMIT 1
+ *
+ * over the batch's keys in input order (MATCH SIMPLE skips a key with a
+ * NULL column; MATCH FULL skips an all-NULL key and rejects a mixed one,
+ * as core does), with the constraint's PK = FK operators, each referenced
+ * row locked FOR KEY SHARE as core's check locks it, run as core runs it:
+ * as the referenced table's owner, FORCE ROW LEVEL SECURITY ignored, a
+ * fresh snapshot (SPI, not read-only).  The first key found missing is
+ * reported with core's error (23503, message, detail, and COPY's line of
+ * its row): of the batch's violations, the first row's in input order, and
+ * for that row the first constraint's in trigger order, as core's events,
+ * fired row by row at the end of the statement, would report.  The checks
+ * come after the batch's other after-insert work (queue.c), so that a
+ * unique violation, raised at once by core, is reported first too.  Meanwhile the rows queue no event for the constraint: while a
+ * directly written row's AFTER ROW triggers are queued, the leaf's trigger
+ * descriptor is a copy without the constraint's check trigger
+ * (dp_fkeys_swap).
+ *
+ * A constraint keeps core's per-row events, and the report says why, when
+ * checking per batch could answer differently: deferrable (SET
+ * CONSTRAINTS may defer it); referencing the target or one of its
+ * ancestors (a row may reference a row of a later batch); a partitioned
+ * referenced table; a temporal (PERIOD) key; a transaction whose snapshot
+ * lasts (REPEATABLE READ and SERIALIZABLE: core checks against it); a
+ * leaf with other AFTER ROW triggers (which run before core's check and
+ * could add the referenced rows) or COPY's rejected duplicates (a rejected
+ * row is deleted before its check).  Rows that go the normal path (the
+ * held rows of a small statement) keep their events too.
+ *
+ * Invariants: every directly written row of a batched constraint is
+ * checked before the statement ends, after its page is written; such a
+ * row queues no event for that constraint; the leaf's trigger descriptor
+ * is its own outside dp_fkeys_swap's window.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "directpath.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_constraint.h"
+#include "catalog/pg_partitioned_table.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/partition.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/syscache.h"
+
+/* One constraint checked per batch. */
+typedef struct DPForeignKey
+{
+	Oid			conoid;
+	char	   *conname;
+	Oid			pkrel;			/* the referenced table */
+	char		match;			/* FKCONSTR_MATCH_SIMPLE or _FULL */
+	int			nkeys;
+	AttrNumber	fkatts[INDEX_MAX_KEYS]; /* in the leaf */
+	Oid			fktypes[INDEX_MAX_KEYS];
+	int16		typlen[INDEX_MAX_KEYS];
+	bool		typbyval[INDEX_MAX_KEYS];
+	char		typalign[INDEX_MAX_KEYS];
+	SPIPlanPtr	plan;			/* the check, kept for the statement */
+} DPForeignKey;
+
+struct DPForeignKeys
+{
+	ResultRelInfo *rri;
+	TriggerDesc *own;			/* the leaf's trigger descriptor */
+	TriggerDesc *rowwise;		/* without the triggers of 'keys' */
+	DPForeignKey *keys;
+	int			nkeys;
+	StringInfoData kept;		/* constraints left per row, and why */
+};
+
+/* A leaf's AFTER ROW INSERT trigger other than a foreign key check? */
+static bool
+other_after_row_triggers(TriggerDesc *td)
+{
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_AFTER(t->tgtype) &&
+			TRIGGER_FOR_INSERT(t->tgtype) && t->tgfoid != F_RI_FKEY_CHECK_INS)
+			return true;
+	}
+	return false;
+}
+
+/* The owner of a relation. */
+static Oid
+rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* Is 'relid' the leaf or one of its ancestors? */
+static bool
+references_itself(Relation leaf, Oid relid)
+{
+	if (relid == RelationGetRelid(leaf))
+		return true;
+	if (!leaf->rd_rel->relispartition)
+		return false;
+	return list_member_oid(get_partition_ancestors(RelationGetRelid(leaf)),
+						   relid);
+}
+
+/*
+ * The check query of 'fk' (see the file header), prepared and kept for
+ * the statement.
+ */
+static SPIPlanPtr
+prepare_check(DPForeignKey *fk, AttrNumber *pkatts, Oid *pf_ops)
+{
+	StringInfoData q;
+	Oid			argtypes[INDEX_MAX_KEYS];
+	SPIPlanPtr	plan;
+
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT k.ord FROM unnest(");
+	for (int i = 0; i < fk->nkeys; i++)
+	{
+		argtypes[i] = get_array_type(fk->fktypes[i]);
+		appendStringInfo(&q, "%s$%d", i > 0 ? ", " : "", i + 1);
+	}
+	appendStringInfoString(&q, ") WITH ORDINALITY AS k(");
+	for (int i = 0; i < fk->nkeys; i++)
+		appendStringInfo(&q, "v%d, ", i + 1);
+	appendStringInfo(&q, "ord) WHERE NOT EXISTS (SELECT FROM ONLY %s x",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(fk->pkrel)),
+												get_rel_name(fk->pkrel)));
+	for (int i = 0; i < fk->nkeys; i++)
+	{
+		char	   *pkcol = psprintf("x.%s",
+									 quote_identifier(get_attname(fk->pkrel, pkatts[i], false)));
+		char	   *fkval = psprintf("k.v%d", i + 1);
+
+		appendStringInfoString(&q, i > 0 ? " AND " : " WHERE ");
+		generate_operator_clause(&q, pkcol, get_atttype(fk->pkrel, pkatts[i]),
+								 pf_ops[i], fkval, fk->fktypes[i]);
+	}
+	appendStringInfoString(&q, " FOR KEY SHARE OF x) ORDER BY k.ord LIMIT 1");
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(q.data, fk->nkeys, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "directpath: could not prepare the check of foreign key \"%s\": %s",
+			 fk->conname, SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	SPI_finish();
+	return plan;
+}
+
+/*
+ * Why the constraint of trigger 't' cannot be checked per batch, or NULL
+ * when it can; '*fk' is filled in.
+ */
+static const char *
+describe(DPForeignKeys *f, Trigger *t, DPForeignKey *fk)
+{
+	Relation	leaf = f->rri->ri_RelationDesc;
+	HeapTuple	tup;
+	Form_pg_constraint con;
+	AttrNumber	pkatts[INDEX_MAX_KEYS];
+	Oid			pf_ops[INDEX_MAX_KEYS],
+				pp_ops[INDEX_MAX_KEYS],
+				ff_ops[INDEX_MAX_KEYS];
+	int			ndelset;
+	AttrNumber	delset[INDEX_MAX_KEYS];
+	const char *why = NULL;
+
+	if (t->tgdeferrable)
+		return "deferrable";
+	tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(t->tgconstraint));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for constraint %u", t->tgconstraint);
+	con = (Form_pg_constraint) GETSTRUCT(tup);
+	fk->conoid = con->oid;
+	fk->conname = pstrdup(NameStr(con->conname));
+	fk->pkrel = con->confrelid;
+	fk->match = con->confmatchtype;
+	DeconstructFkConstraintRow(tup, &fk->nkeys, fk->fkatts, pkatts, pf_ops,
+							   pp_ops, ff_ops, &ndelset, delset);
+	if (DP_CONSTRAINT_HAS_PERIOD(con))
+		why = "a temporal key";
+	ReleaseSysCache(tup);
+	if (why)
+		return why;
+	if (fk->match != FKCONSTR_MATCH_SIMPLE && fk->match != FKCONSTR_MATCH_FULL)
+		return "MATCH PARTIAL";
+	if (references_itself(leaf, fk->pkrel))
+		return "it references the table loaded";
+	if (get_rel_relkind(fk->pkrel) != RELKIND_RELATION)
+		return "the referenced table is partitioned";
+	for (int i = 0; i < fk->nkeys; i++)
+	{
+		fk->fktypes[i] = TupleDescAttr(RelationGetDescr(leaf),
+									   fk->fkatts[i] - 1)->atttypid;
+		if (!OidIsValid(get_array_type(fk->fktypes[i])))
+			return "a key type without an array type";
+		get_typlenbyvalalign(fk->fktypes[i], &fk->typlen[i],
+							 &fk->typbyval[i], &fk->typalign[i]);
+	}
+	fk->plan = prepare_check(fk, pkatts, pf_ops);
+	return NULL;
+}
+
+/* Add a constraint to a report's list, once (partitions repeat names). */
+static void
+note(StringInfo list, const char *item)
+{
+	char	   *copy = pstrdup(list->data);
+
+	for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
+		if (strcmp(tok + (tok[0] == ' '), item) == 0)
+			return;
+	appendStringInfo(list, "%s%s", list->len > 0 ? ", " : "", item);
+}
+
+DPForeignKeys *
+dp_fkeys_begin(ResultRelInfo *rri, bool reject_duplicates, StringInfo batched,
+			   StringInfo kept)
+{
+	TriggerDesc *td = rri->ri_TrigDesc;
+	DPForeignKeys *f;
+	const char *all_why = NULL;
+
+	if (td == NULL)
+		return NULL;
+	if (!dp_fkey_batches)
+		all_why = "directpath.fkey_batches is off";
+	else if (IsolationUsesXactSnapshot())
+		all_why = "the transaction's snapshot lasts";
+	else if (other_after_row_triggers(td))
+		all_why = "the table has AFTER ROW triggers";
+	else if (reject_duplicates)
+		all_why = "COPY rejects duplicates";
+
+	f = palloc0(sizeof(DPForeignKeys));
+	f->rri = rri;
+	f->own = td;
+	f->keys = palloc0(sizeof(DPForeignKey) * td->numtriggers);
+	f->rowwise = palloc(sizeof(TriggerDesc));
+	*f->rowwise = *td;
+	f->rowwise->triggers = palloc(sizeof(Trigger) * td->numtriggers);
+	f->rowwise->numtriggers = 0;
+	f->rowwise->trig_insert_after_row = false;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+		const char *why = NULL;
+
+		if (t->tgfoid == F_RI_FKEY_CHECK_INS && TRIGGER_FOR_INSERT(t->tgtype))
+		{
+			why = all_why ? all_why : describe(f, t, &f->keys[f->nkeys]);
+			if (why == NULL)
+			{
+				note(batched, f->keys[f->nkeys++].conname);
+				continue;		/* not in the per-row descriptor */
+			}
+			note(kept, psprintf("%s (%s)", get_constraint_name(t->tgconstraint),
+								why));
+		}
+		f->rowwise->triggers[f->rowwise->numtriggers++] = *t;
+		if (TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_AFTER(t->tgtype) &&
+			TRIGGER_FOR_INSERT(t->tgtype))
+			f->rowwise->trig_insert_after_row = true;
+	}
+	return f->nkeys > 0 ? f : NULL;
+}
+
+void
+dp_fkeys_swap(DPForeignKeys *f, bool rowwise)
+{
+	f->rri->ri_TrigDesc = rowwise ? f->rowwise : f->own;
+}
+
+/* Core's error for a row whose key is not in the referenced table. */
+static void
+report_missing(DPForeignKeys *f, DPForeignKey *fk, HeapTuple row)
+{
+	Relation	leaf = f->rri->ri_RelationDesc;
+	Oid			relid = RelationGetRelid(leaf);
+	bool		has_perm = true;
+	StringInfoData names,
+				values;
+
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		has_perm = false;
+	else if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		for (int i = 0; i < fk->nkeys && has_perm; i++)
+			has_perm = pg_attribute_aclcheck(relid, fk->fkatts[i], GetUserId(),
+											 ACL_SELECT) == ACLCHECK_OK;
+	initStringInfo(&names);
+	initStringInfo(&values);
+	for (int i = 0; has_perm && i < fk->nkeys; i++)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(row, fk->fkatts[i], RelationGetDescr(leaf), &isnull);
+		Oid			out;
+		bool		varlena;
+
+		getTypeOutputInfo(fk->fktypes[i], &out, &varlena);
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
+						 NameStr(TupleDescAttr(RelationGetDescr(leaf), fk->fkatts[i] - 1)->attname));
+		appendStringInfo(&values, "%s%s", i > 0 ? ", " : "",
+						 isnull ? "null" : OidOutputFunctionCall(out, d));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			 errmsg("insert or update on table \"%s\" violates foreign key constraint \"%s\"",
+					RelationGetRelationName(leaf), fk->conname),
+			 has_perm ?
+			 errdetail("Key (%s)=(%s) is not present in table \"%s\".",
+					   names.data, values.data, get_rel_name(fk->pkrel)) :
+			 errdetail("Key is not present in table \"%s\".",
+					   get_rel_name(fk->pkrel)),
+			 errtableconstraint(leaf, fk->conname)));
+}
+
+/* MATCH FULL's error for a key with some columns NULL. */
+static void
+report_mixed_nulls(DPForeignKeys *f, DPForeignKey *fk)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			 errmsg("insert or update on table \"%s\" violates foreign key constraint \"%s\"",
+					RelationGetRelationName(f->rri->ri_RelationDesc), fk->conname),
+			 errdetail("MATCH FULL does not allow mixing of null and nonnull key values."),
+			 errtableconstraint(f->rri->ri_RelationDesc, fk->conname)));
+}
+
+/*
+ * The keys of the batch's rows to check (rows[] gets each one's row), in
+ * input order, as arrays for the query; returns how many.  Stops at a
+ * MATCH FULL key with some columns NULL: *mixed gets its row (else -1).
+ */
+static int
+batch_keys(DPForeignKeys *f, DPForeignKey *fk, HeapTuple *tuples, int n,
+		   Datum *arrays, int *rows, int *mixed)
+{
+	TupleDesc	desc = RelationGetDescr(f->rri->ri_RelationDesc);
+	Datum	   *cols[INDEX_MAX_KEYS];
+	int			m = 0;
+
+	*mixed = -1;
+	for (int i = 0; i < fk->nkeys; i++)
+		cols[i] = palloc(sizeof(Datum) * n);
+	for (int r = 0; r < n && *mixed < 0; r++)
+	{
+		int			nnull = 0;
+
+		for (int i = 0; i < fk->nkeys; i++)
+		{
+			bool		isnull;
+
+			cols[i][m] = heap_getattr(tuples[r], fk->fkatts[i], desc, &isnull);
+			nnull += isnull;
+		}
+		if (nnull == fk->nkeys || (nnull > 0 && fk->match == FKCONSTR_MATCH_SIMPLE))
+			continue;
+		if (nnull > 0)
+			*mixed = r;
+		else
+			rows[m++] = r;
+	}
+	for (int i = 0; i < fk->nkeys && m > 0; i++)
+		arrays[i] = PointerGetDatum(construct_array(cols[i], m, fk->fktypes[i],
+													fk->typlen[i], fk->typbyval[i],
+													fk->typalign[i]));
+	return m;
+}
+
+/*
+ * Run the check as the referenced table's owner, as core does; returns the
+ * (0-based) position of the first key not found, or -1.
+ */
+static int
+run_check(DPForeignKey *fk, Datum *arrays)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			missing = -1;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel_owner(fk->pkrel),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_NOFORCE_RLS);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_plan(fk->plan, arrays, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "directpath: the check of foreign key \"%s\" failed",
+			 fk->conname);
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+
+		missing = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc,
+													1, &isnull)) - 1;
+	}
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return missing;
+}
+
+/*
+ * The first row of the batch (in input order) that violates 'fk', or -1;
+ * *mixed says whether by a MATCH FULL key mixing NULLs.
+ */
+static int
+first_violation(DPForeignKeys *f, DPForeignKey *fk, HeapTuple *tuples,
+				int ntuples, bool *mixed)
+{
+	Datum		arrays[INDEX_MAX_KEYS];
+	int		   *rows = palloc(sizeof(int) * ntuples);
+	int			mixed_row;
+	int			m = batch_keys(f, fk, tuples, ntuples, arrays, rows, &mixed_row);
+	int			missing = m > 0 ? run_check(fk, arrays) : -1;
+
+	/* a key found missing before the mixed one comes first */
+	*mixed = missing < 0 && mixed_row >= 0;
+	return missing >= 0 ? rows[missing] : mixed_row;
+}
+
+int
+dp_fkeys_first_violation(DPForeignKeys *f, HeapTuple *tuples, int ntuples,
+						 int *key, bool *mixed)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "directpath foreign keys",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int			first = -1;
+
+	for (int k = 0; k < f->nkeys; k++)
+	{
+		bool		k_mixed;
+		int			r;
+
+		CHECK_FOR_INTERRUPTS();
+		r = first_violation(f, &f->keys[k], tuples, ntuples, &k_mixed);
+		if (r >= 0 && (first < 0 || r < first))
+		{
+			first = r;
+			*key = k;
+			*mixed = k_mixed;
+		}
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return first;
+}
+
+void
+dp_fkeys_report(DPForeignKeys *f, int key, bool mixed, HeapTuple row)
+{
+	if (mixed)
+		report_mixed_nulls(f, &f->keys[key]);
+	report_missing(f, &f->keys[key], row);
+}
