@@ -25,6 +25,8 @@ Scenarios (--only takes the name or the number):
   9 etl      ETL append (N rows into N, bigserial key + 2 btrees) by COPY and
              INSERT ... SELECT; new storage + 3 btrees (shared buffers,
              index size against a fresh build) (default 2M rows)
+ 10 fkeys    a fact table with foreign keys to 100k-row, 1k-row and N-row
+             tables, by INSERT ... SELECT and COPY (default 2M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -77,13 +79,14 @@ from dpbench.s6_wal import WalScenario  # noqa: E402
 from dpbench.s7_indexes import IndexScenario  # noqa: E402
 from dpbench.s8_fallback import FallbackScenario  # noqa: E402
 from dpbench.s9_etl import EtlScenario  # noqa: E402
+from dpbench.s10_fkeys import FkeyScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
 from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
-             WalScenario, IndexScenario, FallbackScenario, EtlScenario]
+             WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario]
 
 
 def parse_args(argv=None):

@@ -680,6 +680,38 @@ def etl_text(agg):
     return titled_table("ETL append and new storage", ETL_HEADER, etl_rows(agg))
 
 
+# ------------------------------------------------ foreign keys (10) ----
+
+FKEY_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "foreign keys"]
+
+
+def fkey_rows(agg):
+    rows = []
+    for a in agg.cases("fkeys", "replica"):
+        base = agg.get("fkeys", "replica", a.twin) if a.twin else None
+        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
+                     a.first("foreign_keys") or "–"])
+    return rows
+
+
+def section_fkeys(agg, meta, out, figs):
+    cases = agg.cases("fkeys", "replica")
+    if not cases:
+        return []
+    return ["## 10. A fact table with foreign keys", "",
+            f"{cases[0].first('rows'):,} rows into an empty table (created in an earlier "
+            "transaction) with foreign keys to a 100k-row, a 1k-row and an "
+            f"{cases[0].first('rows'):,}-row table, by INSERT ... SELECT from a staging table "
+            "and by COPY from a CSV file. Time is the load plus the CHECKPOINT after it; "
+            "ratios against the plain load of the same run.", "",
+            md_table(FKEY_HEADER, fkey_rows(agg)), ""]
+
+
+def fkey_text(agg):
+    return titled_table("Foreign keys", FKEY_HEADER, fkey_rows(agg))
+
+
 # --------------------------------------------------------------- summary ----
 
 def summary_rows(agg, meta):
@@ -797,7 +829,8 @@ def summary_text(agg, meta):
     if other:
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
-    out += wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg)
+    out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
+            fkey_text(agg))
     return "\n".join(out)
 
 
@@ -872,7 +905,8 @@ def write_all(out, meta, records):
            "inserts 4.5× the table into an UNLOGGED table (faults in shared memory) and writes "
            "WAL that later runs recycle.", ""]
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
-               section_wal, section_indexes, section_fallback, section_etl):
+               section_wal, section_indexes, section_fallback, section_etl,
+               section_fkeys):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
