@@ -653,7 +653,6 @@ finish_spool(DPIndexes *ix, int i)
 	DPBtreeBuild *spool = ix->spools[i];
 	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
 	DPBatchRows none = {0};
-	bool		merged = false;
 
 	ix->spools[i] = NULL;
 	if (dp_btree_peek(spool) == NULL)
@@ -674,7 +673,7 @@ finish_spool(DPIndexes *ix, int i)
 		ix->used |= 1 << DP_INDEX_SORTED;
 	}
 	dp_btree_discard(spool);
-	return merged;
+	return false;
 }
 
 int
