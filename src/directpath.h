@@ -288,6 +288,14 @@ typedef struct DPBtreeBuild DPBtreeBuild;
 /* One relation the load writes (leaf.c). */
 typedef struct DPForeignKeys DPForeignKeys;
 
+/* A row's first violated foreign key (an index into the leaf's), or -1. */
+typedef struct DPFkeyViolation
+{
+	int			key;
+	bool		mixed;			/* by MATCH FULL's mixed NULLs */
+} DPFkeyViolation;
+
+
 typedef struct DPLeaf
 {
 	ResultRelInfo *rri;			/* its result relation, indexes open */
@@ -326,6 +334,8 @@ typedef struct DPRow
 	HeapTuple	tuple;			/* t_self set once placed */
 	uint64		lineno;			/* input line (COPY), for error context */
 	char	   *raw;			/* input line text, kept only for rejects */
+	DPFkeyViolation fk;			/* COPY's rejects: its foreign-key
+								 * violation, key -1 if none */
 } DPRow;
 
 /*
@@ -381,8 +391,7 @@ extern void dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup,
 extern void dp_queue_process(DPQueue *q, DPLeaf *leaves);
 
 /* ExecInsert's work after the insert, for one row in 'slot', now. */
-extern void dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
-							  const char *raw, uint64 lineno);
+extern void dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot);
 
 /* Hand the held rows back (with their memory, the caller's to delete). */
 extern DPRow *dp_queue_take(DPQueue *q, int *nrows, MemoryContext *cxt);
@@ -510,21 +519,23 @@ extern int	dp_indexes_finish(DPIndexes *ix);
  * The leaf's foreign keys that can be checked per batch, or NULL; their
  * names go to 'batched', the others' with the reason to 'rowwise'.
  */
-extern DPForeignKeys *dp_fkeys_begin(ResultRelInfo *rri,
-									 bool reject_duplicates,
-									 StringInfo batched, StringInfo rowwise);
+extern DPForeignKeys *dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched,
+									 StringInfo rowwise);
 
 /*
  * Check the keys of 'ntuples' directly written rows (in input order, their
- * pages written): returns the first row that violates a constraint, or -1,
- * with which constraint (*key) and whether by MATCH FULL's mixed NULLs.
+ * pages written): v[r] gets the first constraint (in trigger order) row r
+ * violates; with 'all' false only the first violating row is sure to be
+ * marked.  Returns the first violating row, or -1.
  */
-extern int	dp_fkeys_first_violation(DPForeignKeys *f, HeapTuple *tuples,
-									 int ntuples, int *key, bool *mixed);
+extern int	dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples,
+						   bool all, DPFkeyViolation *v);
 
-/* Raise core's error for that violation of 'row'. */
-extern void dp_fkeys_report(DPForeignKeys *f, int key, bool mixed,
+/* Core's error for that violation of 'row', raised or as text. */
+extern void dp_fkeys_report(DPForeignKeys *f, DPFkeyViolation v,
 							HeapTuple row);
+extern void dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v,
+							  HeapTuple row, char **message, char **detail);
 
 /*
  * Give the leaf the trigger descriptor without the batched checks

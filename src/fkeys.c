@@ -14,9 +14,10 @@
  *	  WHERE NOT EXISTS (SELECT FROM ONLY parent x
  *						WHERE x.pk1 OPERATOR(=) k.v1 AND ...
  *						FOR KEY SHARE OF x)
- *	  ORDER BY k.ord LIMIT 1
+ *	  ORDER BY k.ord
  *
- * over the batch's keys in input order (MATCH SIMPLE skips a key with a
+ * (stopped after its first row unless every violation is wanted) over the
+ * batch's keys in input order (MATCH SIMPLE skips a key with a
  * NULL column; MATCH FULL skips an all-NULL key and rejects a mixed one,
  * as core does), with the constraint's PK = FK operators, each referenced
  * row locked FOR KEY SHARE as core's check locks it, run as core runs it:
@@ -27,7 +28,8 @@
  * for that row the first constraint's in trigger order, as core's events,
  * fired row by row at the end of the statement, would report.  The checks
  * come after the batch's other after-insert work (queue.c), so that a
- * unique violation, raised at once by core, is reported first too.  Meanwhile the rows queue no event for the constraint: while a
+ * unique violation, raised at once by core, is reported first too.
+ * Meanwhile the rows queue no event for the constraint: while a
  * directly written row's AFTER ROW triggers are queued, the leaf's trigger
  * descriptor is a copy without the constraint's check trigger
  * (dp_fkeys_swap).
@@ -39,9 +41,15 @@
  * referenced table; a temporal (PERIOD) key; a transaction whose snapshot
  * lasts (REPEATABLE READ and SERIALIZABLE: core checks against it); a
  * leaf with other AFTER ROW triggers (which run before core's check and
- * could add the referenced rows) or COPY's rejected duplicates (a rejected
- * row is deleted before its check).  Rows that go the normal path (the
- * held rows of a small statement) keep their events too.
+ * could add the referenced rows).  Rows that go the normal path (the held
+ * rows of a small statement) keep their events too.
+ *
+ * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each
+ * row's first constraint in trigger order (dp_fkeys_check with 'all'), and
+ * queue.c checks before the batch's other work, so that a rejected row is
+ * taken back before it gets index entries, trigger events or a place in a
+ * transition table.  A violation of a constraint left per row still fails
+ * the COPY, as in core.
  *
  * Invariants: every directly written row of a batched constraint is
  * checked before the statement ends, after its page is written; such a
@@ -173,7 +181,7 @@ prepare_check(DPForeignKey *fk, AttrNumber *pkatts, Oid *pf_ops)
 		generate_operator_clause(&q, pkcol, get_atttype(fk->pkrel, pkatts[i]),
 								 pf_ops[i], fkval, fk->fktypes[i]);
 	}
-	appendStringInfoString(&q, " FOR KEY SHARE OF x) ORDER BY k.ord LIMIT 1");
+	appendStringInfoString(&q, " FOR KEY SHARE OF x) ORDER BY k.ord");
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -253,8 +261,7 @@ note(StringInfo list, const char *item)
 }
 
 DPForeignKeys *
-dp_fkeys_begin(ResultRelInfo *rri, bool reject_duplicates, StringInfo batched,
-			   StringInfo kept)
+dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched, StringInfo kept)
 {
 	TriggerDesc *td = rri->ri_TrigDesc;
 	DPForeignKeys *f;
@@ -268,8 +275,6 @@ dp_fkeys_begin(ResultRelInfo *rri, bool reject_duplicates, StringInfo batched,
 		all_why = "the transaction's snapshot lasts";
 	else if (other_after_row_triggers(td))
 		all_why = "the table has AFTER ROW triggers";
-	else if (reject_duplicates)
-		all_why = "COPY rejects duplicates";
 
 	f = palloc0(sizeof(DPForeignKeys));
 	f->rri = rri;
@@ -310,25 +315,44 @@ dp_fkeys_swap(DPForeignKeys *f, bool rowwise)
 	f->rri->ri_TrigDesc = rowwise ? f->rowwise : f->own;
 }
 
-/* Core's error for a row whose key is not in the referenced table. */
-static void
-report_missing(DPForeignKeys *f, DPForeignKey *fk, HeapTuple row)
+/*
+ * Core's message and detail for a row whose key is not in the referenced
+ * table ('v' says which constraint), or whose MATCH FULL key mixes NULLs.
+ */
+void
+dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row,
+				  char **message, char **detail)
 {
+	DPForeignKey *fk = &f->keys[v.key];
 	Relation	leaf = f->rri->ri_RelationDesc;
 	Oid			relid = RelationGetRelid(leaf);
 	bool		has_perm = true;
 	StringInfoData names,
 				values;
 
+	*message = psprintf("insert or update on table \"%s\" violates foreign key constraint \"%s\"",
+						RelationGetRelationName(leaf), fk->conname);
+	if (v.mixed)
+	{
+		*detail = pstrdup("MATCH FULL does not allow mixing of null and nonnull key values.");
+		return;
+	}
+	/* as core's ri_ReportViolation: the key only if the user may see it */
 	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		has_perm = false;
 	else if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		for (int i = 0; i < fk->nkeys && has_perm; i++)
 			has_perm = pg_attribute_aclcheck(relid, fk->fkatts[i], GetUserId(),
 											 ACL_SELECT) == ACLCHECK_OK;
+	if (!has_perm)
+	{
+		*detail = psprintf("Key is not present in table \"%s\".",
+						   get_rel_name(fk->pkrel));
+		return;
+	}
 	initStringInfo(&names);
 	initStringInfo(&values);
-	for (int i = 0; has_perm && i < fk->nkeys; i++)
+	for (int i = 0; i < fk->nkeys; i++)
 	{
 		bool		isnull;
 		Datum		d = heap_getattr(row, fk->fkatts[i], RelationGetDescr(leaf), &isnull);
@@ -341,47 +365,43 @@ report_missing(DPForeignKeys *f, DPForeignKey *fk, HeapTuple row)
 		appendStringInfo(&values, "%s%s", i > 0 ? ", " : "",
 						 isnull ? "null" : OidOutputFunctionCall(out, d));
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
-			 errmsg("insert or update on table \"%s\" violates foreign key constraint \"%s\"",
-					RelationGetRelationName(leaf), fk->conname),
-			 has_perm ?
-			 errdetail("Key (%s)=(%s) is not present in table \"%s\".",
-					   names.data, values.data, get_rel_name(fk->pkrel)) :
-			 errdetail("Key is not present in table \"%s\".",
-					   get_rel_name(fk->pkrel)),
-			 errtableconstraint(leaf, fk->conname)));
+	*detail = psprintf("Key (%s)=(%s) is not present in table \"%s\".",
+					   names.data, values.data, get_rel_name(fk->pkrel));
 }
 
-/* MATCH FULL's error for a key with some columns NULL. */
-static void
-report_mixed_nulls(DPForeignKeys *f, DPForeignKey *fk)
+void
+dp_fkeys_report(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row)
 {
+	char	   *message;
+	char	   *detail;
+
+	dp_fkeys_describe(f, v, row, &message, &detail);
 	ereport(ERROR,
 			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
-			 errmsg("insert or update on table \"%s\" violates foreign key constraint \"%s\"",
-					RelationGetRelationName(f->rri->ri_RelationDesc), fk->conname),
-			 errdetail("MATCH FULL does not allow mixing of null and nonnull key values."),
-			 errtableconstraint(f->rri->ri_RelationDesc, fk->conname)));
+			 errmsg_internal("%s", message),
+			 errdetail_internal("%s", detail),
+			 errtableconstraint(f->rri->ri_RelationDesc, f->keys[v.key].conname)));
 }
 
 /*
  * The keys of the batch's rows to check (rows[] gets each one's row), in
- * input order, as arrays for the query; returns how many.  Stops at a
- * MATCH FULL key with some columns NULL: *mixed gets its row (else -1).
+ * input order, as arrays for the query; returns how many.  A MATCH FULL key
+ * with some columns NULL violates 'k' at once: its row is marked in v[]
+ * (unless an earlier constraint marked it); without 'all' the first such
+ * row ends the list, as no later row can come first.
  */
 static int
-batch_keys(DPForeignKeys *f, DPForeignKey *fk, HeapTuple *tuples, int n,
-		   Datum *arrays, int *rows, int *mixed)
+batch_keys(DPForeignKeys *f, int k, HeapTuple *tuples, int n, bool all,
+		   Datum *arrays, int *rows, DPFkeyViolation *v)
 {
+	DPForeignKey *fk = &f->keys[k];
 	TupleDesc	desc = RelationGetDescr(f->rri->ri_RelationDesc);
 	Datum	   *cols[INDEX_MAX_KEYS];
 	int			m = 0;
 
-	*mixed = -1;
 	for (int i = 0; i < fk->nkeys; i++)
 		cols[i] = palloc(sizeof(Datum) * n);
-	for (int r = 0; r < n && *mixed < 0; r++)
+	for (int r = 0; r < n; r++)
 	{
 		int			nnull = 0;
 
@@ -394,10 +414,15 @@ batch_keys(DPForeignKeys *f, DPForeignKey *fk, HeapTuple *tuples, int n,
 		}
 		if (nnull == fk->nkeys || (nnull > 0 && fk->match == FKCONSTR_MATCH_SIMPLE))
 			continue;
-		if (nnull > 0)
-			*mixed = r;
-		else
+		if (nnull == 0)
+		{
 			rows[m++] = r;
+			continue;
+		}
+		if (v[r].key < 0)
+			v[r] = (DPFkeyViolation) {k, true};
+		if (!all)
+			break;
 	}
 	for (int i = 0; i < fk->nkeys && m > 0; i++)
 		arrays[i] = PointerGetDatum(construct_array(cols[i], m, fk->fktypes[i],
@@ -407,15 +432,16 @@ batch_keys(DPForeignKeys *f, DPForeignKey *fk, HeapTuple *tuples, int n,
 }
 
 /*
- * Run the check as the referenced table's owner, as core does; returns the
- * (0-based) position of the first key not found, or -1.
+ * Run the check as the referenced table's owner, as core does; the
+ * (0-based) positions of the keys not found, in order, go to missing[]
+ * (only the first without 'all'); returns how many.
  */
 static int
-run_check(DPForeignKey *fk, Datum *arrays)
+run_check(DPForeignKey *fk, Datum *arrays, bool all, int *missing)
 {
 	Oid			save_userid;
 	int			save_sec_context;
-	int			missing = -1;
+	int			nmissing;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(rel_owner(fk->pkrel),
@@ -423,75 +449,64 @@ run_check(DPForeignKey *fk, Datum *arrays)
 						   SECURITY_NOFORCE_RLS);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_plan(fk->plan, arrays, NULL, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(fk->plan, arrays, NULL, false, all ? 0 : 1) != SPI_OK_SELECT)
 		elog(ERROR, "directpath: the check of foreign key \"%s\" failed",
 			 fk->conname);
-	if (SPI_processed > 0)
+	nmissing = (int) SPI_processed;
+	for (int i = 0; i < nmissing; i++)
 	{
 		bool		isnull;
 
-		missing = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-													SPI_tuptable->tupdesc,
-													1, &isnull)) - 1;
+		missing[i] = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc,
+													   1, &isnull)) - 1;
 	}
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec_context);
-	return missing;
+	return nmissing;
 }
 
-/*
- * The first row of the batch (in input order) that violates 'fk', or -1;
- * *mixed says whether by a MATCH FULL key mixing NULLs.
- */
-static int
-first_violation(DPForeignKeys *f, DPForeignKey *fk, HeapTuple *tuples,
-				int ntuples, bool *mixed)
+/* Mark the batch's rows that violate constraint 'k' (see dp_fkeys_check). */
+static void
+mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
+				bool all, DPFkeyViolation *v)
 {
 	Datum		arrays[INDEX_MAX_KEYS];
 	int		   *rows = palloc(sizeof(int) * ntuples);
-	int			mixed_row;
-	int			m = batch_keys(f, fk, tuples, ntuples, arrays, rows, &mixed_row);
-	int			missing = m > 0 ? run_check(fk, arrays) : -1;
+	int			m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
+	int		   *missing = palloc(sizeof(int) * Max(m, 1));
+	int			nmissing = m > 0 ? run_check(&f->keys[k], arrays, all, missing) : 0;
 
-	/* a key found missing before the mixed one comes first */
-	*mixed = missing < 0 && mixed_row >= 0;
-	return missing >= 0 ? rows[missing] : mixed_row;
+	for (int i = 0; i < nmissing; i++)
+	{
+		int			r = rows[missing[i]];
+
+		if (v[r].key < 0)
+			v[r] = (DPFkeyViolation) {k, false};
+	}
 }
 
 int
-dp_fkeys_first_violation(DPForeignKeys *f, HeapTuple *tuples, int ntuples,
-						 int *key, bool *mixed)
+dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples, bool all,
+			   DPFkeyViolation *v)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "directpath foreign keys",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	int			first = -1;
 
+	for (int r = 0; r < ntuples; r++)
+		v[r] = (DPFkeyViolation) {-1, false};
 	for (int k = 0; k < f->nkeys; k++)
 	{
-		bool		k_mixed;
-		int			r;
-
 		CHECK_FOR_INTERRUPTS();
-		r = first_violation(f, &f->keys[k], tuples, ntuples, &k_mixed);
-		if (r >= 0 && (first < 0 || r < first))
-		{
-			first = r;
-			*key = k;
-			*mixed = k_mixed;
-		}
+		mark_violations(f, k, tuples, ntuples, all, v);
 		MemoryContextReset(cxt);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
-	return first;
-}
-
-void
-dp_fkeys_report(DPForeignKeys *f, int key, bool mixed, HeapTuple row)
-{
-	if (mixed)
-		report_mixed_nulls(f, &f->keys[key]);
-	report_missing(f, &f->keys[key], row);
+	for (int r = 0; r < ntuples; r++)
+		if (v[r].key >= 0)
+			return r;
+	return -1;
 }

@@ -63,11 +63,11 @@ dp_foreign_begin(ResultRelInfo *rri, EState *estate)
 
 /* The wrapper inserted the row: ExecInsert's work after the insert. */
 static void
-inserted(DPLeaf *leaf, DPQueue *q, TupleTableSlot *slot, uint64 lineno)
+inserted(DPLeaf *leaf, DPQueue *q, TupleTableSlot *slot)
 {
 	slot->tts_tableOid = RelationGetRelid(leaf->rri->ri_RelationDesc);
 	if (leaf->needs_post)
-		dp_queue_post_row(q, leaf, slot, NULL, lineno);
+		dp_queue_post_row(q, leaf, slot);
 }
 
 /* Send the waiting rows; returns how many the wrapper did not insert. */
@@ -85,7 +85,7 @@ send_batch(DPLeaf *leaf, EState *estate, DPQueue *q, uint64 lineno)
 	rslots = rri->ri_FdwRoutine->ExecForeignBatchInsert(estate, rri, f->slots,
 														 f->slots, &ninserted);
 	for (int i = 0; i < ninserted; i++)
-		inserted(leaf, q, rslots[i], lineno);
+		inserted(leaf, q, rslots[i]);
 	for (int i = 0; i < n; i++)
 		ExecClearTuple(f->slots[i]);
 	f->nslots = 0;
@@ -112,7 +112,7 @@ dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
 
 		if (r == NULL)
 			return 1;
-		inserted(leaf, q, r, lineno);
+		inserted(leaf, q, r);
 		return 0;
 	}
 

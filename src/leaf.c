@@ -22,8 +22,9 @@
  *
  * Freezing is decided per leaf when its builder starts: the statement
  * allows it (admission.c), the leaf's storage is new in this
- * subtransaction, and no duplicate may have to be taken back (COPY's
- * rejects with a unique index delete rows again, which frozen rows forbid).
+ * subtransaction, and no row may have to be taken back (COPY's rejects
+ * delete duplicates and rows violating a foreign key again, which frozen
+ * rows forbid).
  *
  * Invariant: every leaf of a load is in its list exactly once, and is
  * locked before any row is placed into it.
@@ -92,8 +93,7 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates);
 	if (!foreign)
-		leaf->fkeys = dp_fkeys_begin(rri, set->reject_duplicates,
-									 &set->fk_batched, &set->fk_rowwise);
+		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
 	leaf->needs_post = needs_post(leaf, set->mtstate);
 	MemoryContextSwitchTo(old);
 
@@ -122,8 +122,10 @@ bool
 dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf)
 {
 	Relation	rel = leaf->rri->ri_RelationDesc;
+	bool		takes_back = set->reject_duplicates &&
+		(dp_indexes_has_unique(leaf->indexes) || leaf->fkeys != NULL);
 	bool		freeze = set->freeze_allowed && dp_storage_new_in_subxact(rel) &&
-		!(set->reject_duplicates && dp_indexes_has_unique(leaf->indexes));
+		!takes_back;
 
 	leaf->writer = dp_heap_begin(rel, freeze, set->xid, set->cid,
 								 &set->toast_wait);

@@ -19,11 +19,13 @@
  * themselves (load.c); dp_queue_take() hands them back to be placed, or
  * dp_queue_insert_normal() inserts them on the normal path.
  *
- * Rejected duplicates (COPY ... REJECTS_TABLE with a unique index): the
- * entries are inserted row by row without raising; a duplicate row is
- * deleted again and recorded in the rejects table, except in a logically
- * logged table, where decoding would still send the row: there the
- * duplicate fails the statement, as in plain COPY.
+ * Rejected rows (COPY ... REJECTS_TABLE): first the batch's foreign keys
+ * checked per batch are checked for every row, and each violating row is
+ * deleted again and recorded in the rejects table; it gets no further
+ * work.  With a unique index the entries are then inserted row by row
+ * without raising, and a duplicate row is taken back the same way.  In a
+ * logically logged table, where decoding would still send the row, either
+ * fails the statement, as in plain COPY.
  *
  * For COPY each queued row remembers its input line, put back while its
  * work runs, so that errors name the right line.
@@ -97,9 +99,12 @@ dp_queue_deleted(DPQueue *q)
 const char *
 dp_queue_line_text(DPQueue *q, DPLeaf *leaf)
 {
-	/* a duplicate is recorded with its line's text */
-	if (q->rejects && dp_indexes_strategy(leaf->indexes) == DP_INDEX_ROW &&
-		dp_indexes_has_unique(leaf->indexes) && *q->input->line_valid)
+	/* a duplicate or a foreign-key violation is recorded with its text */
+	bool		may_reject = leaf->fkeys != NULL ||
+		(dp_indexes_strategy(leaf->indexes) == DP_INDEX_ROW &&
+		 dp_indexes_has_unique(leaf->indexes));
+
+	if (q->rejects && may_reject && *q->input->line_valid)
 		return q->input->raw_line->data;
 	return NULL;
 }
@@ -122,6 +127,7 @@ dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup, uint64 lineno,
 	row->tuple = tup;
 	row->lineno = lineno;
 	row->raw = raw ? MemoryContextStrdup(q->rowcxt, raw) : NULL;
+	row->fk.key = -1;
 }
 
 /* Errors of the row's deferred work name its input line (COPY). */
@@ -133,6 +139,32 @@ restore_line(DPQueue *q, uint64 lineno)
 		*q->input->lineno = lineno;
 		*q->input->line_valid = false;
 	}
+}
+
+/*
+ * Take a written row back and record it in the rejects table.  Taking it
+ * back would not take its INSERT back from the WAL that logical decoding
+ * reads: a subscriber would still receive the row.  There, fail as COPY
+ * does.
+ */
+static void
+take_back(DPQueue *q, Relation rel, ItemPointer tid, uint64 lineno,
+		  const char *raw, int sqlerrcode, const char *message,
+		  const char *detail)
+{
+	if (RelationIsLogicallyLogged(rel))
+		ereport(ERROR,
+				(errcode(sqlerrcode),
+				 errmsg("%s", message),
+				 detail ? errdetail("%s", detail) : 0,
+				 errhint("REJECTS_TABLE cannot reject duplicate keys or foreign-key violations of a logically logged table (wal_level = logical). "
+						 "Remove those rows from the input, or load into a table without the constraint first.")));
+
+	simple_heap_delete(rel, tid);
+	dp_rejects_add(q->rejects, lineno, raw, sqlerrcode, message, detail);
+	q->deleted++;
+	if (q->mtstate->canSetTag)
+		q->estate->es_processed--;
 }
 
 /*
@@ -156,43 +188,44 @@ insert_entries(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
 		return true;
 
 	dp_describe_duplicate(rri, *recheck, slot, q->estate, &message, &detail);
-
-	/*
-	 * Taking the row back would not take back its INSERT from the WAL that
-	 * logical decoding reads: a subscriber would still receive the
-	 * duplicate.  Fail as COPY does.
-	 */
-	if (RelationIsLogicallyLogged(rri->ri_RelationDesc))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("%s", message),
-				 detail ? errdetail("%s", detail) : 0,
-				 errhint("REJECTS_TABLE cannot reject duplicate keys of a logically logged table (wal_level = logical). "
-						 "Remove the duplicates from the input, or load into a table without the unique index first.")));
-
-	simple_heap_delete(rri->ri_RelationDesc, &slot->tts_tid);
-	dp_rejects_add(q->rejects, lineno, raw, ERRCODE_UNIQUE_VIOLATION,
-				   message, detail);
-	q->deleted++;
-	if (q->mtstate->canSetTag)
-		q->estate->es_processed--;
+	take_back(q, rri->ri_RelationDesc, &slot->tts_tid, lineno, raw,
+			  ERRCODE_UNIQUE_VIOLATION, message, detail);
 	list_free(*recheck);
 	return false;
 }
 
-void
-dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
-				  const char *raw, uint64 lineno)
+/*
+ * ExecInsert's work after the insert for the row in 'slot'; 'row' is its
+ * queue entry when it has one.  A row found to violate a foreign key
+ * (COPY's rejects) is taken back after its index entries, so that a row
+ * that is also a duplicate is recorded as one, as plain COPY would fail on
+ * the duplicate first, and before its trigger events.
+ */
+static void
+post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot, DPRow *row)
 {
 	EState	   *estate = q->estate;
 	ResultRelInfo *rri = leaf->rri;
 	TransitionCaptureState *tcs = q->mtstate->mt_transition_capture;
+	const char *raw = row ? row->raw : NULL;
+	uint64		lineno = row ? row->lineno : 0;
 	List	   *recheck = NIL;
 
 	if (leaf->indexes != NULL &&
 		dp_indexes_strategy(leaf->indexes) == DP_INDEX_ROW &&
 		!insert_entries(q, leaf, slot, raw, lineno, &recheck))
 		return;
+	if (row && row->fk.key >= 0)
+	{
+		char	   *message;
+		char	   *detail;
+
+		dp_fkeys_describe(leaf->fkeys, row->fk, row->tuple, &message, &detail);
+		take_back(q, rri->ri_RelationDesc, &slot->tts_tid, lineno, raw,
+				  ERRCODE_FOREIGN_KEY_VIOLATION, message, detail);
+		list_free(recheck);
+		return;
+	}
 
 	if (tcs)
 		tcs->tcs_original_insert_tuple = NULL;
@@ -213,6 +246,12 @@ dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot,
 		tuplestore_puttupleslot(q->retstore,
 								ExecProject(rri->ri_projectReturning));
 	}
+}
+
+void
+dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot)
+{
+	post_row(q, leaf, slot, NULL);
 }
 
 /*
@@ -291,37 +330,58 @@ static void
 check_foreign_keys(DPQueue *q, DPLeaf *leaves)
 {
 	DPLeafRows	r = alloc_rows(q);
+	DPFkeyViolation *v = palloc(sizeof(DPFkeyViolation) * q->nrows);
 	int			first = -1;
 	DPLeaf	   *first_leaf = NULL;
-	int			first_key = 0;
-	bool		first_mixed = false;
+	DPFkeyViolation first_v = {-1, false};
 
 	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
 	{
 		int			n,
-					bad,
-					key;
-		bool		mixed;
+					bad;
 
 		if (leaf->fkeys == NULL)
 			continue;
 		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
-		bad = n > 0 ? dp_fkeys_first_violation(leaf->fkeys, r.tuples, n,
-												&key, &mixed) : -1;
+		bad = n > 0 ? dp_fkeys_check(leaf->fkeys, r.tuples, n, false, v) : -1;
 		if (bad >= 0 && (first < 0 || r.places[bad] < first))
 		{
 			first = r.places[bad];
 			first_leaf = leaf;
-			first_key = key;
-			first_mixed = mixed;
+			first_v = v[bad];
 		}
 	}
 	free_rows(&r);
+	pfree(v);
 	if (first < 0)
 		return;
 	restore_line(q, q->rows[first].lineno);
-	dp_fkeys_report(first_leaf->fkeys, first_key, first_mixed,
-					q->rows[first].tuple);
+	dp_fkeys_report(first_leaf->fkeys, first_v, q->rows[first].tuple);
+}
+
+/*
+ * With COPY's rejects table: every row's first violation of a foreign key
+ * checked per batch, noted on the row (post_row takes it back).
+ */
+static void
+find_foreign_key_rejects(DPQueue *q, DPLeaf *leaves)
+{
+	DPLeafRows	r = alloc_rows(q);
+	DPFkeyViolation *v = palloc(sizeof(DPFkeyViolation) * q->nrows);
+
+	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
+	{
+		int			n;
+
+		if (leaf->fkeys == NULL)
+			continue;
+		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
+		if (n > 0 && dp_fkeys_check(leaf->fkeys, r.tuples, n, true, v) >= 0)
+			for (int i = 0; i < n; i++)
+				q->rows[r.places[i]].fk = v[i];
+	}
+	free_rows(&r);
+	pfree(v);
 }
 
 /* Forget the processed rows. */
@@ -337,6 +397,8 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 {
 	if (q->nrows == 0)
 		return;
+	if (q->rejects)
+		find_foreign_key_rejects(q, leaves);
 	insert_sorted_entries(q, leaves);
 	q->direct = true;
 	for (int i = 0; i < q->nrows; i++)
@@ -346,11 +408,12 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 		ResetPerTupleExprContext(q->estate);
 		restore_line(q, row->lineno);
 		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
-		dp_queue_post_row(q, row->leaf, row->leaf->slot, row->raw, row->lineno);
+		post_row(q, row->leaf, row->leaf->slot, row);
 		ExecClearTuple(row->leaf->slot);
 	}
 	q->direct = false;
-	check_foreign_keys(q, leaves);
+	if (!q->rejects)
+		check_foreign_keys(q, leaves);
 	clear(q);
 }
 
@@ -380,7 +443,7 @@ dp_queue_insert_normal(DPQueue *q, CommandId cid)
 		restore_line(q, row->lineno);
 		ExecStoreHeapTuple(row->tuple, slot, false);
 		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, cid, 0, NULL);
-		dp_queue_post_row(q, row->leaf, slot, row->raw, row->lineno);
+		post_row(q, row->leaf, slot, row);
 		ExecClearTuple(slot);
 	}
 	clear(q);

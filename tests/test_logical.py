@@ -267,8 +267,9 @@ def test_rejects_on_logically_logged_table(make_cluster):
     """REJECTS_TABLE on a logically logged table: rejected rows are written
     without breaking the decoding of the TOAST values of rows around them
     (one row in ten rejected, more than the rejects held back at a time);
-    a duplicate key cannot be taken back from the decoded WAL, so that COPY
-    fails, as plain COPY does, and nothing of it is decoded."""
+    a duplicate key or a row violating a foreign key cannot be taken back
+    from the decoded WAL, so that COPY fails, as plain COPY does, and nothing
+    of it is decoded."""
     c = make_cluster(name="logical", wal_level="logical")
     with c.conn() as conn:
         create_lg(conn, "lg_r")
@@ -299,11 +300,26 @@ def test_rejects_on_logically_logged_table(make_cluster):
         assert "REJECTS_TABLE cannot reject duplicate keys" in e.value.diag.message_hint
         assert conn.execute("SELECT count(*) FROM lg_u").fetchone()[0] == 0
 
+        conn.execute("CREATE TABLE lg_fp (id int PRIMARY KEY)")
+        conn.execute("INSERT INTO lg_fp SELECT generate_series(1, 10)")
+        conn.execute("CREATE TABLE lg_f (a int, p int REFERENCES lg_fp)")
+        orphan = "".join(f"{i}\t{i % 10 + 1 if i != 3000 else 99}\n"
+                         for i in range(1, 5000))
+        with pytest.raises(psycopg.errors.ForeignKeyViolation) as e:
+            with conn.cursor() as cur:
+                with cur.copy("/*+ APPEND */ COPY lg_f FROM STDIN "
+                              "WITH (REJECTS_TABLE 'lg_bad2')") as cp:
+                    cp.write(orphan)
+        assert "foreign-key violations of a logically logged table" in \
+            e.value.diag.message_hint
+        assert e.value.diag.message_detail == 'Key (p)=(99) is not present in table "lg_fp".'
+        assert conn.execute("SELECT count(*) FROM lg_f").fetchone()[0] == 0
+
         rows, other = decoded_rows(conn, "lg_rej")
         got = rows.get("lg_r", {})
         assert sorted(got) == good
         assert all(got[i] == payload(i) for i in good), "payloads decoded wrongly"
-        assert "lg_u" not in rows
+        assert "lg_u" not in rows and "lg_f" not in rows
         assert sum(1 for o in other if o.startswith("table public.lg_bad: INSERT")) == \
             N - len(good)
         verify_table(conn, "lg_r")
