@@ -78,3 +78,33 @@ def test_parent_deleted_before_its_batch(cluster):
             f'Key (d)=(1000) is not present in table "{t}_dim".'
         assert other.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
         assert orphans(other, t) == 0
+
+
+def test_parent_updates_during_the_load(cluster):
+    """FOR KEY SHARE, as core's check: while the load holds the referenced
+    rows, an UPDATE of a parent's other columns goes through at once, an
+    UPDATE of its key waits (here: fails on its lock_timeout); after the
+    commit the key update fails as referenced (NO ACTION), as it would
+    after a plain INSERT."""
+    t = "fk_upd"
+    with cluster.conn() as conn:
+        make_tables(conn, t)
+        conn.execute(f"ALTER TABLE {t}_dim ADD label text")
+    off = cluster.log_size()
+    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", 2, sleep_ms=4000))
+    with Background(cluster, ["BEGIN", LOAD.format(t=t)], settings, name="loader") as bg, \
+            cluster.conn() as other:
+        bg.start()
+        wait_fault_sleep(cluster, bg, "batch_done", off)
+        other.execute("SET lock_timeout = '500ms'")
+        other.execute(f"UPDATE {t}_dim SET label = 'seven' WHERE id = 7")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute(f"UPDATE {t}_dim SET id = 1007 WHERE id = 7")
+        bg.join()
+        assert bg.error is None, bg.error
+        bg.execute("COMMIT")
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            other.execute(f"UPDATE {t}_dim SET id = 1007 WHERE id = 7")
+        assert other.execute(f"SELECT label FROM {t}_dim WHERE id = 7").fetchone()[0] == "seven"
+        assert orphans(other, t) == 0
+        assert other.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 30000
