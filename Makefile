@@ -29,6 +29,7 @@ OBJS = \
 	src/btree.o \
 	src/btappend.o \
 	src/btmerge.o \
+	src/brin.o \
 	src/pages.o \
 	src/append.o \
 	src/wal.o \
@@ -38,7 +39,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes btappend fkeys freeze faults copy rejects foreign
+REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

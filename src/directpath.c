@@ -17,6 +17,7 @@
  *	directpath.index_merge		rewrite a non-unique btree with a large load's
  *								entries merged in
  *	directpath.index_spool		build new storage's btrees from sorted entries
+ *	directpath.brin_summarize	summarize a load's BRIN ranges at its end (brin.c)
  *	directpath.fkey_batches		check foreign keys per batch (fkeys.c)
  *	directpath.wal_format		image | records (wal.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
@@ -41,6 +42,7 @@ bool		dp_index_rebuild = true;
 bool		dp_index_sort = true;
 bool		dp_index_append = true;
 bool		dp_index_merge = true;
+bool		dp_brin_summarize = true;
 bool		dp_fkey_batches = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
@@ -100,6 +102,11 @@ define_maintenance_gucs(void)
 							 "Builds the btree indexes of storage new in the transaction from entries sorted during the load.",
 							 "Off: they are rebuilt by REINDEX after the load, which reads the heap again.",
 							 &dp_index_spool, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.brin_summarize",
+							 "Summarizes the block ranges a load wrote in its BRIN indexes once, at the end of the statement.",
+							 "Off: an index call per row, and the new ranges stay unsummarized until a vacuum.",
+							 &dp_brin_summarize, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 

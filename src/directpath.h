@@ -26,6 +26,7 @@
  *	  fkeys.c		  foreign keys checked per batch
  *	  rejects.c		  COPY's rejects table
  *	  indexes.c		  every index strategy and its choice
+ *	  brin.c		  BRIN ranges summarized at the end of the load
  *	pages.c			the heap page builder: rows onto private pages
  *	btree.c			the btree page builder: sorted entries into a tree
  *	  btappend.c	  sorted entries at an existing btree's right edge
@@ -80,6 +81,7 @@ extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_append;
 extern bool dp_index_merge;
+extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
 extern bool dp_index_spool;
 extern int	dp_wal_format;
@@ -461,6 +463,15 @@ extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
 								  TupleTableSlot *slot, EState *estate,
 								  char **message, char **detail);
 
+/* ---------- brin.c: BRIN ranges summarized at the end ---------- */
+
+/* May index i of the leaf skip its per-row calls, summarized at the end? */
+extern bool dp_brin_can_defer(ResultRelInfo *rri, int i);
+
+/* Summarize every range from the one holding 'first_new' (see brin.c). */
+extern void dp_brin_summarize_new(Relation heap, Relation idx,
+								  BlockNumber first_new);
+
 /* ---------- indexes.c ---------- */
 
 typedef enum DPIndexStrategy
@@ -474,6 +485,8 @@ typedef enum DPIndexStrategy
 								 * appended at an index's right edge */
 	DP_INDEX_MERGE,				/* reported only: a DP_INDEX_SORTED index
 								 * rewritten with its entries merged in */
+	DP_INDEX_SUMMARIZE,			/* reported only: BRIN ranges summarized
+								 * at the end (brin.c) */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */

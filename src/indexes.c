@@ -68,6 +68,12 @@
  *	  constraint, whose semantics need per-row insertion.  A duplicate found
  *	  by the build is reported with the plain path's message and SQLSTATE.
  *
+ * BRIN indexes of a leaf without triggers take no part in 2 and 3: they
+ * get no entry per row, and the ranges the load wrote are summarized once
+ * at the end (brin.c; directpath.brin_summarize), reported as "summarize".
+ * Other index kinds, and BRIN indexes of a leaf with triggers, keep 1 (or
+ * 4 for new storage).
+ *
  * A leaf whose held rows end up inserted on the normal path (a small
  * statement, load.c) gets its entries row by row (dp_indexes_row_by_row).
  *
@@ -101,7 +107,12 @@ struct DPIndexes
 								 * sorting?  Else NULL */
 	DPBtreeBuild **spools;		/* DP_INDEX_SORTED: per index, its entries
 								 * for the end of the statement, or NULL */
-	DPBtreeBuild **builds;		/* DP_INDEX_BUILD: per index */
+	DPBtreeBuild **builds;		/* DP_INDEX_BUILD: per index (NULL for a
+								 * BRIN index) */
+	bool	   *summarize;		/* DP_INDEX_SORTED and _BUILD: per index, a
+								 * BRIN index summarized at the end? Else
+								 * NULL */
+	BlockNumber first_new;		/* the heap's first block the load writes */
 	bool		has_unique;		/* any immediate unique index? */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
 };
@@ -130,8 +141,9 @@ can_rebuild(ResultRelInfo *rri)
 
 /*
  * May this leaf's indexes be built from entries sorted during the load?
- * Rebuilding must be allowed, every index a btree, and the heap and the
- * indexes empty (no earlier statement of the transaction wrote them).
+ * Rebuilding must be allowed, every index a btree (or a BRIN index
+ * summarized at the end), and the heap and the indexes empty (no earlier
+ * statement of the transaction wrote them).
  */
 static bool
 can_build(ResultRelInfo *rri)
@@ -143,6 +155,8 @@ can_build(ResultRelInfo *rri)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
 
+		if (dp_brin_can_defer(rri, i))
+			continue;
 		if (idx->rd_rel->relam != BTREE_AM_OID ||
 			RelationGetNumberOfBlocks(idx) != 1)
 			return false;
@@ -150,19 +164,35 @@ can_build(ResultRelInfo *rri)
 	return true;
 }
 
-/* One sorted build per index, sharing maintenance_work_mem. */
+/* One sorted build per btree, sharing maintenance_work_mem. */
 static DPBtreeBuild **
-begin_builds(ResultRelInfo *rri)
+begin_builds(DPIndexes *ix)
 {
+	ResultRelInfo *rri = ix->rri;
 	int			n = rri->ri_NumIndices;
-	DPBtreeBuild **builds = palloc(sizeof(DPBtreeBuild *) * n);
-	int			workmem = Max(maintenance_work_mem / n, 1024);
+	DPBtreeBuild **builds = palloc0(sizeof(DPBtreeBuild *) * n);
+	int			nbtrees = 0;
 
 	for (int i = 0; i < n; i++)
-		builds[i] = dp_btree_begin(rri->ri_RelationDesc,
-								   rri->ri_IndexRelationDescs[i], workmem,
-								   true);
+		nbtrees += !ix->summarize[i];
+	for (int i = 0; i < n; i++)
+		if (!ix->summarize[i])
+			builds[i] = dp_btree_begin(rri->ri_RelationDesc,
+									   rri->ri_IndexRelationDescs[i],
+									   Max(maintenance_work_mem / nbtrees, 1024),
+									   true);
 	return builds;
+}
+
+/* Which indexes are BRIN indexes summarized at the end (brin.c). */
+static bool *
+begin_summaries(ResultRelInfo *rri)
+{
+	bool	   *summarize = palloc(sizeof(bool) * rri->ri_NumIndices);
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		summarize[i] = dp_brin_can_defer(rri, i);
+	return summarize;
 }
 
 /*
@@ -177,7 +207,7 @@ can_spool(ResultRelInfo *rri, int i)
 	Relation	idx = rri->ri_IndexRelationDescs[i];
 
 	return dp_index_merge && rri->ri_TrigDesc == NULL &&
-		!idx->rd_index->indisunique &&
+		idx->rd_rel->relam == BTREE_AM_OID && !idx->rd_index->indisunique &&
 		idx->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
 }
 
@@ -212,6 +242,8 @@ can_sort(ResultRelInfo *rri)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
 
+		if (dp_brin_can_defer(rri, i))
+			continue;
 		if (idx->rd_rel->relam != BTREE_AM_OID ||
 			!idx->rd_index->indimmediate ||
 			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
@@ -226,6 +258,8 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
 
 	ix->rri = rri;
+	/* under the load's lock, nobody else extends the heap */
+	ix->first_new = RelationGetNumberOfBlocks(rri->ri_RelationDesc);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique &&
 			rri->ri_IndexRelationDescs[i]->rd_index->indimmediate)
@@ -239,7 +273,8 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 	else if (can_build(rri))
 	{
 		ix->strategy = DP_INDEX_BUILD;
-		ix->builds = begin_builds(rri);
+		ix->summarize = begin_summaries(rri);
+		ix->builds = begin_builds(ix);
 	}
 	else if (can_rebuild(rri))
 		ix->strategy = DP_INDEX_REBUILD;
@@ -249,6 +284,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 		ix->sort = palloc(sizeof(bool) * rri->ri_NumIndices);
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
 		ix->spools = begin_spools(rri);
+		ix->summarize = begin_summaries(rri);
 	}
 	else
 		ix->strategy = DP_INDEX_ROW;
@@ -267,7 +303,8 @@ dp_indexes_used(DPIndexes *ix)
 	/* sorted per batch reports what each batch did; others themselves */
 	if (ix->strategy == DP_INDEX_SORTED)
 		return ix->used;
-	return ix->strategy == DP_INDEX_NONE ? 0 : 1 << ix->strategy;
+	return ix->strategy == DP_INDEX_NONE ? 0 :
+		(1 << ix->strategy) | (ix->used & (1 << DP_INDEX_SUMMARIZE));
 }
 
 bool
@@ -449,6 +486,8 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 	{
 		DPBtreeBuild *sorted = NULL;
 
+		if (ix->summarize[i])
+			continue;
 		if (ix->spools != NULL && ix->spools[i] != NULL)
 		{
 			form_entries(rri, i, estate, slot, &b, ix->spools[i]);
@@ -486,9 +525,12 @@ dp_indexes_row_by_row(DPIndexes *ix)
 	if (ix->strategy == DP_INDEX_BUILD)
 	{
 		for (int i = 0; i < ix->rri->ri_NumIndices; i++)
-			dp_btree_discard(ix->builds[i]);
+			if (ix->builds[i] != NULL)
+				dp_btree_discard(ix->builds[i]);
 		ix->builds = NULL;
 	}
+	/* the row-by-row path maintains BRIN indexes itself */
+	ix->summarize = NULL;
 	if (ix->strategy != DP_INDEX_NONE)
 		ix->strategy = DP_INDEX_ROW;
 }
@@ -581,6 +623,8 @@ dp_indexes_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 		Relation	idx = rri->ri_IndexRelationDescs[i];
 		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
 
+		if (ix->builds[i] == NULL)
+			continue;			/* summarized at the end */
 		if (ii->ii_Predicate != NIL)
 		{
 			if (ii->ii_PredicateState == NULL)
@@ -676,8 +720,25 @@ finish_spool(DPIndexes *ix, int i)
 	return false;
 }
 
-int
-dp_indexes_finish(DPIndexes *ix)
+/* The BRIN indexes whose summaries waited for the end (brin.c). */
+static void
+finish_summaries(DPIndexes *ix)
+{
+	ResultRelInfo *rri = ix->rri;
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		if (ix->summarize[i])
+		{
+			dp_brin_summarize_new(rri->ri_RelationDesc,
+								  rri->ri_IndexRelationDescs[i],
+								  ix->first_new);
+			ix->used |= 1 << DP_INDEX_SUMMARIZE;
+		}
+}
+
+/* The strategy's work at the end; returns how many indexes it rewrote. */
+static int
+finish_strategy(DPIndexes *ix)
 {
 	ResultRelInfo *rri = ix->rri;
 	int			n = rri->ri_NumIndices;
@@ -695,13 +756,19 @@ dp_indexes_finish(DPIndexes *ix)
 
 	if (ix->strategy == DP_INDEX_BUILD)
 	{
+		int			built = 0;
+
 		dp_fault("before_index_rebuild");
 		for (int i = 0; i < n; i++)
-			as_insert(build_one, ix->builds[i],
-					  RelationGetRelationName(rri->ri_IndexRelationDescs[i]),
-					  rri->ri_RelationDesc);
+			if (ix->builds[i] != NULL)
+			{
+				as_insert(build_one, ix->builds[i],
+						  RelationGetRelationName(rri->ri_IndexRelationDescs[i]),
+						  rri->ri_RelationDesc);
+				built++;
+			}
 		dp_fault("after_index_rebuild");
-		return n;
+		return built;
 	}
 	if (ix->strategy != DP_INDEX_REBUILD)
 		return 0;
@@ -722,4 +789,14 @@ dp_indexes_finish(DPIndexes *ix)
 	ExecOpenIndices(rri, false);
 	pfree(oids);
 	return n;
+}
+
+int
+dp_indexes_finish(DPIndexes *ix)
+{
+	int			rewritten = finish_strategy(ix);
+
+	if (ix->summarize != NULL)
+		finish_summaries(ix);
+	return rewritten;
 }

@@ -222,3 +222,67 @@ def test_merge_replayed_by_standby_and_undone_by_crash(make_cluster, tmp_path):
         assert "merge" in last_statement(conn)["index_maintenance"]
         verify_table(conn, t)
         assert index_answers(conn, t)[0][0] == 4
+
+
+BRIN_COUNTS = [(lo, lo + 999) for lo in (1, 2500, 9000, 20_000, 39_000)]
+
+
+def brin_counts(conn, t):
+    """Row counts of a few windows through the BRIN index (bitmap scans
+    only), each beside the count a sequential scan gives."""
+    out = []
+    for lo, hi in BRIN_COUNTS:
+        q = f"SELECT count(*) FROM {t} WHERE ts BETWEEN {lo} AND {hi}"
+        with conn.transaction():
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_indexscan = off")
+            plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + q))
+            assert "Bitmap Index Scan" in plan, plan
+            by_index = conn.execute(q).fetchone()[0]
+        with conn.transaction():
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            by_heap = conn.execute(q).fetchone()[0]
+        out.append((by_index, by_heap))
+    return out
+
+
+def test_brin_summaries_replayed_and_crash_safe(make_cluster, tmp_path):
+    """BRIN ranges summarized at the end of a load (brin.c) replay on a
+    standby into the same answers; a backend killed after the summaries,
+    before its commit, leaves summaries that still answer right, and the
+    next load summarizes again."""
+    p = make_cluster(name="primary")
+    t = "rb"
+    with p.conn() as conn:
+        conn.execute(f"CREATE TABLE {t} (id int, ts int, pad text)")
+        conn.execute(f"CREATE INDEX {t}_ts ON {t} USING brin (ts) "
+                     "WITH (pages_per_range = 8)")
+        conn.execute(f"INSERT INTO {t} SELECT g, g, 'old' FROM generate_series(1, 5000) g")
+        conn.execute(f"SELECT brin_summarize_new_values('{t}_ts')")
+    sb = p.make_standby(tmp_path)
+    with p.conn() as conn:
+        set_gucs(conn, SMALL_BATCHES)
+        conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT g, g, 'new' "
+                     "FROM generate_series(5001, 30000) g")
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "summarize" in st["index_maintenance"], st
+        want = brin_counts(conn, t)
+        assert all(a == b for a, b in want) and want[3][0] == 1000, want
+    p.wait_replay(sb)
+    with sb.conn() as conn:
+        assert brin_counts(conn, t) == want
+    sb.stop()
+
+    conn = p.conn()
+    pid = conn.info.backend_pid
+    conn.execute("BEGIN")
+    conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT g, g, 'lost' "
+                 "FROM generate_series(30001, 40000) g")
+    assert "summarize" in last_statement(conn)["index_maintenance"]
+    crash_backend(p, pid)
+    with p.conn() as conn:
+        assert brin_counts(conn, t) == want
+        conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT g, g, 'again' "
+                     "FROM generate_series(30001, 40000) g")
+        got = brin_counts(conn, t)
+        assert all(a == b for a, b in got) and got[4][0] == 1000, got
