@@ -398,7 +398,6 @@ dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg)
 	Buffer		buf;
 	Page		tail;
 	bool		beyond;
-	BlockNumber filling;
 
 	if (first == NULL)
 		return true;
@@ -437,7 +436,7 @@ dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg)
 	put_tail(&a, tail);
 	pfree(tail);
 	put_entries(&a);
-	dp_btree_leaves_end(b, &filling);
+	dp_btree_leaves_end(b);
 	flush_chunk(&a, true);
 	return true;
 }

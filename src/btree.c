@@ -452,13 +452,11 @@ dp_btree_put_entry(DPBtreeBuild *b, IndexTuple itup)
 	_bt_dedup_start_pending(d, CopyIndexTuple(itup), InvalidOffsetNumber);
 }
 
-Page
-dp_btree_leaves_end(DPBtreeBuild *b, BlockNumber *blkno)
+void
+dp_btree_leaves_end(DPBtreeBuild *b)
 {
 	if (b->dedup != NULL && b->dedup->base != NULL)
 		put_pending(b);
-	*blkno = b->leaves.blkno;
-	return b->leaves.page;
 }
 
 /* ---- a build: the append layer as the sink ---- */
@@ -520,13 +518,12 @@ build_leaves(DPBtreeBuild *b, DPBtStream next, void *arg, DPBtPivots *pivots)
 {
 	DPBtSink	sink = {build_new_page, build_page_done, b};
 	IndexTuple	itup;
-	BlockNumber last;
 
 	b->pivots = pivots;
 	dp_btree_leaves_begin(b, &sink);
 	while ((itup = next(arg)) != NULL)
 		dp_btree_put_entry(b, itup);
-	dp_btree_leaves_end(b, &last);
+	dp_btree_leaves_end(b);
 	return finish_level(b, &b->leaves, pivots);
 }
 

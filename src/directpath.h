@@ -612,8 +612,11 @@ extern void dp_btree_put_item(DPBtreeBuild *b, IndexTuple itup);
 /* A new entry, merged with equal keys where the index deduplicates. */
 extern void dp_btree_put_entry(DPBtreeBuild *b, IndexTuple itup);
 
-/* No more items: returns the page still filling (not handed to the sink). */
-extern Page dp_btree_leaves_end(DPBtreeBuild *b, BlockNumber *blkno);
+/*
+ * No more items: the last pending posting list goes onto the page still
+ * filling, which stays unfinished (the sink's owner knows it).
+ */
+extern void dp_btree_leaves_end(DPBtreeBuild *b);
 
 /* A filling page made rightmost, in place: no high key slot. */
 extern void dp_btree_rightmost_image(Page page);
