@@ -69,6 +69,24 @@ SELECT foreign_keys FROM directpath.last_statement();
 INSERT INTO dim1 VALUES (5000, 'late');
 COMMIT;
 SELECT count(*) FROM fdef;
+-- DEFERRABLE INITIALLY IMMEDIATE: checked per row, at the end of the
+-- statement, or at COMMIT after SET CONSTRAINTS ... DEFERRED, as in core
+CREATE TABLE fimm (id int, d1 int REFERENCES dim1 DEFERRABLE INITIALLY IMMEDIATE);
+/*+ APPEND */ INSERT INTO fimm SELECT g, CASE WHEN g = 4000 THEN 7000 ELSE 1 END
+  FROM generate_series(1, 5000) g;
+BEGIN;
+SET CONSTRAINTS fimm_d1_fkey DEFERRED;
+/*+ APPEND */ INSERT INTO fimm SELECT g, CASE WHEN g = 4000 THEN 7000 ELSE 1 END
+  FROM generate_series(1, 5000) g;
+SELECT path, foreign_keys FROM directpath.last_statement();
+INSERT INTO dim1 VALUES (7000, 'in time');
+COMMIT;
+SELECT count(*) FROM fimm;
+BEGIN;
+SET CONSTRAINTS ALL DEFERRED;
+/*+ APPEND */ INSERT INTO fimm SELECT g, 7001 FROM generate_series(1, 5000) g;
+COMMIT;
+SELECT count(*) FROM fimm;
 CREATE TABLE fself (id int PRIMARY KEY, parent int REFERENCES fself);
 -- (each row references the next one, written in a later batch)
 /*+ APPEND */ INSERT INTO fself SELECT g, CASE WHEN g < 5000 THEN g + 1 END
@@ -116,7 +134,7 @@ SET directpath.fkey_batches = off;
 SELECT foreign_keys FROM directpath.last_statement();
 RESET directpath.fkey_batches;
 
-DROP TABLE fact, fdef, fself, fpart, pdim, ftrig, fp, dim1, dim2;
+DROP TABLE fact, fdef, fimm, fself, fpart, pdim, ftrig, fp, dim1, dim2;
 DROP FUNCTION ftrig_noop();
 REVOKE USAGE ON SCHEMA directpath FROM fk_writer;
 DROP ROLE fk_writer;
