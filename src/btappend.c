@@ -1,66 +1,91 @@
 /*-------------------------------------------------------------------------
  *
  * btappend.c
- *	  Sorted entries appended at the right edge of an existing btree.
+ *	  Sorted entries written as new leaf pages of an existing btree: at its
+ *	  right edge, or in a gap after the last item of an inner leaf.
  *
- * Used per batch (indexes.c) when every entry of the batch sorts after the
- * index's last entry, as the keys of a sequence, an identity column or a
- * time of arrival do.  Instead of one descent, one leaf lock and one WAL
- * record per entry, the entries become full leaf pages attached at the
- * right edge of the tree, and core adds one downlink per page.
+ * Used per batch (indexes.c).  Instead of one descent, one leaf lock and
+ * one WAL record per entry, a run of entries that all go after the last
+ * item of one leaf page and before its high key becomes that leaf's new
+ * content plus new leaf pages linked in after it, and core adds one
+ * downlink per new page.  Two users:
  *
- * Algorithm.
+ * - dp_btree_append: every entry of the batch sorts after the index's last
+ *	 entry (the keys of a sequence, an identity column, a time of arrival);
+ *	 the leaf is the rightmost, "the tail", and the run is the whole batch.
+ * - dp_btree_insert_runs: any batch, run by run.  Each run starts with a
+ *	 descent for its first entry; keys that arrive in several interleaved
+ *	 ascending streams (per account, per device, per shard) give one long
+ *	 run per stream, each after the last item of its stream's leaf.  An
+ *	 entry that does not start a run of at least DP_BT_MIN_RUN entries is
+ *	 inserted by core (index_insert, through the caller), and after
+ *	 DP_BT_MAX_MISSES such entries in a row the rest of the batch is too.
+ *
+ * Algorithm, for one run.
  *
  * 1. Descend as core's insertion of the first entry would, which completes
  *	  any split left incomplete on the way (and creates the root of an
- *	  index that has none), and check that the leaf reached is the
- *	  rightmost, "the tail", and that the first entry sorts after its last
- *	  item: by key and heap TID, and in a unique index by key alone, so
- *	  that no entry of the index can be its duplicate.  If not, nothing is
- *	  written and the caller inserts the entries one by one.
+ *	  index that has none), and check that the first entry sorts after the
+ *	  leaf's last item: by key and heap TID, and in a unique index by key
+ *	  alone, so that no entry of the index can be its duplicate.  The run
+ *	  is the entries below the leaf's high key (none at the right edge): by
+ *	  key and TID, and in a unique index by key alone, so that no entry
+ *	  right of the leaf can be a duplicate either.
  *
- * 2. The tail's items, then the entries, go through the btree page builder
- *	  (btree.c): its first page takes the tail's block, each further page a
- *	  new block from core's allocator.  Entries are checked against the one
- *	  before for a unique index's duplicates (INSERT's error, naming the
- *	  row) and merged into posting lists where the index deduplicates.
- *	  What does not fit in the tail below its fillfactor moves right.
+ * 2. The leaf's items, then the run's entries, go through the btree page
+ *	  builder (btree.c): its first page takes the leaf's block, each further
+ *	  page a new block from core's allocator.  Entries are checked against
+ *	  the one before for a unique index's duplicates (INSERT's error,
+ *	  naming the row) and merged into posting lists where the index
+ *	  deduplicates.  What does not fit in the leaf below its fillfactor
+ *	  moves right.
  *
  * 3. Pages are written in chunks through shared buffers: the finished pages
- *	  so far (at most 31), each with its high key, its right link and
- *	  BTP_INCOMPLETE_SPLIT, and the page still filling, written as the new
- *	  rightmost page (no high key), all exclusively locked, as one WAL
- *	  record of full-page images (XLOG_FPI).  A chunk's first page is the
- *	  previous chunk's filling page (at first, the tail), written again.
- *	  When the tail is the root, the first chunk is the tail and one page.
+ *	  so far, each with its high key, its right link and
+ *	  BTP_INCOMPLETE_SPLIT, and the page still filling, written as the last
+ *	  page of the run: at the right edge without a high key, else with the
+ *	  leaf's old high key and right link, and the right sibling's left link
+ *	  pointed at it.  All are exclusively locked, left to right, and logged
+ *	  as one WAL record of full-page images (XLOG_FPI).  A chunk's first
+ *	  page is the previous chunk's filling page (at first, the leaf),
+ *	  written again.  When the leaf is the root, the first chunk is the
+ *	  leaf and one page.
  *
  * 4. After each chunk, core completes each finished page's split
  *	  (_bt_finish_split): the downlink to its right sibling goes into the
- *	  rightmost page of level 1 (a stack we set up, so core finds it at
- *	  once), core's insertion splitting parents and growing a new root as
- *	  needed, and clearing the flag, WAL-logged as any insertion.
+ *	  leaf's parent (the descent's stack; at the right edge, the rightmost
+ *	  page of level 1), core's insertion splitting parents and growing a
+ *	  new root as needed, and clearing the flag, WAL-logged as any
+ *	  insertion.
  *
  * Invariants.
  * - The tree is valid after every WAL record, for readers on the primary
  *	 and on a standby and after a crash.  A chunk's new pages are reachable
- *	 only through the right link of its first page, which the record
- *	 restores last (block references are registered right to left).  A
- *	 page without a downlink is the right sibling of a page marked
- *	 BTP_INCOMPLETE_SPLIT: the state core's own page split passes through,
- *	 which readers cross by right links, amcheck accepts, and any later
- *	 inserter completes.
+ *	 only through the right link of its first page and, inside the tree,
+ *	 the left link of the right sibling.  Redo restores a record's pages
+ *	 one at a time, in the order they were registered: the new pages right
+ *	 to left, then the first page, then the right sibling.  Before the
+ *	 first page no reader can reach a new page; between it and the right
+ *	 sibling, a backward scan leaving the right sibling finds its left
+ *	 link stale and walks right from there, which core does for at most
+ *	 four pages (_bt_lock_and_validate_left, _bt_walk_left on 15-16): so
+ *	 a chunk inside the tree adds at most four pages (DP_BT_GAP_CHUNK),
+ *	 one at the right edge up to a record's limit.  A page without a
+ *	 downlink is the right sibling of a page marked BTP_INCOMPLETE_SPLIT:
+ *	 the state core's own page split passes through, which readers cross
+ *	 by right links, amcheck accepts, and any later inserter completes.
  * - A new block is all zeros until its chunk's record: a crash or an
  *	 error before leaves nothing reachable, and VACUUM recycles it.
  * - Only readers use the index meanwhile: the direct path holds
  *	 ShareRowExclusiveLock on the table (no other writer, no VACUUM), so
- *	 the tail is ours to rewrite once we lock it; a reader may only set
+ *	 the leaf is ours to rewrite once we lock it; a reader may only set
  *	 LP_DEAD hints, which the rewrite drops.
  * - The rows the entries point to are on disk (the caller's batch flush
  *	 came first), as for any index entry the direct path makes.
  * - Serializable transactions see what a plain insertion shows them: the
- *	 entries all go into the tail's key range, so a serializable load
- *	 checks for conflicts on the tail, and every new page inherits the
- *	 tail's predicate locks, as the right half of a split does.
+ *	 entries all go into the leaf's key range, so a serializable load
+ *	 checks for conflicts on the leaf, and every new page inherits the
+ *	 leaf's predicate locks, as the right half of a split does.
  *
  *-------------------------------------------------------------------------
  */
@@ -76,8 +101,17 @@
 #include "storage/predicate.h"
 #include "utils/rel.h"
 
-/* Pages in one WAL record: as many block references as a record takes. */
+/* Pages in one WAL record at the right edge: as many as a record takes. */
 #define DP_BT_CHUNK XLR_MAX_BLOCK_ID
+
+/* New pages in one WAL record inside the tree (see the file header). */
+#define DP_BT_GAP_CHUNK 4
+
+/* Entries a run needs to be written as pages rather than inserted. */
+#define DP_BT_MIN_RUN 256
+
+/* Entries in a row that start no run before the rest are inserted. */
+#define DP_BT_MAX_MISSES 8
 
 /* A page of the chunk: its buffer (pinned) and its image. */
 typedef struct DPBtChunkPage
@@ -91,14 +125,27 @@ typedef struct DPBtAppend
 	DPBtreeBuild *b;
 	Relation	index;
 	Relation	heap;
-	BlockNumber tail;			/* the rightmost leaf when we began */
-	BlockNumber tail_prev;		/* its left sibling */
-	bool		tail_root;		/* it was the root (a one-page tree) */
+	bool		unique;
+	BlockNumber leaf;			/* the leaf the run goes into */
+	BlockNumber leaf_prev;		/* its left sibling */
+	bool		leaf_root;		/* it was the root (a one-page tree) */
+	BlockNumber right;			/* its right sibling; P_NONE at the right
+								 * edge */
+	IndexTuple	hikey;			/* the run's bound: the leaf's high key
+								 * (NULL at the right edge), or the
+								 * separator at the gap */
+	OffsetNumber gap;			/* the leaf's first item after the run, or
+								 * InvalidOffsetNumber: after its last */
+	bool		gap_split;		/* the leaf was split at the gap */
+	BTStack		stack;			/* the descent to it (inside the tree) */
+	int			chunk_max;		/* finished pages per chunk */
 	bool		first_chunk;	/* no chunk written yet */
 	DPBtChunkPage done[DP_BT_CHUNK - 1];	/* finished, not written */
 	int			ndone;
 	DPBtChunkPage filling;		/* the page still filling */
-	IndexTuple	prev;			/* unique index: the entry before */
+	IndexTuple *ahead;			/* the run's first entries, read ahead */
+	int			nahead;
+	int			next_ahead;
 	DPNameRow	name;			/* names a duplicate's row */
 	void	   *name_arg;
 } DPBtAppend;
@@ -156,54 +203,143 @@ report_duplicate(DPBtAppend *a, IndexTuple itup)
 }
 
 /*
- * Step 1: the leaf where 'first' goes, write-locked, by core's descent for
- * an insertion, which on its way completes the splits a crash or an error
- * left incomplete, here on the right edge most likely (ours).
- * InvalidBuffer when the index is not one we append to (a btree from
- * before PostgreSQL 12's heap-TID keys).  An index without a root gets one.
+ * Step 1: a copy of the leaf where 'first' goes, found by core's descent
+ * for an insertion, which on its way completes the splits a crash or an
+ * error left incomplete; a->stack keeps the descent.  NULL when the index
+ * is not one we write pages into (a btree from before PostgreSQL 12's
+ * heap-TID keys).  An index without a root gets one.
  */
-static Buffer
+static Page
 find_leaf(DPBtAppend *a, BTScanInsert key)
 {
 	Buffer		buf;
+	Page		copy;
 
 	if (!key->heapkeyspace)
-		return InvalidBuffer;
-	_bt_freestack(DP_BT_SEARCH(a->index, a->heap, key, &buf, BT_WRITE));
-	return buf;
+		return NULL;
+	a->stack = DP_BT_SEARCH(a->index, a->heap, key, &buf, BT_WRITE);
+	copy = DP_ALLOC_PAGE();
+	memcpy(copy, BufferGetPage(buf), BLCKSZ);
+	a->leaf = BufferGetBlockNumber(buf);
+	_bt_relbuf(a->index, buf);
+	return copy;
 }
 
 /*
- * Is that leaf the tail, and does 'first' ('key') sort after all of its
- * items (by key and TID; in a unique index by key alone)?  An empty tail
- * qualifies only as the root.
+ * The leaf's first item that sorts after 'first' ('key'; in a unique index
+ * by key alone, so that an equal key is not passed), by binary search:
+ * P_FIRSTDATAKEY up to one past the last item.
+ */
+static OffsetNumber
+first_after(DPBtAppend *a, Page page, BTScanInsert key)
+{
+	OffsetNumber lo = P_FIRSTDATAKEY(BTPageGetOpaque(page));
+	OffsetNumber hi = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	ItemPointer tid = key->scantid;
+
+	if (a->unique)
+		key->scantid = NULL;
+	while (lo < hi)
+	{
+		OffsetNumber mid = lo + (hi - lo) / 2;
+
+		if (_bt_compare(a->index, key, page, mid) >= 0)
+			lo = OffsetNumberNext(mid);
+		else
+			hi = mid;
+	}
+	key->scantid = tid;
+	return lo;
+}
+
+/*
+ * Where does the run of 'first' ('key') go in the leaf (a copy)?  After an
+ * item that sorts strictly before it (in a unique index by key alone: no
+ * entry of the index can be its duplicate), at the end or in a gap before
+ * a->gap; an empty leaf qualifies only as the root.  Sets the run's bound:
+ * the leaf's high key, or at a gap the separator core's suffix truncation
+ * makes between the items around it.
  */
 static bool
-beyond_tail(DPBtAppend *a, Page page, BTScanInsert key)
+place_run(DPBtAppend *a, Page page, BTScanInsert key)
 {
 	BTPageOpaque opaque = BTPageGetOpaque(page);
-	OffsetNumber last = PageGetMaxOffsetNumber(page);
+	OffsetNumber first = P_FIRSTDATAKEY(opaque);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber after;
+	ItemPointer tid = key->scantid;
+	bool		strict;
 
-	if (!P_RIGHTMOST(opaque))
-		return false;
-	if (last < P_FIRSTDATAKEY(opaque))
+	if (maxoff < first)
 		return P_ISROOT(opaque);
-	if (_bt_compare(a->index, key, page, last) <= 0)
-		return false;
-	if (a->index->rd_index->indisunique)
-	{
-		ItemPointer tid = key->scantid;
-		bool		beyond;
-
+	after = first_after(a, page, key);
+	if (after == first)
+		return false;			/* nothing before it on this leaf */
+	if (a->unique)
 		key->scantid = NULL;
-		beyond = _bt_compare(a->index, key, page, last) > 0;
-		key->scantid = tid;
-		return beyond;
+	strict = _bt_compare(a->index, key, page, OffsetNumberPrev(after)) > 0;
+	key->scantid = tid;
+	if (!strict)
+		return false;
+	if (after > maxoff)
+	{
+		a->gap = InvalidOffsetNumber;
+		a->hikey = P_RIGHTMOST(opaque) ? NULL :
+			CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, P_HIKEY)));
+		return true;
 	}
+	if (P_ISROOT(opaque))
+		return false;			/* a one-page index: not worth a split */
+	a->gap = after;
+	a->hikey = _bt_truncate(a->index,
+							(IndexTuple) PageGetItem(page, PageGetItemId(page, OffsetNumberPrev(after))),
+							(IndexTuple) PageGetItem(page, PageGetItemId(page, after)),
+							key);
 	return true;
 }
 
-/* The sink: the first page started is the tail, the others new blocks. */
+/* Is 'itup' below the run's bound (in a unique index, by key alone)? */
+static bool
+below_high_key(DPBtAppend *a, IndexTuple itup)
+{
+	return a->hikey == NULL ||
+		dp_btree_compare(a->index, itup, a->hikey, a->unique) < 0;
+}
+
+/*
+ * Step 1 for 'first': the leaf found and judged; on success a has the
+ * leaf's place in the tree and the run's, and returns the leaf's copy,
+ * else NULL.
+ */
+static Page
+target_leaf(DPBtAppend *a, IndexTuple first, bool right_edge_only)
+{
+	BTScanInsert key = _bt_mkscankey(a->index, first);
+	Page		page = find_leaf(a, key);
+	BTPageOpaque opaque;
+
+	if (page == NULL)
+	{
+		pfree(key);
+		return NULL;
+	}
+	opaque = BTPageGetOpaque(page);
+	a->leaf_prev = opaque->btpo_prev;
+	a->leaf_root = P_ISROOT(opaque);
+	a->right = P_RIGHTMOST(opaque) ? P_NONE : opaque->btpo_next;
+	if ((right_edge_only && a->right != P_NONE) ||
+		!place_run(a, page, key) ||
+		(right_edge_only && a->gap != InvalidOffsetNumber) ||
+		!below_high_key(a, first))
+	{
+		pfree(page);
+		page = NULL;
+	}
+	pfree(key);
+	return page;
+}
+
+/* The sink: the first page started is the leaf, the others new blocks. */
 static Page
 chunk_new_page(void *arg, BlockNumber *blkno)
 {
@@ -219,45 +355,62 @@ chunk_new_page(void *arg, BlockNumber *blkno)
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	}
 	else
-		buf = ReadBuffer(a->index, a->tail);
-	/* a serializable reader's lock on the tail's key range covers it too */
-	if (BufferGetBlockNumber(buf) != a->tail)
-		PredicateLockPageSplit(a->index, a->tail, BufferGetBlockNumber(buf));
+		buf = ReadBuffer(a->index, a->leaf);
+	/* a serializable reader's lock on the leaf's key range covers it too */
+	if (BufferGetBlockNumber(buf) != a->leaf)
+		PredicateLockPageSplit(a->index, a->leaf, BufferGetBlockNumber(buf));
 	a->filling.buf = buf;
 	a->filling.image = DP_ALLOC_PAGE();
 	*blkno = BufferGetBlockNumber(buf);
 	return a->filling.image;
 }
 
-/* Put the images into their buffers, as one WAL record (step 3). */
+/*
+ * Put the images into their buffers, and point the right sibling (when
+ * 'right' is valid) back at the last of them, as one WAL record (step 3).
+ */
 static void
-write_chunk(DPBtAppend *a, DPBtChunkPage *pages, int n)
+write_chunk(DPBtAppend *a, DPBtChunkPage *pages, int n, Buffer right)
 {
 	XLogRecPtr	lsn;
 	bool		wal = RelationNeedsWAL(a->index);
 
 	for (int i = 0; i < n; i++)
 		LockBuffer(pages[i].buf, BUFFER_LOCK_EXCLUSIVE);
+	if (BufferIsValid(right))
+		LockBuffer(right, BUFFER_LOCK_EXCLUSIVE);
 	START_CRIT_SECTION();
 	for (int i = 0; i < n; i++)
 	{
 		memcpy(BufferGetPage(pages[i].buf), pages[i].image, BLCKSZ);
 		MarkBufferDirty(pages[i].buf);
 	}
+	if (BufferIsValid(right))
+	{
+		BTPageGetOpaque(BufferGetPage(right))->btpo_prev =
+			BufferGetBlockNumber(pages[n - 1].buf);
+		MarkBufferDirty(right);
+	}
 	if (wal)
 	{
 		XLogBeginInsert();
-		/* right to left: replay restores the linking page last */
+		/* new pages right to left, the linking page, the right sibling */
 		for (int i = n - 1; i >= 0; i--)
 			XLogRegisterBuffer(n - 1 - i, pages[i].buf,
 							   REGBUF_FORCE_IMAGE | REGBUF_STANDARD);
+		if (BufferIsValid(right))
+			XLogRegisterBuffer(n, right, REGBUF_FORCE_IMAGE | REGBUF_STANDARD);
 		lsn = XLogInsert(RM_XLOG_ID, XLOG_FPI);
 		for (int i = 0; i < n; i++)
 			PageSetLSN(BufferGetPage(pages[i].buf), lsn);
+		if (BufferIsValid(right))
+			PageSetLSN(BufferGetPage(right), lsn);
 	}
 	END_CRIT_SECTION();
 	for (int i = 0; i < n; i++)
 		LockBuffer(pages[i].buf, BUFFER_LOCK_UNLOCK);
+	if (BufferIsValid(right))
+		LockBuffer(right, BUFFER_LOCK_UNLOCK);
 }
 
 /*
@@ -268,9 +421,10 @@ static void
 complete_split(DPBtAppend *a, Buffer buf)
 {
 	BTStackData stack;
-	BTStack		parent = NULL;
+	BTStack		parent = a->stack;
 
-	if (!(a->tail_root && BufferGetBlockNumber(buf) == a->tail))
+	if (a->right == P_NONE && a->gap == InvalidOffsetNumber &&
+		!(a->leaf_root && BufferGetBlockNumber(buf) == a->leaf))
 	{
 		/* the parent is the rightmost page of level 1, its last downlink */
 		Buffer		pbuf = DP_BT_GET_ENDPOINT(a->index, 1, true);
@@ -281,6 +435,8 @@ complete_split(DPBtAppend *a, Buffer buf)
 		_bt_relbuf(a->index, pbuf);
 		parent = &stack;
 	}
+	else if (a->right == P_NONE && a->gap == InvalidOffsetNumber)
+		parent = NULL;
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	if (!P_INCOMPLETE_SPLIT(BTPageGetOpaque(BufferGetPage(buf))))
 		elog(ERROR, "directpath: block %u of index \"%s\" lost its split flag",
@@ -288,21 +444,38 @@ complete_split(DPBtAppend *a, Buffer buf)
 	DP_BT_FINISH_SPLIT(a->index, a->heap, buf, parent);
 }
 
-/* The tail's block keeps its left sibling; as the root, its root flag. */
+/* The leaf's block keeps its left sibling; as the root, its root flag. */
 static void
-fix_tail(DPBtAppend *a, DPBtChunkPage *p, bool rightmost)
+fix_leaf(DPBtAppend *a, DPBtChunkPage *p, bool last)
 {
 	BTPageOpaque opaque = BTPageGetOpaque(p->image);
 
-	if (BufferGetBlockNumber(p->buf) != a->tail)
+	if (BufferGetBlockNumber(p->buf) != a->leaf)
 		return;
-	opaque->btpo_prev = a->tail_prev;
-	if (rightmost && a->tail_root)
+	opaque->btpo_prev = a->leaf_prev;
+	if (last && a->leaf_root)
 		opaque->btpo_flags |= BTP_ROOT;
 }
 
+/* The page filling, as the run's last page so far: rightmost, or linked. */
+static Page
+last_page_image(DPBtAppend *a)
+{
+	Page		image = DP_ALLOC_PAGE();
+
+	memcpy(image, a->filling.image, BLCKSZ);
+	if (a->right == P_NONE)
+		dp_btree_rightmost_image(image);
+	else
+	{
+		dp_btree_high_key_image(image, a->hikey);
+		BTPageGetOpaque(image)->btpo_next = a->right;
+	}
+	return image;
+}
+
 /*
- * Write the finished pages and the page filling (as the rightmost page;
+ * Write the finished pages and the page filling (as the run's last page;
  * 'last': for good), then complete the finished pages' splits.
  */
 static void
@@ -310,16 +483,19 @@ flush_chunk(DPBtAppend *a, bool last)
 {
 	DPBtChunkPage pages[DP_BT_CHUNK];
 	int			n = a->ndone;
+	Buffer		right = InvalidBuffer;
 
 	memcpy(pages, a->done, sizeof(DPBtChunkPage) * n);
 	pages[n].buf = a->filling.buf;
-	pages[n].image = DP_ALLOC_PAGE();
-	memcpy(pages[n].image, a->filling.image, BLCKSZ);
-	dp_btree_rightmost_image(pages[n].image);
+	pages[n].image = last_page_image(a);
 	for (int i = 0; i <= n; i++)
-		fix_tail(a, &pages[i], i == n);
+		fix_leaf(a, &pages[i], i == n);
 
-	write_chunk(a, pages, n + 1);
+	if (a->right != P_NONE)
+		right = ReadBuffer(a->index, a->right);
+	write_chunk(a, pages, n + 1, right);
+	if (BufferIsValid(right))
+		ReleaseBuffer(right);
 	a->first_chunk = false;
 	dp_fault("btree_append_chunk");
 	for (int i = 0; i < n; i++)
@@ -344,38 +520,136 @@ chunk_page_done(void *arg, Page page, BlockNumber blkno)
 
 	Assert(a->ndone > 0 && a->done[a->ndone - 1].image == page);
 	BTPageGetOpaque(page)->btpo_flags |= BTP_INCOMPLETE_SPLIT;
-	/* a root tail gets its one right sibling (and a new root) alone */
-	if (a->ndone == DP_BT_CHUNK - 1 || (a->tail_root && a->first_chunk))
+	/* a root leaf gets its one right sibling (and a new root) alone */
+	if (a->ndone == a->chunk_max || (a->leaf_root && a->first_chunk))
 		flush_chunk(a, false);
 }
 
-/* Step 2, first: the tail's items, as they are, from a copy of the tail. */
+/*
+ * Step 2, first: the leaf's items before the run, as they are, from its
+ * copy.
+ */
 static void
-put_tail(DPBtAppend *a, Page page)
+put_leaf(DPBtAppend *a, Page page)
 {
-	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber last = a->gap != InvalidOffsetNumber ?
+		OffsetNumberPrev(a->gap) : PageGetMaxOffsetNumber(page);
 
 	for (OffsetNumber off = P_FIRSTDATAKEY(BTPageGetOpaque(page));
-		 off <= maxoff; off++)
+		 off <= last; off++)
 		dp_btree_put_item(a->b, (IndexTuple)
 						  PageGetItem(page, PageGetItemId(page, off)));
 }
 
+/* Add 'itup' as the next item of a page being assembled. */
+static void
+add_to_image(Page image, IndexTuple itup)
+{
+	if (PageAddItem(image, (Item) itup, IndexTupleSize(itup), InvalidOffsetNumber,
+					false, false) == InvalidOffsetNumber)
+		elog(ERROR, "directpath: failed to add an item to a btree page");
+}
+
 /*
- * Step 2, then: the entries, a unique index's checked against the one
- * before ('prev' has room for any entry).
+ * The two halves of a split of the leaf (a copy) at a->gap: the items
+ * before it with the separator as high key, marked BTP_INCOMPLETE_SPLIT;
+ * the items from it on, with the leaf's high key, on a new page.
+ */
+static void
+split_images(DPBtAppend *a, Page page, Page left, Page right,
+			 BlockNumber rblkno)
+{
+	BTPageOpaque old = BTPageGetOpaque(page);
+	BTPageOpaque lop,
+				rop;
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+	_bt_pageinit(left, BLCKSZ);
+	_bt_pageinit(right, BLCKSZ);
+	lop = BTPageGetOpaque(left);
+	rop = BTPageGetOpaque(right);
+	*lop = *old;
+	lop->btpo_flags = BTP_LEAF | BTP_INCOMPLETE_SPLIT;
+	lop->btpo_next = rblkno;
+	lop->btpo_cycleid = 0;
+	*rop = *old;
+	rop->btpo_flags = BTP_LEAF;
+	rop->btpo_prev = a->leaf;
+	rop->btpo_cycleid = 0;
+
+	add_to_image(left, a->hikey);
+	for (OffsetNumber off = P_FIRSTDATAKEY(old); off < a->gap; off++)
+		add_to_image(left, (IndexTuple) PageGetItem(page, PageGetItemId(page, off)));
+	if (!P_RIGHTMOST(old))
+		add_to_image(right, (IndexTuple) PageGetItem(page, PageGetItemId(page, P_HIKEY)));
+	for (OffsetNumber off = a->gap; off <= maxoff; off++)
+		add_to_image(right, (IndexTuple) PageGetItem(page, PageGetItemId(page, off)));
+}
+
+/*
+ * Make the gap the end of the leaf: split the leaf there, as core would
+ * (one WAL record: the new right half, the left half, the right sibling's
+ * left link), and have core add the new half's downlink.  The run then
+ * goes between the halves.
+ */
+static void
+split_at_gap(DPBtAppend *a, Page page)
+{
+	DPBtChunkPage halves[2];
+	Buffer		right = InvalidBuffer;
+	BlockNumber rblkno;
+
+	halves[0].buf = ReadBuffer(a->index, a->leaf);
+	halves[1].buf = DP_BT_NEW_BUFFER(a->index, a->heap);
+	LockBuffer(halves[1].buf, BUFFER_LOCK_UNLOCK);
+	rblkno = BufferGetBlockNumber(halves[1].buf);
+	PredicateLockPageSplit(a->index, a->leaf, rblkno);
+	halves[0].image = DP_ALLOC_PAGE();
+	halves[1].image = DP_ALLOC_PAGE();
+	split_images(a, page, halves[0].image, halves[1].image, rblkno);
+	if (a->right != P_NONE)
+		right = ReadBuffer(a->index, a->right);
+	write_chunk(a, halves, 2, right);
+	if (BufferIsValid(right))
+		ReleaseBuffer(right);
+	ReleaseBuffer(halves[1].buf);
+	dp_fault("btree_append_chunk");
+	complete_split(a, halves[0].buf);
+	pfree(halves[0].image);
+	pfree(halves[1].image);
+	a->right = rblkno;
+	a->gap_split = true;
+}
+
+
+/* The run's next entry: read ahead, else from the sort while below the high key. */
+static IndexTuple
+next_entry(DPBtAppend *a)
+{
+	IndexTuple	itup;
+
+	if (a->next_ahead < a->nahead)
+		return a->ahead[a->next_ahead++];
+	itup = dp_btree_peek(a->b);
+	if (itup == NULL || !below_high_key(a, itup))
+		return NULL;
+	return dp_btree_next(a->b);
+}
+
+/*
+ * Step 2, then: the run's entries, a unique index's checked against the
+ * one before ('prev' has room for any entry).
  */
 static void
 put_entries(DPBtAppend *a)
 {
-	bool		unique = a->index->rd_index->indisunique;
-	IndexTuple	prev = unique ? palloc(BLCKSZ) : NULL;
+	IndexTuple	prev = a->unique ? palloc(BLCKSZ) : NULL;
 	bool		have_prev = false;
 	IndexTuple	itup;
 
-	while ((itup = dp_btree_next(a->b)) != NULL)
+	while ((itup = next_entry(a)) != NULL)
 	{
-		if (unique)
+		if (a->unique)
 		{
 			if (have_prev && duplicates(a->index, prev, itup))
 				report_duplicate(a, itup);
@@ -388,55 +662,137 @@ put_entries(DPBtAppend *a)
 		pfree(prev);
 }
 
+/* Steps 2-4 for the run into the leaf whose copy is 'page'. */
+static void
+write_run(DPBtAppend *a, Page page)
+{
+	DPBtSink	sink = {chunk_new_page, chunk_page_done, a};
+
+	a->first_chunk = true;
+	a->filling.buf = InvalidBuffer;
+	a->chunk_max = a->right == P_NONE ? DP_BT_CHUNK - 1 : DP_BT_GAP_CHUNK;
+	/* a serializable load conflicts as inserting into the leaf */
+	CheckForSerializableConflictIn(a->index, NULL, a->leaf);
+	XLogEnsureRecordSpace(DP_BT_CHUNK - 1, 0);
+	RelationSetTargetBlock(a->index, InvalidBlockNumber);
+	if (a->gap != InvalidOffsetNumber)
+		split_at_gap(a, page);
+	dp_btree_leaves_begin(a->b, &sink,
+						  a->hikey ? MAXALIGN(IndexTupleSize(a->hikey)) : 0);
+	put_leaf(a, page);
+	put_entries(a);
+	dp_btree_leaves_end(a->b);
+	flush_chunk(a, true);
+}
+
+static void
+init_append(DPBtAppend *a, DPBtreeBuild *b, DPNameRow name, void *arg)
+{
+	memset(a, 0, sizeof(DPBtAppend));
+	a->b = b;
+	a->index = dp_btree_index(b);
+	a->heap = dp_btree_heap(b);
+	a->unique = a->index->rd_index->indisunique;
+	a->name = name;
+	a->name_arg = arg;
+}
+
 bool
 dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg)
 {
-	DPBtAppend	a = {0};
-	DPBtSink	sink = {chunk_new_page, chunk_page_done, &a};
+	DPBtAppend	a;
 	IndexTuple	first = dp_btree_peek(b);
-	BTScanInsert key;
-	Buffer		buf;
-	Page		tail;
-	bool		beyond;
+	Page		page;
 
 	if (first == NULL)
 		return true;
-	a.b = b;
-	a.index = dp_btree_index(b);
-	a.heap = dp_btree_heap(b);
-	a.name = name;
-	a.name_arg = arg;
-	a.first_chunk = true;
-	a.filling.buf = InvalidBuffer;
-
-	/* step 1: the tail (copied, so no lock is held while pages are built) */
-	key = _bt_mkscankey(a.index, first);
-	buf = find_leaf(&a, key);
-	if (!BufferIsValid(buf))
+	init_append(&a, b, name, arg);
+	page = target_leaf(&a, first, true);
+	if (page != NULL)
+		write_run(&a, page);
+	_bt_freestack(a.stack);
+	if (page == NULL)
 		return false;
-	tail = DP_ALLOC_PAGE();
-	memcpy(tail, BufferGetPage(buf), BLCKSZ);
-	a.tail = BufferGetBlockNumber(buf);
-	_bt_relbuf(a.index, buf);
-	beyond = beyond_tail(&a, tail, key);
-	pfree(key);
-	if (!beyond)
+	pfree(page);
+	return true;
+}
+
+/*
+ * Read ahead the run's first DP_BT_MIN_RUN entries (those below the
+ * leaf's high key); returns whether there are that many.
+ */
+static bool
+read_ahead(DPBtAppend *a)
+{
+	IndexTuple	itup;
+
+	a->ahead = palloc(sizeof(IndexTuple) * DP_BT_MIN_RUN);
+	while (a->nahead < DP_BT_MIN_RUN &&
+		   (itup = dp_btree_peek(a->b)) != NULL && below_high_key(a, itup))
+		a->ahead[a->nahead++] = CopyIndexTuple(dp_btree_next(a->b));
+	return a->nahead == DP_BT_MIN_RUN;
+}
+
+/*
+ * One run from the next entry, or that entry (and a short run's others)
+ * handed to 'insert'; returns whether a run was written.  Everything it
+ * allocates is in the caller's short-lived context.
+ */
+static bool
+one_run(DPBtreeBuild *b, DPNameRow name, void *arg, DPBtInsert insert,
+		void *iarg)
+{
+	DPBtAppend	a;
+	Page		page;
+
+	init_append(&a, b, name, arg);
+	page = target_leaf(&a, dp_btree_peek(b), false);
+	if (page == NULL)
 	{
-		pfree(tail);
+		insert(iarg, dp_btree_next(b));
 		return false;
 	}
-	a.tail_prev = BTPageGetOpaque(tail)->btpo_prev;
-	a.tail_root = P_ISROOT(BTPageGetOpaque(tail));
-
-	/* steps 2-4; a serializable load conflicts as inserting into the tail */
-	CheckForSerializableConflictIn(a.index, NULL, a.tail);
-	XLogEnsureRecordSpace(DP_BT_CHUNK - 1, 0);
-	RelationSetTargetBlock(a.index, InvalidBlockNumber);
-	dp_btree_leaves_begin(b, &sink);
-	put_tail(&a, tail);
-	pfree(tail);
-	put_entries(&a);
-	dp_btree_leaves_end(b);
-	flush_chunk(&a, true);
+	if (!read_ahead(&a))
+	{
+		for (int i = 0; i < a.nahead; i++)
+			insert(iarg, a.ahead[i]);
+		return false;
+	}
+	write_run(&a, page);
 	return true;
+}
+
+int
+dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
+					 DPBtInsert insert, void *iarg)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "directpath btree run",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int			misses = 0;
+	int			runs = 0;
+	IndexTuple	itup;
+
+	while (misses < DP_BT_MAX_MISSES && dp_btree_peek(b) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (one_run(b, name, arg, insert, iarg))
+		{
+			runs++;
+			misses = 0;
+		}
+		else
+			misses++;
+		MemoryContextReset(cxt);
+	}
+	while ((itup = dp_btree_next(b)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		insert(iarg, itup);
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return runs;
 }

@@ -69,7 +69,6 @@ typedef struct DPMerge
 	IndexTuple	new_item;
 	bool		took_old;		/* the head returned last, to advance */
 	bool		took_new;
-	FmgrInfo   *orderprocs[INDEX_MAX_KEYS];
 } DPMerge;
 
 /* Copy block 'blkno' of the old storage into old->page. */
@@ -145,35 +144,6 @@ next_old(DPOldLeaves *old)
 	}
 }
 
-/* btree order of two leaf tuples: key columns, then (first) heap TID. */
-static int
-compare(DPMerge *m, IndexTuple a, IndexTuple b)
-{
-	TupleDesc	desc = RelationGetDescr(m->index);
-	int			nkeys = IndexRelationGetNumberOfKeyAttributes(m->index);
-
-	for (int att = 1; att <= nkeys; att++)
-	{
-		int16		option = m->index->rd_indoption[att - 1];
-		bool		anull,
-					bnull;
-		Datum		ad = index_getattr(a, att, desc, &anull);
-		Datum		bd = index_getattr(b, att, desc, &bnull);
-		int32		r;
-
-		if (anull && bnull)
-			continue;
-		if (anull || bnull)
-			return (anull == ((option & INDOPTION_NULLS_FIRST) != 0)) ? -1 : 1;
-		r = DatumGetInt32(FunctionCall2Coll(m->orderprocs[att - 1],
-											m->index->rd_indcollation[att - 1],
-											ad, bd));
-		if (r != 0)
-			return (option & INDOPTION_DESC) ? (r < 0 ? 1 : -1) : r;
-	}
-	return ItemPointerCompare(BTreeTupleGetHeapTID(a), BTreeTupleGetHeapTID(b));
-}
-
 /*
  * The merged stream, for the builder: the smaller head of the two.  A
  * head stays valid until the next call (it lives in the page copy or in
@@ -191,7 +161,8 @@ next_merged(void *arg)
 	m->took_old = m->took_new = false;
 
 	if (m->new_item == NULL ||
-		(m->old_item != NULL && compare(m, m->old_item, m->new_item) <= 0))
+		(m->old_item != NULL &&
+		 dp_btree_compare(m->index, m->old_item, m->new_item, false) <= 0))
 	{
 		m->took_old = m->old_item != NULL;
 		return m->old_item;
@@ -216,8 +187,6 @@ dp_btree_merge(DPBtreeBuild *b)
 	m.old.permanent = index->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT;
 	m.old.ring = GetAccessStrategy(BAS_BULKREAD);
 	m.old.page = DP_ALLOC_PAGE();
-	for (int att = 1; att <= IndexRelationGetNumberOfKeyAttributes(index); att++)
-		m.orderprocs[att - 1] = index_getprocinfo(index, att, BTORDER_PROC);
 	/* serializable readers' locks on its pages now cover the whole table */
 	TransferPredicateLocksToHeapRelation(index);
 	DP_SET_NEW_STORAGE(index);

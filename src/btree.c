@@ -87,13 +87,15 @@ struct DPBtreeBuild
 	Tuplesortstate *sort;		/* the load's entries */
 	double		nentries;		/* how many */
 	bool		sorted;			/* sort performed */
-	IndexTuple	peeked;			/* first entry, read ahead (dp_btree_peek) */
+	IndexTuple	peeked;			/* next entry, read ahead (dp_btree_peek) */
+	IndexTuple	spent;			/* a peeked entry returned, freed next call */
 	BTScanInsert inskey;		/* for suffix truncation, equal-key tests */
 	bool		deduplicate;	/* posting lists on the leaves */
 	DPBtSink	sink;			/* where pages come from and go */
 	DPBtLevel	leaves;			/* the leaf level */
 	DPBtPivots *pivots;			/* the leaves' pivots (a build), or NULL */
 	BTDedupState dedup;			/* equal keys being merged, or NULL */
+	Size		hikey_room;		/* kept free on leaves for a given high key */
 	/* a build's sink: the append layer */
 	DPAppend   *append;			/* where finished pages go */
 	BlockNumber next_blkno;		/* block of the next page started */
@@ -165,9 +167,15 @@ dp_btree_next(DPBtreeBuild *b)
 {
 	IndexTuple	itup = b->peeked;
 
+	if (b->spent != NULL)
+	{
+		pfree(b->spent);
+		b->spent = NULL;
+	}
 	if (itup != NULL)
 	{
 		b->peeked = NULL;
+		b->spent = itup;
 		return itup;
 	}
 	if (!b->sorted)
@@ -328,7 +336,7 @@ add_item(DPBtreeBuild *b, DPBtLevel *lev, IndexTuple itup, Size extra,
 	space = PageGetFreeSpace(lev->page);
 	if (size > DP_BT_MAX_ITEM_SIZE(lev->page))
 		_bt_check_third_page(b->index, b->heap, leaf, lev->page, itup);
-	if (space < size + (leaf ? MAXALIGN(sizeof(ItemPointerData)) : 0) ||
+	if (space < size + (leaf ? MAXALIGN(sizeof(ItemPointerData)) + b->hikey_room : 0) ||
 		(space + lastextra < lev->full && lev->lastoff > P_FIRSTKEY))
 		split_off(b, lev, pivots);
 	lev->lastoff = OffsetNumberNext(lev->lastoff);
@@ -351,6 +359,59 @@ dp_btree_rightmost_image(Page page)
 		prev = cur;
 	}
 	((PageHeader) page)->pd_lower -= sizeof(ItemIdData);
+}
+
+void
+dp_btree_high_key_image(Page page, IndexTuple hikey)
+{
+	PageHeader	ph = (PageHeader) page;
+	Size		size = MAXALIGN(IndexTupleSize(hikey));
+
+	/* the slot's line pointer is reserved; the tuple goes below pd_upper */
+	if (PageGetFreeSpace(page) + sizeof(ItemIdData) < size)
+		elog(ERROR, "directpath: no room for a high key on a btree page");
+	ph->pd_upper -= size;
+	memcpy((char *) page + ph->pd_upper, hikey, IndexTupleSize(hikey));
+	ItemIdSetNormal(PageGetItemId(page, P_HIKEY), ph->pd_upper,
+					IndexTupleSize(hikey));
+}
+
+int
+dp_btree_compare(Relation index, IndexTuple a, IndexTuple b, bool keys_only)
+{
+	TupleDesc	desc = RelationGetDescr(index);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	int			bkeys = Min(nkeys, BTreeTupleGetNAtts(b, index));
+	ItemPointer btid;
+
+	for (int att = 1; att <= bkeys; att++)
+	{
+		int16		option = index->rd_indoption[att - 1];
+		bool		anull,
+					bnull;
+		Datum		ad = index_getattr(a, att, desc, &anull);
+		Datum		bd = index_getattr(b, att, desc, &bnull);
+		int32		r;
+
+		if (anull && bnull)
+			continue;
+		if (anull || bnull)
+			return (anull == ((option & INDOPTION_NULLS_FIRST) != 0)) ? -1 : 1;
+		r = DatumGetInt32(FunctionCall2Coll(index_getprocinfo(index, att, BTORDER_PROC),
+											index->rd_indcollation[att - 1],
+											ad, bd));
+		if (r != 0)
+			return (option & INDOPTION_DESC) ? (r < 0 ? 1 : -1) : r;
+	}
+	/* a truncated column or heap TID of a pivot is minus infinity */
+	if (bkeys < nkeys)
+		return 1;
+	if (keys_only)
+		return 0;
+	btid = BTreeTupleGetHeapTID(b);
+	if (btid == NULL)
+		return 1;
+	return ItemPointerCompare(BTreeTupleGetHeapTID(a), btid);
 }
 
 /*
@@ -385,20 +446,29 @@ level_init(DPBtLevel *lev, uint32 level, Relation index)
 }
 
 void
-dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink)
+dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink, Size hikey_room)
 {
 	b->sink = *sink;
+	b->hikey_room = hikey_room;
 	level_init(&b->leaves, 0, b->index);
 	if (b->deduplicate)
 	{
-		BTDedupState d = MemoryContextAllocZero(b->cxt,
-												sizeof(BTDedupStateData));
+		BTDedupState d = b->dedup;
+		ItemPointer htids;
 
+		/* a fresh state (runs of btappend.c reuse its memory) */
+		if (d == NULL)
+		{
+			d = MemoryContextAlloc(b->cxt, sizeof(BTDedupStateData));
+			d->htids = NULL;
+		}
+		htids = d->htids;
+		memset(d, 0, sizeof(BTDedupStateData));
 		/* at most a tenth of a page, core's limit for index builds */
 		d->deduplicate = true;
 		d->maxpostingsize = MAXALIGN_DOWN(BLCKSZ * 10 / 100) -
 			sizeof(ItemIdData);
-		d->htids = MemoryContextAlloc(b->cxt, d->maxpostingsize);
+		d->htids = htids ? htids : MemoryContextAlloc(b->cxt, d->maxpostingsize);
 		b->dedup = d;
 	}
 }
@@ -520,7 +590,7 @@ build_leaves(DPBtreeBuild *b, DPBtStream next, void *arg, DPBtPivots *pivots)
 	IndexTuple	itup;
 
 	b->pivots = pivots;
-	dp_btree_leaves_begin(b, &sink);
+	dp_btree_leaves_begin(b, &sink, 0);
 	while ((itup = next(arg)) != NULL)
 		dp_btree_put_entry(b, itup);
 	dp_btree_leaves_end(b);

@@ -80,6 +80,7 @@ extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_append;
+extern bool dp_index_runs;
 extern bool dp_index_merge;
 extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
@@ -487,6 +488,8 @@ typedef enum DPIndexStrategy
 								 * rewritten with its entries merged in */
 	DP_INDEX_SUMMARIZE,			/* reported only: BRIN ranges summarized
 								 * at the end (brin.c) */
+	DP_INDEX_RUNS,				/* reported only: a DP_INDEX_SORTED batch
+								 * written run by run into leaves */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */
@@ -570,8 +573,9 @@ extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
 						 bool *isnull);
 
 /*
- * The entries in btree order: dp_btree_peek reads the first ahead (NULL
- * when there is none) and dp_btree_next returns it again, then the rest.
+ * The entries in btree order: dp_btree_peek reads the next one ahead (NULL
+ * when there is none) and dp_btree_next returns it, then the rest.  An
+ * entry dp_btree_next returned is valid until the next call of either.
  */
 extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
 extern IndexTuple dp_btree_next(DPBtreeBuild *b);
@@ -604,7 +608,9 @@ typedef struct DPBtSink
 	void	   *arg;
 } DPBtSink;
 
-extern void dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink);
+/* 'hikey_room': bytes every leaf keeps free for a high key set later. */
+extern void dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink,
+								  Size hikey_room);
 
 /* An existing leaf item, as it is (posting lists included). */
 extern void dp_btree_put_item(DPBtreeBuild *b, IndexTuple itup);
@@ -620,6 +626,18 @@ extern void dp_btree_leaves_end(DPBtreeBuild *b);
 
 /* A filling page made rightmost, in place: no high key slot. */
 extern void dp_btree_rightmost_image(Page page);
+
+/* A filling page given 'hikey' as its high key, in place. */
+extern void dp_btree_high_key_image(Page page, IndexTuple hikey);
+
+/*
+ * Compare leaf tuples as the btree orders them: key columns (opclass order,
+ * collation, DESC, NULLS FIRST), then heap TID unless 'keys_only'.  'b' may
+ * be a pivot: its truncated columns and missing heap TID are minus
+ * infinity, as for _bt_compare.
+ */
+extern int	dp_btree_compare(Relation index, IndexTuple a, IndexTuple b,
+							 bool keys_only);
 
 /* ---------- btappend.c: sorted entries at an existing btree's right edge ---------- */
 
@@ -637,6 +655,19 @@ typedef void (*DPNameRow) (void *arg, ItemPointer tid);
  * duplicate among the entries raises INSERT's error.
  */
 extern bool dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg);
+
+/* Insert one entry the core way (index_insert), for dp_btree_insert_runs. */
+typedef void (*DPBtInsert) (void *arg, IndexTuple itup);
+
+/*
+ * Write b's entries (sorted, their rows' pages on disk) into the existing
+ * btree b->index run by run: a run of entries after the last item of one
+ * leaf and below its high key becomes new leaf pages there; entries that
+ * start no such run go to 'insert'.  A unique index's duplicate within a
+ * run raises INSERT's error.  Returns how many runs were written.
+ */
+extern int	dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
+								 DPBtInsert insert, void *iarg);
 
 /* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
 

@@ -456,10 +456,58 @@ name_line_cb(void *arg, ItemPointer tid)
 	name_line((DPBatchRows *) arg, tid);
 }
 
+/* One index entry inserted by core, for dp_btree_insert_runs. */
+typedef struct DPInsertOne
+{
+	ResultRelInfo *rri;
+	int			i;				/* the index */
+	DPBatchRows *rows;
+	uint64		inserted;
+} DPInsertOne;
+
+static void
+insert_one(void *arg, IndexTuple itup)
+{
+	DPInsertOne *o = (DPInsertOne *) arg;
+	Relation	idx = o->rri->ri_IndexRelationDescs[o->i];
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	index_deform_tuple(itup, RelationGetDescr(idx), values, isnull);
+	name_line(o->rows, &itup->t_tid);
+	index_insert(idx, values, isnull, &itup->t_tid, o->rri->ri_RelationDesc,
+				 idx->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+				 false, o->rri->ri_IndexRelationInfo[o->i]);
+	o->inserted++;
+}
+
+/*
+ * One index's sorted entries that cannot be appended: written run by run
+ * into the leaves they follow (btappend.c), the entries that start no run
+ * inserted in key order; or, with directpath.index_runs off, all inserted.
+ * Returns whether the index should still be sorted (insert_sorted).
+ */
+static bool
+insert_in_key_order(DPIndexes *ix, int i, DPBtreeBuild *sorted,
+					DPBatchRows *b)
+{
+	DPInsertOne one = {ix->rri, i, b, 0};
+
+	if (!dp_index_runs)
+	{
+		ix->used |= 1 << DP_INDEX_SORTED;
+		return insert_sorted(ix->rri, i, sorted, b);
+	}
+	if (dp_btree_insert_runs(sorted, name_line_cb, b, insert_one, &one) > 0)
+		ix->used |= 1 << DP_INDEX_RUNS;
+	if (one.inserted > 0)
+		ix->used |= 1 << DP_INDEX_SORTED;
+	return true;
+}
+
 /*
  * One index's sorted entries for the batch: appended at the right edge
- * when they all sort after the index's entries, else inserted in key
- * order.
+ * when they all sort after the index's entries, else in key order.
  */
 static void
 add_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
@@ -469,8 +517,7 @@ add_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
 		ix->used |= 1 << DP_INDEX_APPEND;
 		return;
 	}
-	ix->used |= 1 << DP_INDEX_SORTED;
-	ix->sort[i] = insert_sorted(ix->rri, i, sorted, b);
+	ix->sort[i] = insert_in_key_order(ix, i, sorted, b);
 }
 
 void
@@ -712,10 +759,7 @@ finish_spool(DPIndexes *ix, int i)
 		return true;
 	}
 	else
-	{
-		insert_sorted(ix->rri, i, spool, &none);
-		ix->used |= 1 << DP_INDEX_SORTED;
-	}
+		insert_in_key_order(ix, i, spool, &none);
 	dp_btree_discard(spool);
 	return false;
 }

@@ -47,11 +47,12 @@ class Reader(threading.Thread):
     """Runs QUERIES with index scans until stopped; records wrong answers
     and errors.  'rows' is the number of committed rows it must see."""
 
-    def __init__(self, cluster, t, rows):
+    def __init__(self, cluster, t, rows, queries=None):
         super().__init__(daemon=True)
         self.conn = cluster.conn()
         self.t = t
         self.rows = rows
+        self.queries = queries or QUERIES
         self.stop = threading.Event()
         self.wrong = []
         self.rounds = 0
@@ -62,7 +63,7 @@ class Reader(threading.Thread):
         c.execute("SET enable_bitmapscan = off")
         try:
             while not self.stop.is_set():
-                for name, (q, want) in QUERIES.items():
+                for name, (q, want) in self.queries.items():
                     got = c.execute(q.format(t=self.t)).fetchone()[0]
                     if got != want(self.rows):
                         self.wrong.append((name, got, want(self.rows)))
@@ -78,47 +79,143 @@ class Reader(threading.Thread):
         return self.rounds, self.wrong
 
 
-def test_readers_during_append_primary_and_standby(make_cluster, tmp_path):
-    p = make_cluster(name="primary")
-    t = "ra"
-    with p.conn() as conn:
-        make_table(conn, t)
-    sb = p.make_standby(tmp_path)
-
-    readers = [Reader(p, t, PRE), Reader(sb, t, PRE)]
+def load_while_reading(p, sb, t, rows, queries, load, settings):
+    """Run 'load' in a transaction while readers on the primary and the
+    standby run 'queries' (the committed answer: 'rows'), until the standby
+    has replayed it; commit; every reader's every answer must have been
+    right.  Returns the load's last_statement()."""
+    readers = [Reader(c, t, rows, queries) for c in (p, sb)]
     for r in readers:
         r.start()
     with p.conn() as conn:
-        set_gucs(conn, SMALL_BATCHES)
+        set_gucs(conn, settings)
         conn.execute("BEGIN")
-        conn.execute(seed_insert(t, PRE + N, start=PRE + 1))
+        conn.execute(load)
         st = last_statement(conn)
         # the standby replays it all, the readers go on a moment, then stop
         p.wait_replay(sb)
         time.sleep(0.5)
         results = [r.finish() for r in readers]
         conn.execute("COMMIT")
-    assert st["path"] == "direct" and st["index_maintenance"] == "append", st
     for where, (rounds, wrong) in zip(("primary", "standby"), results):
         assert rounds > 0, f"{where}: the reader never completed a round"
         assert wrong == [], f"{where}: readers saw {wrong[:5]}"
+    return st
 
+
+def check_answers(p, sb, t, queries, rows):
+    """After replay, index scans on both clusters give the answers for
+    'rows', and both pass amcheck."""
     p.wait_replay(sb)
     for c in (p, sb):
         with c.conn() as conn:
             conn.execute("SET enable_seqscan = off")
             conn.execute("SET enable_bitmapscan = off")
-            for name, (q, want) in QUERIES.items():
+            for name, (q, want) in queries.items():
                 got = conn.execute(q.format(t=t)).fetchone()[0]
-                assert got == want(PRE + N), (c.name, name, got)
+                assert got == want(rows), (c.name, name, got)
             conn.execute("RESET enable_seqscan")
             conn.execute("RESET enable_bitmapscan")
             verify_table(conn, t)
+
+
+def test_readers_during_append_primary_and_standby(make_cluster, tmp_path):
+    p = make_cluster(name="primary")
+    t = "ra"
+    with p.conn() as conn:
+        make_table(conn, t)
+    sb = p.make_standby(tmp_path)
+    st = load_while_reading(p, sb, t, PRE, QUERIES,
+                            seed_insert(t, PRE + N, start=PRE + 1), SMALL_BATCHES)
+    assert st["path"] == "direct" and st["index_maintenance"] == "append", st
+    check_answers(p, sb, t, QUERIES, PRE + N)
     with p.conn() as conn:
         want = table_digest(conn, t)
     with sb.conn() as conn:
         assert table_digest(conn, t) == want
     sb.stop()
+
+
+STREAMS, PER_STREAM, MORE = 20, 500, 3000
+RUN_QUERIES = {
+    # rows = committed rows per stream
+    "stream": ("SELECT count(*) FROM {t} WHERE acct = 7", lambda rows: rows),
+    "stream_last": ("SELECT seq FROM {t} WHERE acct = 7 ORDER BY seq DESC LIMIT 1",
+                    lambda rows: rows - 1),
+    "backward_all": ("SELECT count(*) FROM (SELECT acct FROM {t} "
+                     "ORDER BY acct DESC, seq DESC) s", lambda rows: STREAMS * rows),
+    "index_only": ("SELECT count(acct) FROM {t} WHERE acct >= 0",
+                   lambda rows: STREAMS * rows),
+}
+
+
+def streams_table(conn, t):
+    """PER_STREAM rows of each of STREAMS interleaved streams (acct, seq)."""
+    conn.execute(f"CREATE TABLE {t} (acct int, seq int, pad text)")
+    conn.execute(f"CREATE UNIQUE INDEX {t}_u ON {t} (acct, seq)")
+    conn.execute(f"INSERT INTO {t} SELECT g % {STREAMS}, g / {STREAMS}, 'p' "
+                 f"FROM generate_series(0, {STREAMS * PER_STREAM - 1}) g")
+
+
+def streams_load(t, first_seq, last_seq, pad):
+    """The direct load of seq first_seq..last_seq of every stream."""
+    return (f"/*+ APPEND */ INSERT INTO {t} SELECT g % {STREAMS}, g / {STREAMS}, "
+            f"'{pad}' FROM generate_series({STREAMS * first_seq}, "
+            f"{STREAMS * (last_seq + 1) - 1}) g")
+
+
+def test_readers_during_runs_primary_and_standby(make_cluster, tmp_path):
+    """Keys in interleaved ascending streams: each stream's entries become
+    new leaf pages inside the tree, after the leaf holding the stream's
+    last key is split at the gap (btappend.c's runs).  Readers on the
+    primary and the standby scan forward, backward across every stream and
+    index-only throughout, and always get the committed answer."""
+    p = make_cluster(name="primary")
+    t = "rr"
+    with p.conn() as conn:
+        streams_table(conn, t)
+        conn.execute(f"VACUUM {t}")
+    sb = p.make_standby(tmp_path)
+    load = streams_load(t, PER_STREAM, PER_STREAM + MORE - 1, "n")
+    st = load_while_reading(p, sb, t, PER_STREAM, RUN_QUERIES, load,
+                            {"directpath.batch_pages": 100})
+    assert st["path"] == "direct" and "runs" in st["index_maintenance"], st
+    check_answers(p, sb, t, RUN_QUERIES, PER_STREAM + MORE)
+    sb.stop()
+
+
+def test_interrupted_runs_leave_a_valid_index(cluster):
+    """An error after a run's split or chunk record, before core completes
+    the splits: the load fails, the index stays valid (amcheck), and the
+    same load then succeeds with every stream's rows found by index."""
+    t = "ri"
+    with cluster.conn() as conn:
+        streams_table(conn, t)
+        load = streams_load(t, PER_STREAM, PER_STREAM + MORE - 1, "n")
+        before = table_digest(conn, t)
+        conn.execute("SET directpath.batch_pages = 100")
+        for hit in (1, 2, 7):
+            set_gucs(conn, fault_gucs("btree_append_chunk", hit, action="error"))
+            with pytest.raises(Exception, match="btree_append_chunk"):
+                conn.execute(load)
+            set_gucs(conn, {"directpath.fault_point": ""})
+            assert table_digest(conn, t) == before
+            verify_table(conn, t)
+        # keys past the failed loads' (dead) entries: runs again
+        conn.execute(streams_load(t, PER_STREAM + MORE, PER_STREAM + 2 * MORE - 1, "l"))
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "runs" in st["index_maintenance"], st
+        verify_table(conn, t)
+        # the failed keys themselves, beside their dead entries: by core
+        conn.execute(load)
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "sorted" in st["index_maintenance"], st
+        verify_table(conn, t)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        for name, (q, want) in RUN_QUERIES.items():
+            got = conn.execute(q.format(t=t)).fetchone()[0]
+            assert got == want(PER_STREAM + 2 * MORE), (name, got)
 
 
 def test_interrupted_append_leaves_a_valid_index(cluster):
