@@ -70,7 +70,8 @@
  *	 link stale and walks right from there, which core does for at most
  *	 four pages (_bt_lock_and_validate_left, _bt_walk_left on 15-16): so
  *	 a chunk inside the tree adds at most four pages (DP_BT_GAP_CHUNK),
- *	 one at the right edge up to a record's limit.  A page without a
+ *	 one at the right edge up to a record's limit.  (Core's split redo
+ *	 holds its pages until the sibling is fixed; XLOG_FPI's redo cannot.)  A page without a
  *	 downlink is the right sibling of a page marked BTP_INCOMPLETE_SPLIT:
  *	 the state core's own page split passes through, which readers cross
  *	 by right links, amcheck accepts, and any later inserter completes.
