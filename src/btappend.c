@@ -671,13 +671,14 @@ write_run(DPBtAppend *a, Page page)
 
 	a->first_chunk = true;
 	a->filling.buf = InvalidBuffer;
-	a->chunk_max = a->right == P_NONE ? DP_BT_CHUNK - 1 : DP_BT_GAP_CHUNK;
 	/* a serializable load conflicts as inserting into the leaf */
 	CheckForSerializableConflictIn(a->index, NULL, a->leaf);
 	XLogEnsureRecordSpace(DP_BT_CHUNK - 1, 0);
 	RelationSetTargetBlock(a->index, InvalidBlockNumber);
 	if (a->gap != InvalidOffsetNumber)
 		split_at_gap(a, page);
+	/* pages finished per record: the first is not new, the filling one is */
+	a->chunk_max = a->right == P_NONE ? DP_BT_CHUNK - 1 : DP_BT_GAP_CHUNK;
 	dp_btree_leaves_begin(a->b, &sink,
 						  a->hikey ? MAXALIGN(IndexTupleSize(a->hikey)) : 0);
 	put_leaf(a, page);
