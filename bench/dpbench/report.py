@@ -600,8 +600,9 @@ def section_indexes(agg, meta, out, figs):
             "earlier transaction, on a fresh cluster with baseline.md's settings: plain INSERT "
             "against the direct path with entries inserted row by row "
             "(`directpath.index_sort = off`), sorted per batch and inserted "
-            "(`index_append` and `index_merge` off) and by default (appended at the right "
-            "edge, merged into a rewrite, or inserted sorted). Time is "
+            "(`index_append`, `index_runs` and `index_merge` off) and by default (appended "
+            "at the right edge, written as runs inside the tree, merged into a rewrite, or "
+            "inserted sorted). Time is "
             "the load plus the CHECKPOINT after it; ratios against the plain INSERT of the "
             "same run.", "", md_table(INDEX_HEADER, index_rows(agg)), ""]
 

@@ -1,7 +1,8 @@
 """Scenario 7: index maintenance on existing tables: plain INSERT against
 the direct path with entries inserted row by row (directpath.index_sort =
-off), sorted per batch and inserted (index_append and index_merge off), and
-the default (appended at the right edge, merged, or inserted sorted).
+off), sorted per batch and inserted (index_append, index_runs and
+index_merge off), and the default (appended at the right edge, written as
+runs inside the tree, merged, or inserted sorted).
 
 One cluster of its own with the settings of docs/baseline.md.  The seed rows
 of seed 000 (2M by default) go into a table created and indexed in an
@@ -27,7 +28,8 @@ INDEX_SETS = {
                 ["CREATE UNIQUE INDEX ON t (timeid, indid, insid)"]),
     "pkey": ("primary key, sequential", ["ALTER TABLE t ADD PRIMARY KEY (indid)"]),
 }
-OFF = {"directpath.index_append": "off", "directpath.index_merge": "off"}
+OFF = {"directpath.index_append": "off", "directpath.index_merge": "off",
+       "directpath.index_runs": "off"}
 MODES = (("plain", "plain", None),
          ("rowwise", "direct, row by row", dict(OFF, **{"directpath.index_sort": "off"})),
          ("sorted", "direct, sorted inserts", OFF),
