@@ -5,6 +5,7 @@
 SET directpath.min_bytes = 0;
 SET directpath.batch_pages = 16;
 CREATE EXTENSION IF NOT EXISTS amcheck;
+CREATE EXTENSION IF NOT EXISTS pageinspect;
 -- every btree of the table through amcheck's strongest check
 CREATE FUNCTION check_btrees(t regclass) RETURNS SETOF text LANGUAGE sql AS $$
   SELECT c.relname || ': ' ||
@@ -162,6 +163,23 @@ SELECT check_btrees('em');
 SELECT count(*), count(DISTINCT hashint4(r)) > 130000 FROM em;
 DROP TABLE em;
 
+-- a merge whose old leaves hold posting lists larger than the ones a merge
+-- makes (core's own deduplication makes them up to half a page): each goes
+-- through whole
+CREATE TABLE ep (k int, v int);
+CREATE INDEX ep_k ON ep (k);
+INSERT INTO ep SELECT g % 50, g FROM generate_series(1, 20000) g;
+SELECT max(i.itemlen) > 1000 AS big_postings
+  FROM generate_series(1, pg_relation_size('ep_k') / 8192 - 1) b,
+       LATERAL bt_page_items('ep_k', b::int) i;
+/*+ APPEND */ INSERT INTO ep SELECT g % 50, g FROM generate_series(20001, 80000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('ep');
+SET enable_seqscan = off;
+SELECT count(*) FROM ep WHERE k = 7;
+RESET enable_seqscan;
+DROP TABLE ep;
+
 -- runs: keys in interleaved ascending streams (per account) go after the
 -- last item of their stream, inside the tree; each stream's batch entries
 -- become new leaf pages there (the leaf split at the gap first when the
@@ -217,4 +235,5 @@ DROP FUNCTION ru_noop();
 
 DROP FUNCTION check_btrees(regclass);
 DROP FUNCTION size_vs_fresh(regclass);
+DROP EXTENSION pageinspect;
 RESET directpath.batch_pages;

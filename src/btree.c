@@ -468,7 +468,12 @@ dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink, Size hikey_room)
 		d->deduplicate = true;
 		d->maxpostingsize = MAXALIGN_DOWN(BLCKSZ * 10 / 100) -
 			sizeof(ItemIdData);
-		d->htids = htids ? htids : MemoryContextAlloc(b->cxt, d->maxpostingsize);
+		/*
+		 * Room for any posting list: an existing one (a merge, a leaf's
+		 * items) may hold more TIDs than this limit lets us merge, and
+		 * _bt_dedup_start_pending copies all of them.
+		 */
+		d->htids = htids ? htids : MemoryContextAlloc(b->cxt, BLCKSZ);
 		b->dedup = d;
 	}
 }
