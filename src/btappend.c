@@ -137,7 +137,6 @@ typedef struct DPBtAppend
 								 * separator at the gap */
 	OffsetNumber gap;			/* the leaf's first item after the run, or
 								 * InvalidOffsetNumber: after its last */
-	bool		gap_split;		/* the leaf was split at the gap */
 	BTStack		stack;			/* the descent to it (inside the tree) */
 	int			chunk_max;		/* finished pages per chunk */
 	bool		first_chunk;	/* no chunk written yet */
@@ -619,7 +618,6 @@ split_at_gap(DPBtAppend *a, Page page)
 	pfree(halves[0].image);
 	pfree(halves[1].image);
 	a->right = rblkno;
-	a->gap_split = true;
 }
 
 
