@@ -25,10 +25,12 @@
  *	  When the first sorts after every entry of the index (keys from a
  *	  sequence, an identity, a time of arrival), the entries become new
  *	  leaf pages at the index's right edge (btappend.c, reported as
- *	  "append"; directpath.index_append).  Otherwise they are
- *	  inserted in key order with index_insert: consecutive keys land on the
- *	  same leaf page one after another, instead of every row visiting a
- *	  random leaf of every index.  Uniqueness is checked by the insertion
+ *	  "append"; directpath.index_append).  Otherwise runs of at least 256
+ *	  entries that fall between two neighbouring keys of the index become
+ *	  new leaf pages there (btappend.c, "runs"; directpath.index_runs), and
+ *	  the other entries are inserted in key order with index_insert:
+ *	  consecutive keys land on the same leaf page one after another,
+ *	  instead of every row visiting a random leaf of every index.  Uniqueness is checked by the insertion
  *	  itself, against the table and the rows before in key order, with a
  *	  plain INSERT's message; when a batch holds several duplicates, the
  *	  one reported can differ from the first in input order.  The append
