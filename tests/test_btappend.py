@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from conftest import (SMALL_BATCHES, TABLE_COLUMNS, crash_backend, fault_gucs,
-                      last_statement, seed_insert, set_gucs, table_digest,
-                      verify_table)
+from conftest import (SMALL_BATCHES, TABLE_COLUMNS, Background, crash_backend,
+                      crash_immediate, fault_gucs, last_statement, seed_insert,
+                      set_gucs, table_digest, verify_table, wait_fault_sleep)
 
 pytestmark = pytest.mark.directpath
 
@@ -216,6 +216,42 @@ def test_interrupted_runs_leave_a_valid_index(cluster):
         for name, (q, want) in RUN_QUERIES.items():
             got = conn.execute(q.format(t=t)).fetchone()[0]
             assert got == want(PER_STREAM + 2 * MORE), (name, got)
+
+
+def test_runs_killed_mid_load(cluster):
+    """SIGKILL while a load sleeps after a run's record (a split at a gap or
+    a chunk inside the tree), and an immediate stop at the same place:
+    after crash recovery nothing of the load is visible, the index passes
+    amcheck, and the next load of new keys goes in as runs."""
+    t = "rk"
+    with cluster.conn() as conn:
+        streams_table(conn, t)
+        before = table_digest(conn, t)
+    load = streams_load(t, PER_STREAM, PER_STREAM + MORE - 1, "n")
+    settings = dict(fault_gucs("btree_append_chunk", 3, sleep_ms=30000),
+                    **{"directpath.batch_pages": 100})
+    for how in ("sigkill", "immediate"):
+        off = cluster.log_size()
+        with Background(cluster, [load], settings, name="loader") as bg:
+            bg.start()
+            wait_fault_sleep(cluster, bg, "btree_append_chunk", off)
+            if how == "sigkill":
+                crash_backend(cluster, bg.pid)
+            else:
+                crash_immediate(cluster)
+            bg.join()
+        with cluster.conn() as conn:
+            assert table_digest(conn, t) == before, how
+            verify_table(conn, t)
+    with cluster.conn() as conn:
+        conn.execute("SET directpath.batch_pages = 100")
+        conn.execute(streams_load(t, PER_STREAM + MORE, PER_STREAM + 2 * MORE - 1, "l"))
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "runs" in st["index_maintenance"], st
+        verify_table(conn, t)
+        conn.execute("SET enable_seqscan = off")
+        assert conn.execute(f"SELECT count(*) FROM {t} WHERE acct = 7").fetchone()[0] == \
+            PER_STREAM + MORE
 
 
 def test_interrupted_append_leaves_a_valid_index(cluster):
