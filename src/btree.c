@@ -88,7 +88,6 @@ struct DPBtreeBuild
 	double		nentries;		/* how many */
 	bool		sorted;			/* sort performed */
 	IndexTuple	peeked;			/* next entry, read ahead (dp_btree_peek) */
-	IndexTuple	spent;			/* a peeked entry returned, freed next call */
 	BTScanInsert inskey;		/* for suffix truncation, equal-key tests */
 	bool		deduplicate;	/* posting lists on the leaves */
 	DPBtSink	sink;			/* where pages come from and go */
@@ -149,16 +148,24 @@ copy_tuple_in(MemoryContext cxt, IndexTuple itup)
 	return copy;
 }
 
+/* The sort's next entry: valid until the sort is asked again. */
+static IndexTuple
+sort_next(DPBtreeBuild *b)
+{
+	if (!b->sorted)
+	{
+		tuplesort_performsort(b->sort);
+		b->sorted = true;
+	}
+	return tuplesort_getindextuple(b->sort, true);
+}
+
 IndexTuple
 dp_btree_peek(DPBtreeBuild *b)
 {
+	/* read ahead in place: the sort is not asked again until it is used */
 	if (b->peeked == NULL)
-	{
-		IndexTuple	itup = dp_btree_next(b);
-
-		if (itup != NULL)
-			b->peeked = copy_tuple_in(b->cxt, itup);
-	}
+		b->peeked = sort_next(b);
 	return b->peeked;
 }
 
@@ -167,23 +174,12 @@ dp_btree_next(DPBtreeBuild *b)
 {
 	IndexTuple	itup = b->peeked;
 
-	if (b->spent != NULL)
-	{
-		pfree(b->spent);
-		b->spent = NULL;
-	}
 	if (itup != NULL)
 	{
 		b->peeked = NULL;
-		b->spent = itup;
 		return itup;
 	}
-	if (!b->sorted)
-	{
-		tuplesort_performsort(b->sort);
-		b->sorted = true;
-	}
-	return tuplesort_getindextuple(b->sort, true);
+	return sort_next(b);
 }
 
 void

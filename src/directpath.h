@@ -575,7 +575,8 @@ extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
 /*
  * The entries in btree order: dp_btree_peek reads the next one ahead (NULL
  * when there is none) and dp_btree_next returns it, then the rest.  An
- * entry dp_btree_next returned is valid until the next call of either.
+ * entry either returns lives in the sort and is valid until a later call
+ * reads past it (copy it to keep it).
  */
 extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
 extern IndexTuple dp_btree_next(DPBtreeBuild *b);
