@@ -8,6 +8,8 @@ deleted and committed before the load reaches its rows makes the load fail
 with core's error, as a plain INSERT does.
 """
 
+from contextlib import contextmanager
+
 import psycopg
 import pytest
 
@@ -31,16 +33,24 @@ def orphans(conn, t):
                         f"(SELECT FROM {t}_dim d WHERE d.id = f.d)").fetchone()[0]
 
 
+@contextmanager
+def paused_load(cluster, statements, hit, sleep_ms):
+    """A load running in the background, paused at the fault point after its
+    batch number 'hit'; yields it and a second connection."""
+    off = cluster.log_size()
+    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", hit, sleep_ms=sleep_ms))
+    with Background(cluster, statements, settings, name="loader") as bg, \
+            cluster.conn() as other:
+        bg.start()
+        wait_fault_sleep(cluster, bg, "batch_done", off)
+        yield bg, other
+
+
 def test_parent_delete_waits_for_the_load(cluster):
     t = "fk_wait"
     with cluster.conn() as conn:
         make_tables(conn, t)
-    off = cluster.log_size()
-    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", 2, sleep_ms=4000))
-    with Background(cluster, ["BEGIN", LOAD.format(t=t)], settings, name="loader") as bg, \
-            cluster.conn() as other:
-        bg.start()
-        wait_fault_sleep(cluster, bg, "batch_done", off)
+    with paused_load(cluster, ["BEGIN", LOAD.format(t=t)], 2, 4000) as (bg, other):
         # the first batch referenced every parent: its rows are locked
         other.execute("SET lock_timeout = '500ms'")
         with pytest.raises(psycopg.errors.LockNotAvailable):
@@ -63,14 +73,9 @@ def test_parent_deleted_before_its_batch(cluster):
     with cluster.conn() as conn:
         make_tables(conn, t)
         conn.execute(f"INSERT INTO {t}_dim VALUES (1000)")
-    off = cluster.log_size()
     load = (f"/*+ APPEND */ INSERT INTO {t} SELECT g, CASE WHEN g = 29000 THEN 1000 "
             f"ELSE g % 100 + 1 END, g FROM generate_series(1, 30000) g")
-    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", 1, sleep_ms=3000))
-    with Background(cluster, [load], settings, name="loader") as bg, \
-            cluster.conn() as other:
-        bg.start()
-        wait_fault_sleep(cluster, bg, "batch_done", off)
+    with paused_load(cluster, [load], 1, 3000) as (bg, other):
         other.execute(f"DELETE FROM {t}_dim WHERE id = 1000")
         bg.join()
         assert isinstance(bg.error, psycopg.errors.ForeignKeyViolation), bg.error
@@ -90,12 +95,7 @@ def test_parent_updates_during_the_load(cluster):
     with cluster.conn() as conn:
         make_tables(conn, t)
         conn.execute(f"ALTER TABLE {t}_dim ADD label text")
-    off = cluster.log_size()
-    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", 2, sleep_ms=4000))
-    with Background(cluster, ["BEGIN", LOAD.format(t=t)], settings, name="loader") as bg, \
-            cluster.conn() as other:
-        bg.start()
-        wait_fault_sleep(cluster, bg, "batch_done", off)
+    with paused_load(cluster, ["BEGIN", LOAD.format(t=t)], 2, 4000) as (bg, other):
         other.execute("SET lock_timeout = '500ms'")
         other.execute(f"UPDATE {t}_dim SET label = 'seven' WHERE id = 7")
         with pytest.raises(psycopg.errors.LockNotAvailable):
