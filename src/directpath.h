@@ -337,8 +337,8 @@ typedef struct DPRow
 	HeapTuple	tuple;			/* t_self set once placed */
 	uint64		lineno;			/* input line (COPY), for error context */
 	char	   *raw;			/* input line text, kept only for rejects */
-	DPFkeyViolation fk;			/* COPY's rejects: its foreign-key
-								 * violation, key -1 if none */
+	DPFkeyViolation fk;			/* its foreign-key violation found per
+								 * batch, key -1 if none */
 } DPRow;
 
 /*
@@ -409,14 +409,13 @@ extern DPForeign *dp_foreign_begin(ResultRelInfo *rri, EState *estate);
 
 /* Send or batch a row; returns how many rows the wrapper did not insert. */
 extern uint64 dp_foreign_insert(DPLeaf *leaf, EState *estate,
-								TupleTableSlot *slot, DPQueue *q,
-								uint64 lineno);
+								TupleTableSlot *slot, DPQueue *q);
 
 /* Must the rows before a row of this leaf be done before it is sent? */
 extern bool dp_foreign_needs_order(DPLeaf *leaf);
 
 /* Send every foreign leaf's waiting rows; returns the rows not inserted. */
-extern uint64 dp_foreign_flush_all(DPLeafSet *set, DPQueue *q, uint64 lineno);
+extern uint64 dp_foreign_flush_all(DPLeafSet *set, DPQueue *q);
 
 /* Release the batch's slots (empty by now). */
 extern void dp_foreign_end(DPForeign *f);

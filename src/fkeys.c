@@ -46,10 +46,10 @@
  *
  * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each
  * row's first constraint in trigger order (dp_fkeys_check with 'all'), and
- * queue.c checks before the batch's other work, so that a rejected row is
- * taken back before it gets index entries, trigger events or a place in a
- * transition table.  A violation of a constraint left per row still fails
- * the COPY, as in core.
+ * queue.c checks before the batch's other work; it takes a violating row
+ * back after its own index entries (a duplicate is recorded as one) and
+ * before its trigger events and its place in a transition table.  A
+ * violation of a constraint left per row still fails the COPY, as in core.
  *
  * Invariants: every directly written row of a batched constraint is
  * checked before the statement ends, after its page is written; such a

@@ -72,7 +72,7 @@ inserted(DPLeaf *leaf, DPQueue *q, TupleTableSlot *slot)
 
 /* Send the waiting rows; returns how many the wrapper did not insert. */
 static uint64
-send_batch(DPLeaf *leaf, EState *estate, DPQueue *q, uint64 lineno)
+send_batch(DPLeaf *leaf, EState *estate, DPQueue *q)
 {
 	DPForeign  *f = leaf->foreign;
 	ResultRelInfo *rri = f->rri;
@@ -99,7 +99,7 @@ send_batch(DPLeaf *leaf, EState *estate, DPQueue *q, uint64 lineno)
  */
 uint64
 dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
-				  DPQueue *q, uint64 lineno)
+				  DPQueue *q)
 {
 	DPForeign  *f = leaf->foreign;
 	ResultRelInfo *rri = f->rri;
@@ -117,7 +117,7 @@ dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
 	}
 
 	if (f->nslots == f->batch_size)
-		skipped = send_batch(leaf, estate, q, lineno);
+		skipped = send_batch(leaf, estate, q);
 	if (f->nslots == f->ninit)
 	{
 		MemoryContext old = MemoryContextSwitchTo(f->cxt);
@@ -139,13 +139,13 @@ dp_foreign_needs_order(DPLeaf *leaf)
 }
 
 uint64
-dp_foreign_flush_all(DPLeafSet *set, DPQueue *q, uint64 lineno)
+dp_foreign_flush_all(DPLeafSet *set, DPQueue *q)
 {
 	uint64		skipped = 0;
 
 	for (DPLeaf *leaf = set->list; leaf; leaf = leaf->next)
 		if (leaf->foreign)
-			skipped += send_batch(leaf, set->estate, q, lineno);
+			skipped += send_batch(leaf, set->estate, q);
 	return skipped;
 }
 

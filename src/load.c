@@ -396,8 +396,7 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 	if (leaf->foreign)
 	{
 		s->foreign_rows++;
-		uncount(s, dp_foreign_insert(leaf, s->leaves.estate, slot, s->queue,
-									 lineno));
+		uncount(s, dp_foreign_insert(leaf, s->leaves.estate, slot, s->queue));
 	}
 	else if (s->state == DPS_HOLD)
 	{
@@ -467,8 +466,7 @@ finish_indexes(DPLoad *s)
 void
 dp_load_end_rows(DPLoad *s)
 {
-	uncount(s, dp_foreign_flush_all(&s->leaves, s->queue,
-									s->input ? *s->input->lineno : 0));
+	uncount(s, dp_foreign_flush_all(&s->leaves, s->queue));
 	if (s->state == DPS_DIRECT)
 		finish_heaps(s);
 	else

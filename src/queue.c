@@ -20,12 +20,13 @@
  * dp_queue_insert_normal() inserts them on the normal path.
  *
  * Rejected rows (COPY ... REJECTS_TABLE): first the batch's foreign keys
- * checked per batch are checked for every row, and each violating row is
- * deleted again and recorded in the rejects table; it gets no further
- * work.  With a unique index the entries are then inserted row by row
- * without raising, and a duplicate row is taken back the same way.  In a
- * logically logged table, where decoding would still send the row, either
- * fails the statement, as in plain COPY.
+ * checked per batch are checked for every row, and each row's first
+ * violation is noted.  Then, row by row: with a unique index its entries
+ * are inserted without raising, and a duplicate row is deleted again and
+ * recorded in the rejects table; else a row with a noted violation is
+ * taken back the same way, before its trigger events.  In a logically
+ * logged table, where decoding would still send the row, either fails the
+ * statement, as in plain COPY.
  *
  * For COPY each queued row remembers its input line, put back while its
  * work runs, so that errors name the right line.
@@ -323,51 +324,17 @@ insert_sorted_entries(DPQueue *q, DPLeaf *leaves)
 }
 
 /*
- * Foreign keys checked per batch, for every leaf; the violation of the
- * first row in input order is reported, naming its line.
+ * Foreign keys checked per batch, for every leaf: each violating row gets
+ * its first violation noted (with 'all' false, only the first violating
+ * row of each constraint is sure to be found).  Returns the first
+ * violating row's place in the queue, or -1.
  */
-static void
-check_foreign_keys(DPQueue *q, DPLeaf *leaves)
+static int
+mark_foreign_keys(DPQueue *q, DPLeaf *leaves, bool all)
 {
 	DPLeafRows	r = alloc_rows(q);
 	DPFkeyViolation *v = palloc(sizeof(DPFkeyViolation) * q->nrows);
 	int			first = -1;
-	DPLeaf	   *first_leaf = NULL;
-	DPFkeyViolation first_v = {-1, false};
-
-	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
-	{
-		int			n,
-					bad;
-
-		if (leaf->fkeys == NULL)
-			continue;
-		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
-		bad = n > 0 ? dp_fkeys_check(leaf->fkeys, r.tuples, n, false, v) : -1;
-		if (bad >= 0 && (first < 0 || r.places[bad] < first))
-		{
-			first = r.places[bad];
-			first_leaf = leaf;
-			first_v = v[bad];
-		}
-	}
-	free_rows(&r);
-	pfree(v);
-	if (first < 0)
-		return;
-	restore_line(q, q->rows[first].lineno);
-	dp_fkeys_report(first_leaf->fkeys, first_v, q->rows[first].tuple);
-}
-
-/*
- * With COPY's rejects table: every row's first violation of a foreign key
- * checked per batch, noted on the row (post_row takes it back).
- */
-static void
-find_foreign_key_rejects(DPQueue *q, DPLeaf *leaves)
-{
-	DPLeafRows	r = alloc_rows(q);
-	DPFkeyViolation *v = palloc(sizeof(DPFkeyViolation) * q->nrows);
 
 	for (DPLeaf *leaf = leaves; leaf; leaf = leaf->next)
 	{
@@ -376,12 +343,36 @@ find_foreign_key_rejects(DPQueue *q, DPLeaf *leaves)
 		if (leaf->fkeys == NULL)
 			continue;
 		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
-		if (n > 0 && dp_fkeys_check(leaf->fkeys, r.tuples, n, true, v) >= 0)
-			for (int i = 0; i < n; i++)
+		if (n == 0 || dp_fkeys_check(leaf->fkeys, r.tuples, n, all, v) < 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (v[i].key >= 0)
+			{
 				q->rows[r.places[i]].fk = v[i];
+				if (first < 0 || r.places[i] < first)
+					first = r.places[i];
+			}
 	}
 	free_rows(&r);
 	pfree(v);
+	return first;
+}
+
+/*
+ * Foreign keys checked per batch: the violation of the first row in input
+ * order is reported, naming its line.
+ */
+static void
+check_foreign_keys(DPQueue *q, DPLeaf *leaves)
+{
+	int			first = mark_foreign_keys(q, leaves, false);
+	DPRow	   *row;
+
+	if (first < 0)
+		return;
+	row = &q->rows[first];
+	restore_line(q, row->lineno);
+	dp_fkeys_report(row->leaf->fkeys, row->fk, row->tuple);
 }
 
 /* Forget the processed rows. */
@@ -397,8 +388,9 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 {
 	if (q->nrows == 0)
 		return;
+	/* COPY's rejects: every violation noted, post_row takes them back */
 	if (q->rejects)
-		find_foreign_key_rejects(q, leaves);
+		mark_foreign_keys(q, leaves, true);
 	insert_sorted_entries(q, leaves);
 	q->direct = true;
 	for (int i = 0; i < q->nrows; i++)
