@@ -186,14 +186,25 @@ begin_builds(DPIndexes *ix)
 	return builds;
 }
 
-/* Which indexes are BRIN indexes summarized at the end (brin.c). */
+/*
+ * Which indexes are BRIN indexes summarized at the end (brin.c), and, when
+ * there are any, from which heap block on.
+ */
 static bool *
-begin_summaries(ResultRelInfo *rri)
+begin_summaries(DPIndexes *ix)
 {
+	ResultRelInfo *rri = ix->rri;
 	bool	   *summarize = palloc(sizeof(bool) * rri->ri_NumIndices);
+	bool		any = false;
 
 	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
 		summarize[i] = dp_brin_can_defer(rri, i);
+		any |= summarize[i];
+	}
+	/* under the load's lock, nobody else extends the heap */
+	if (any)
+		ix->first_new = RelationGetNumberOfBlocks(rri->ri_RelationDesc);
 	return summarize;
 }
 
@@ -260,8 +271,6 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
 
 	ix->rri = rri;
-	/* under the load's lock, nobody else extends the heap */
-	ix->first_new = RelationGetNumberOfBlocks(rri->ri_RelationDesc);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique &&
 			rri->ri_IndexRelationDescs[i]->rd_index->indimmediate)
@@ -275,7 +284,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 	else if (can_build(rri))
 	{
 		ix->strategy = DP_INDEX_BUILD;
-		ix->summarize = begin_summaries(rri);
+		ix->summarize = begin_summaries(ix);
 		ix->builds = begin_builds(ix);
 	}
 	else if (can_rebuild(rri))
@@ -286,7 +295,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 		ix->sort = palloc(sizeof(bool) * rri->ri_NumIndices);
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
 		ix->spools = begin_spools(rri);
-		ix->summarize = begin_summaries(rri);
+		ix->summarize = begin_summaries(ix);
 	}
 	else
 		ix->strategy = DP_INDEX_ROW;
@@ -411,54 +420,7 @@ form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
 	ResetExprContext(econtext);
 }
 
-/*
- * Insert one index's sorted entries in key order.  Returns whether the
- * index should still be sorted: not when, in key order, the TIDs went
- * backwards for fewer than one entry in ten (its keys arrive in order).
- */
-static bool
-insert_sorted(ResultRelInfo *rri, int i, DPBtreeBuild *sorted,
-			  DPBatchRows *b)
-{
-	Relation	heap = rri->ri_RelationDesc;
-	Relation	idx = rri->ri_IndexRelationDescs[i];
-	IndexUniqueCheck check = idx->rd_index->indisunique ?
-		UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
-											  "directpath index entries",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	IndexTuple	itup;
-	ItemPointerData prev;
-	int			nentries = 0;
-	int			backwards = 0;
-
-	while ((itup = dp_btree_next(sorted)) != NULL)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (nentries++ > 0 && ItemPointerCompare(&itup->t_tid, &prev) < 0)
-			backwards++;
-		prev = itup->t_tid;
-		index_deform_tuple(itup, RelationGetDescr(idx), values, isnull);
-		name_line(b, &itup->t_tid);
-		index_insert(idx, values, isnull, &itup->t_tid, heap, check, false,
-					 rri->ri_IndexRelationInfo[i]);
-		MemoryContextReset(cxt);
-	}
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
-	return !(nentries >= 1000 && backwards * 10 < nentries);
-}
-
-static void
-name_line_cb(void *arg, ItemPointer tid)
-{
-	name_line((DPBatchRows *) arg, tid);
-}
-
-/* One index entry inserted by core, for dp_btree_insert_runs. */
+/* One index entry inserted by core (also dp_btree_insert_runs's callback). */
 typedef struct DPInsertOne
 {
 	ResultRelInfo *rri;
@@ -481,6 +443,45 @@ insert_one(void *arg, IndexTuple itup)
 				 idx->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
 				 false, o->rri->ri_IndexRelationInfo[o->i]);
 	o->inserted++;
+}
+
+/*
+ * Insert one index's sorted entries in key order.  Returns whether the
+ * index should still be sorted: not when, in key order, the TIDs went
+ * backwards for fewer than one entry in ten (its keys arrive in order).
+ */
+static bool
+insert_sorted(ResultRelInfo *rri, int i, DPBtreeBuild *sorted,
+			  DPBatchRows *b)
+{
+	DPInsertOne one = {rri, i, b, 0};
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "directpath index entries",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	IndexTuple	itup;
+	ItemPointerData prev;
+	int			nentries = 0;
+	int			backwards = 0;
+
+	while ((itup = dp_btree_next(sorted)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nentries++ > 0 && ItemPointerCompare(&itup->t_tid, &prev) < 0)
+			backwards++;
+		prev = itup->t_tid;
+		insert_one(&one, itup);
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return !(nentries >= 1000 && backwards * 10 < nentries);
+}
+
+static void
+name_line_cb(void *arg, ItemPointer tid)
+{
+	name_line((DPBatchRows *) arg, tid);
 }
 
 /*
