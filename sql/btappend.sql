@@ -154,7 +154,8 @@ SELECT index_maintenance FROM directpath.last_statement();
 ROLLBACK;
 SELECT check_btrees('em');
 -- directpath.index_merge off: inserted after each batch instead (the keys
--- of the rolled-back load are still in the primary key: not appended)
+-- of the rolled-back load are still in the primary key: not appended, but
+-- merged into the leaves that hold them, their dead entries dropped)
 SET directpath.index_merge = off;
 /*+ APPEND */ INSERT INTO em SELECT g, g, 'y' FROM generate_series(80001, 140000) g;
 SELECT index_maintenance FROM directpath.last_statement();
@@ -232,6 +233,73 @@ SELECT check_btrees('ru');
 SELECT count(*), count(DISTINCT (acct, seq)) FROM ru;
 DROP TABLE ru;
 DROP FUNCTION ru_noop();
+
+-- leaf merges: a retry of a failed load with the same keys.  The failed
+-- load's entries sit where the keys go, so each batch is merged into the
+-- leaves that hold them, and the entries of the aborted rows whose keys
+-- it repeats are dropped: no heap visit by core, nothing left behind
+SET directpath.batch_pages = 16;
+CREATE TABLE rl (id int PRIMARY KEY, note text);
+INSERT INTO rl SELECT g, 'old' FROM generate_series(1, 10000) g;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'new' FROM generate_series(10001, 60000) g
+  UNION ALL SELECT 1, 'dup';
+SELECT count(*) FROM rl;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'new' FROM generate_series(10001, 60000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('rl');
+SELECT count(*), count(DISTINCT id), min(id), max(id) FROM rl;
+SELECT size_vs_fresh('rl_pkey');
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM rl WHERE id BETWEEN 9990 AND 10010;
+SELECT id FROM rl WHERE id > 0 ORDER BY id DESC LIMIT 2;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+-- the same after a rolled-back savepoint: its rows' inserter (a
+-- subtransaction) aborted while the transaction goes on
+BEGIN;
+SAVEPOINT s;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'sp' FROM generate_series(60001, 90000) g
+  UNION ALL SELECT 2, 'dup';
+ROLLBACK TO s;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'sp' FROM generate_series(60001, 90000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+COMMIT;
+SELECT check_btrees('rl');
+SELECT count(*), count(DISTINCT id) FROM rl;
+-- a repeated key of a live row: core decides, with INSERT's error
+/*+ APPEND */ INSERT INTO rl SELECT g, 'x' FROM generate_series(9000, 9500) g;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'x' FROM generate_series(95001, 96000) g
+  UNION ALL SELECT 10, 'x';
+-- a repeated key of a deleted row is no conflict: its entry stays beside
+DELETE FROM rl WHERE id BETWEEN 5001 AND 6000;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'again' FROM generate_series(5001, 6000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('rl');
+SELECT count(*), count(*) FILTER (WHERE note = 'again') FROM rl;
+-- directpath.index_leaf_merge off: a retry is inserted entry by entry
+/*+ APPEND */ INSERT INTO rl SELECT g, 'f' FROM generate_series(100001, 130000) g
+  UNION ALL SELECT 3, 'dup';
+SET directpath.index_leaf_merge = off;
+/*+ APPEND */ INSERT INTO rl SELECT g, 'f' FROM generate_series(100001, 130000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+RESET directpath.index_leaf_merge;
+SELECT check_btrees('rl');
+SELECT count(*), count(DISTINCT id) FROM rl;
+DROP TABLE rl;
+-- NULLS NOT DISTINCT: a repeated NULL key is judged as any other key
+CREATE TABLE rn (a int, b int);
+CREATE UNIQUE INDEX rn_u ON rn (a, b) NULLS NOT DISTINCT;
+INSERT INTO rn SELECT g, NULL FROM generate_series(1, 5000) g;
+/*+ APPEND */ INSERT INTO rn SELECT g, NULL::int FROM generate_series(5001, 30000) g
+  UNION ALL SELECT 1, NULL::int;
+/*+ APPEND */ INSERT INTO rn SELECT g, NULL::int FROM generate_series(5001, 30000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+/*+ APPEND */ INSERT INTO rn SELECT g, NULL::int FROM generate_series(4000, 4500) g;
+SELECT check_btrees('rn');
+SELECT count(*), count(DISTINCT a) FROM rn;
+DROP TABLE rn;
+RESET directpath.batch_pages;
 
 DROP FUNCTION check_btrees(regclass);
 DROP FUNCTION size_vs_fresh(regclass);

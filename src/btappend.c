@@ -2,7 +2,8 @@
  *
  * btappend.c
  *	  Sorted entries written as new leaf pages of an existing btree: at its
- *	  right edge, or in a gap after the last item of an inner leaf.
+ *	  right edge, in a gap after the last item of an inner leaf, or merged
+ *	  among a leaf's items.
  *
  * Used per batch (indexes.c).  Instead of one descent, one leaf lock and
  * one WAL record per entry, a run of entries that all go after the last
@@ -16,10 +17,13 @@
  * - dp_btree_insert_runs: any batch, run by run.  Each run starts with a
  *	 descent for its first entry; keys that arrive in several interleaved
  *	 ascending streams (per account, per device, per shard) give one long
- *	 run per stream, each after the last item of its stream's leaf.  An
- *	 entry that does not start a run of at least DP_BT_MIN_RUN entries is
- *	 inserted by core (index_insert, through the caller), and after
- *	 DP_BT_MAX_MISSES such entries in a row the rest of the batch is too.
+ *	 run per stream, each after the last item of its stream's leaf.  A
+ *	 first entry that sorts among the leaf's items instead starts a leaf
+ *	 merge (below) when at least DP_BT_MIN_MERGE entries go into the leaf.
+ *	 An entry that starts neither a run of at least DP_BT_MIN_RUN entries
+ *	 nor a leaf merge is inserted by core (index_insert, through the
+ *	 caller), and after DP_BT_MAX_MISSES such entries in a row the rest of
+ *	 the batch is too.
  *
  * Algorithm, for one run.
  *
@@ -58,6 +62,28 @@
  *	  new root as needed, and clearing the flag, WAL-logged as any
  *	  insertion.
  *
+ * A leaf merge is the same run with steps 1 and 2 widened: the run is
+ * every entry below the leaf's high key, and step 2 merges the leaf's items
+ * with the entries in btree order.  Its common case is the retry of a
+ * failed or killed load, whose dead entries hold the very keys of the
+ * retry: core would visit each one's heap tuple to prove it no duplicate,
+ * and its deletion passes would visit them again, pulling the failed
+ * load's heap into shared buffers.  Here, in a unique index, each leaf item
+ * whose key an entry repeats is judged once, from its row's heap tuple
+ * read through a small ring and without setting hint bits: the entry of a
+ * row whose inserter aborted (or crashed) is dropped from the leaf; one
+ * that a dirty snapshot does not see (a deleted row) stays beside the new
+ * entry; a live or in-progress one stops the merge, and core inserts the
+ * entries (waiting or reporting the duplicate as for a plain INSERT).  For
+ * that the unique index's descent goes, as core's uniqueness check does,
+ * to the first leaf where the key can be, so no item left of the leaf
+ * repeats a key, and the high key bounds the run by key alone, so none
+ * right of it does.  Dropping an aborted row's entry needs no recovery
+ * conflict on a standby (no snapshot could see the row: core's own
+ * deletion computes no conflict horizon from such a tuple either), and the
+ * leaf's full-page image carries the removal.  A non-unique index keeps
+ * every item.
+ *
  * Invariants.
  * - The tree is valid after every WAL record, for readers on the primary
  *	 and on a standby and after a crash.  A chunk's new pages are reachable
@@ -93,6 +119,8 @@
 #include "directpath.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/xloginsert.h"
 #include "catalog/pg_control.h"
@@ -100,7 +128,9 @@
 #include "access/xact.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
+#include "storage/procarray.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 /* Pages in one WAL record at the right edge: as many as a record takes. */
 #define DP_BT_CHUNK XLR_MAX_BLOCK_ID
@@ -111,8 +141,22 @@
 /* Entries a run needs to be written as pages rather than inserted. */
 #define DP_BT_MIN_RUN 256
 
+/* Entries a leaf merge needs to be written as pages rather than inserted. */
+#define DP_BT_MIN_MERGE 64
+
+/* Entries read ahead, at most, to judge a leaf merge. */
+#define DP_BT_MERGE_AHEAD (4 * MaxIndexTuplesPerPage)
+
 /* Entries in a row that start no run before the rest are inserted. */
 #define DP_BT_MAX_MISSES 8
+
+/* What the heap says of an existing entry whose key a new entry repeats. */
+typedef enum DPBtRepeat
+{
+	DP_BT_ABORTED,				/* its row's inserter aborted: dropped */
+	DP_BT_INVISIBLE,			/* no conflict (e.g. deleted): kept */
+	DP_BT_CONFLICT				/* live or in progress: core decides */
+} DPBtRepeat;
 
 /* A page of the chunk: its buffer (pinned) and its image. */
 typedef struct DPBtChunkPage
@@ -143,6 +187,14 @@ typedef struct DPBtAppend
 	DPBtChunkPage done[DP_BT_CHUNK - 1];	/* finished, not written */
 	int			ndone;
 	DPBtChunkPage filling;		/* the page still filling */
+	bool		merge;			/* the run is merged among all the leaf's
+								 * items (a leaf merge) */
+	bool	   *drop;			/* per item of the leaf: dropped by a leaf
+								 * merge (an aborted row's entry) */
+	bool		dropping;		/* some are */
+	TransactionId aborted;		/* an inserter known to have aborted */
+	Buffer		heap_buf;		/* the heap page read last (pinned) */
+	BufferAccessStrategy ring;	/* heap pages read to judge repeated keys */
 	IndexTuple *ahead;			/* the run's first entries, read ahead */
 	int			nahead;
 	int			next_ahead;
@@ -215,9 +267,15 @@ find_leaf(DPBtAppend *a, BTScanInsert key)
 	Buffer		buf;
 	Page		copy;
 
+	ItemPointer tid = key->scantid;
+
 	if (!key->heapkeyspace)
 		return NULL;
+	/* as core's uniqueness check: the first leaf where the key can be */
+	if (a->unique && !key->anynullkeys)
+		key->scantid = NULL;
 	a->stack = DP_BT_SEARCH(a->index, a->heap, key, &buf, BT_WRITE);
+	key->scantid = tid;
 	copy = DP_ALLOC_PAGE();
 	memcpy(copy, BufferGetPage(buf), BLCKSZ);
 	a->leaf = BufferGetBlockNumber(buf);
@@ -327,16 +385,192 @@ target_leaf(DPBtAppend *a, IndexTuple first, bool right_edge_only)
 	a->leaf_prev = opaque->btpo_prev;
 	a->leaf_root = P_ISROOT(opaque);
 	a->right = P_RIGHTMOST(opaque) ? P_NONE : opaque->btpo_next;
-	if ((right_edge_only && a->right != P_NONE) ||
-		!place_run(a, page, key) ||
-		(right_edge_only && a->gap != InvalidOffsetNumber) ||
-		!below_high_key(a, first))
+	if (right_edge_only)
 	{
-		pfree(page);
-		page = NULL;
+		if (a->right != P_NONE || !place_run(a, page, key) ||
+			a->gap != InvalidOffsetNumber || !below_high_key(a, first))
+		{
+			pfree(page);
+			page = NULL;
+		}
+	}
+	else if (!place_run(a, page, key) || !below_high_key(a, first))
+	{
+		/* not after an item: a leaf merge, if the entry is below the high key */
+		a->merge = true;
+		a->gap = InvalidOffsetNumber;
+		a->hikey = P_RIGHTMOST(opaque) ? NULL :
+			CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, P_HIKEY)));
+		if (!dp_index_leaf_merge || a->leaf_root ||
+			PageGetMaxOffsetNumber(page) < P_FIRSTDATAKEY(opaque) ||
+			!below_high_key(a, first))
+		{
+			pfree(page);
+			page = NULL;
+		}
 	}
 	pfree(key);
 	return page;
+}
+
+/*
+ * Did the inserter of this heap tuple abort (or crash)?  Decided from the
+ * tuple's xmin as core's visibility checks decide it (in-progress before
+ * committed), but without setting hint bits: a hint would dirty the page,
+ * and with data checksums log it, so the read ring could not reuse its
+ * buffer and the heap would fill shared buffers after all.
+ */
+static bool
+inserter_aborted(DPBtAppend *a, HeapTupleHeader tuple)
+{
+	TransactionId xmin = HeapTupleHeaderGetRawXmin(tuple);
+
+	if (HeapTupleHeaderXminInvalid(tuple))
+		return true;
+	if (HeapTupleHeaderXminCommitted(tuple) ||
+		(tuple->t_infomask & HEAP_MOVED) != 0)
+		return false;
+	/* a failed load's rows share one inserter: look it up once */
+	if (TransactionIdEquals(xmin, a->aborted))
+		return true;
+	if (TransactionIdIsCurrentTransactionId(xmin) ||
+		TransactionIdIsInProgress(xmin) ||
+		TransactionIdDidCommit(xmin))
+		return false;
+	a->aborted = xmin;
+	return true;
+}
+
+/*
+ * A leaf merge's judgement of an existing entry whose key a new entry
+ * repeats, by its heap tuple (one of a posting list's), read through
+ * a->ring so that the heap does not fill shared buffers: aborted when its
+ * inserter aborted (the entry of a failed load: no snapshot can see it,
+ * so dropping it needs no recovery conflict on a standby); otherwise as
+ * core's uniqueness check sees it (a dirty snapshot), a conflict when the
+ * row is live or its inserter or deleter in progress, else invisible.
+ */
+static DPBtRepeat
+judge_tid(DPBtAppend *a, ItemPointer tid)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+	Buffer		buf = a->heap_buf;
+	Page		page;
+	DPBtRepeat	r = DP_BT_INVISIBLE;
+
+	/* consecutive entries' rows often share a page: keep it pinned */
+	if (!BufferIsValid(buf) || BufferGetBlockNumber(buf) != blkno)
+	{
+		if (BufferIsValid(buf))
+			ReleaseBuffer(buf);
+		buf = a->heap_buf = ReadBufferExtended(a->heap, MAIN_FORKNUM, blkno,
+											   RBM_NORMAL, a->ring);
+	}
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (off <= PageGetMaxOffsetNumber(page) &&
+		ItemIdIsNormal(PageGetItemId(page, off)) &&
+		inserter_aborted(a, (HeapTupleHeader)
+						 PageGetItem(page, PageGetItemId(page, off))))
+		r = DP_BT_ABORTED;
+	else
+	{
+		ItemPointerData probe = *tid;
+		SnapshotData dirty;
+		HeapTupleData tuple;
+		bool		all_dead;
+
+		InitDirtySnapshot(dirty);
+		if (heap_hot_search_buffer(&probe, a->heap, buf, &dirty, &tuple,
+								   &all_dead, true))
+			r = DP_BT_CONFLICT;
+	}
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	return r;
+}
+
+/* judge_tid for every heap TID of an entry: the worst of them. */
+static DPBtRepeat
+judge_entry(DPBtAppend *a, IndexTuple itup)
+{
+	DPBtRepeat	r = DP_BT_ABORTED;
+	int			n = BTreeTupleIsPosting(itup) ? BTreeTupleGetNPosting(itup) : 1;
+
+	for (int i = 0; i < n && r != DP_BT_CONFLICT; i++)
+		r = Max(r, judge_tid(a, BTreeTupleIsPosting(itup) ?
+							 BTreeTupleGetPostingN(itup, i) : &itup->t_tid));
+	return r;
+}
+
+/*
+ * A unique index's leaf merge: judge each item of the leaf (a copy) whose
+ * key an entry read ahead repeats; mark the aborted ones to be dropped.
+ * Returns false at the first conflict (core then inserts the entries and
+ * waits or reports, as for any insertion).
+ */
+static bool
+judge_repeats(DPBtAppend *a, Page page)
+{
+	OffsetNumber off = P_FIRSTDATAKEY(BTPageGetOpaque(page));
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	int			i = 0;
+	DPBtRepeat	r = DP_BT_ABORTED;
+
+	a->drop = palloc0(sizeof(bool) * (maxoff + 1));
+	while (off <= maxoff && i < a->nahead)
+	{
+		IndexTuple	item = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
+		int			cmp = dp_btree_compare(a->index, item, a->ahead[i], true);
+
+		if (cmp > 0)
+			i++;
+		else
+		{
+			if (cmp == 0 && duplicates(a->index, item, a->ahead[i]))
+			{
+				r = judge_entry(a, item);
+				if (r == DP_BT_CONFLICT)
+					break;
+				a->drop[off] = r == DP_BT_ABORTED;
+				a->dropping |= a->drop[off];
+			}
+			off++;
+		}
+	}
+	if (BufferIsValid(a->heap_buf))
+		ReleaseBuffer(a->heap_buf);
+	a->heap_buf = InvalidBuffer;
+	return r != DP_BT_CONFLICT;
+}
+
+/*
+ * Is the leaf merge into the leaf (a copy) worth it and possible?  Reads
+ * ahead the run's entries below the leaf's high key: at least
+ * DP_BT_MIN_MERGE, and in a unique index every one that sorts among the
+ * leaf's items (at most DP_BT_MERGE_AHEAD), which judge_repeats checks.
+ */
+static bool
+merge_ready(DPBtAppend *a, Page page)
+{
+	IndexTuple	last = (IndexTuple) PageGetItem(page,
+											   PageGetItemId(page, PageGetMaxOffsetNumber(page)));
+	IndexTuple	itup;
+
+	a->ahead = palloc(sizeof(IndexTuple) * DP_BT_MERGE_AHEAD);
+	while ((itup = dp_btree_peek(a->b)) != NULL && below_high_key(a, itup) &&
+		   (a->nahead < DP_BT_MIN_MERGE ||
+			(a->unique && dp_btree_compare(a->index, itup, last, true) <= 0)))
+	{
+		if (a->nahead == DP_BT_MERGE_AHEAD)
+			return false;		/* too many among the leaf's items */
+		a->ahead[a->nahead++] = CopyIndexTuple(dp_btree_next(a->b));
+	}
+	if (!a->unique)
+		return a->nahead >= DP_BT_MIN_MERGE;
+	/* fewer entries are worth it when they drop an aborted row's entry */
+	return judge_repeats(a, page) &&
+		(a->nahead >= DP_BT_MIN_MERGE || a->dropping);
 }
 
 /* The sink: the first page started is the leaf, the others new blocks. */
@@ -525,22 +759,6 @@ chunk_page_done(void *arg, Page page, BlockNumber blkno)
 		flush_chunk(a, false);
 }
 
-/*
- * Step 2, first: the leaf's items before the run, as they are, from its
- * copy.
- */
-static void
-put_leaf(DPBtAppend *a, Page page)
-{
-	OffsetNumber last = a->gap != InvalidOffsetNumber ?
-		OffsetNumberPrev(a->gap) : PageGetMaxOffsetNumber(page);
-
-	for (OffsetNumber off = P_FIRSTDATAKEY(BTPageGetOpaque(page));
-		 off <= last; off++)
-		dp_btree_put_item(a->b, (IndexTuple)
-						  PageGetItem(page, PageGetItemId(page, off)));
-}
-
 /* Add 'itup' as the next item of a page being assembled. */
 static void
 add_to_image(Page image, IndexTuple itup)
@@ -636,18 +854,41 @@ next_entry(DPBtAppend *a)
 }
 
 /*
- * Step 2, then: the run's entries, a unique index's checked against the
- * one before ('prev' has room for any entry).
+ * Step 2: the leaf's items (before the gap; all of them in a leaf merge,
+ * but those dropped) and the run's entries, in btree order.  A unique
+ * index's entries are checked against the entry before ('prev' has room
+ * for any entry); an item whose key an entry repeats was judged by
+ * merge_ready.
  */
 static void
-put_entries(DPBtAppend *a)
+put_merged(DPBtAppend *a, Page page)
 {
+	OffsetNumber off = P_FIRSTDATAKEY(BTPageGetOpaque(page));
+	OffsetNumber last = a->gap != InvalidOffsetNumber ?
+		OffsetNumberPrev(a->gap) : PageGetMaxOffsetNumber(page);
 	IndexTuple	prev = a->unique ? palloc(BLCKSZ) : NULL;
 	bool		have_prev = false;
-	IndexTuple	itup;
+	IndexTuple	itup = next_entry(a);
 
-	while ((itup = next_entry(a)) != NULL)
+	for (;;)
 	{
+		IndexTuple	item = off <= last ?
+			(IndexTuple) PageGetItem(page, PageGetItemId(page, off)) : NULL;
+
+		if (item != NULL && a->drop != NULL && a->drop[off])
+		{
+			off++;
+			continue;
+		}
+		if (item != NULL &&
+			(itup == NULL || dp_btree_compare(a->index, item, itup, false) < 0))
+		{
+			dp_btree_put_entry(a->b, item);
+			off++;
+			continue;
+		}
+		if (itup == NULL)
+			break;
 		if (a->unique)
 		{
 			if (have_prev && duplicates(a->index, prev, itup))
@@ -656,6 +897,7 @@ put_entries(DPBtAppend *a)
 			have_prev = true;
 		}
 		dp_btree_put_entry(a->b, itup);
+		itup = next_entry(a);
 	}
 	if (prev != NULL)
 		pfree(prev);
@@ -679,8 +921,7 @@ write_run(DPBtAppend *a, Page page)
 	a->chunk_max = a->right == P_NONE ? DP_BT_CHUNK - 1 : DP_BT_GAP_CHUNK;
 	dp_btree_leaves_begin(a->b, &sink,
 						  a->hikey ? MAXALIGN(IndexTupleSize(a->hikey)) : 0);
-	put_leaf(a, page);
-	put_entries(a);
+	put_merged(a, page);
 	dp_btree_leaves_end(a->b);
 	flush_chunk(a, true);
 }
@@ -734,37 +975,44 @@ read_ahead(DPBtAppend *a)
 }
 
 /*
- * One run from the next entry, or that entry (and a short run's others)
- * handed to 'insert'; returns whether a run was written.  Everything it
+ * One run from the next entry (into a gap or a leaf merge), or that entry
+ * (and a short run's others) handed to 'insert'; returns whether a run
+ * was written and counts leaf merges in '*merges'.  Everything it
  * allocates is in the caller's short-lived context.
  */
 static bool
 one_run(DPBtreeBuild *b, DPNameRow name, void *arg, DPBtInsert insert,
-		void *iarg)
+		void *iarg, BufferAccessStrategy ring, int *merges)
 {
 	DPBtAppend	a;
 	Page		page;
 
 	init_append(&a, b, name, arg);
+	a.ring = ring;
 	page = target_leaf(&a, dp_btree_peek(b), false);
 	if (page == NULL)
 	{
 		insert(iarg, dp_btree_next(b));
 		return false;
 	}
-	if (!read_ahead(&a))
+	if (a.merge ? !merge_ready(&a, page) : !read_ahead(&a))
 	{
 		for (int i = 0; i < a.nahead; i++)
 			insert(iarg, a.ahead[i]);
+		if (a.nahead == 0)
+			insert(iarg, dp_btree_next(b));
 		return false;
 	}
 	write_run(&a, page);
+	if (a.merge)
+		(*merges)++;
 	return true;
 }
 
 int
 dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
-					 DPBtInsert insert, void *iarg)
+					 DPBtInsert insert, void *iarg,
+					 BufferAccessStrategy ring, int *merges)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "directpath btree run",
@@ -774,10 +1022,11 @@ dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
 	int			runs = 0;
 	IndexTuple	itup;
 
+	*merges = 0;
 	while (misses < DP_BT_MAX_MISSES && dp_btree_peek(b) != NULL)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (one_run(b, name, arg, insert, iarg))
+		if (one_run(b, name, arg, insert, iarg, ring, merges))
 		{
 			runs++;
 			misses = 0;

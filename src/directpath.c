@@ -15,6 +15,7 @@
  *	directpath.index_sort		insert a batch's btree entries in key order
  *	directpath.index_append		append them at the right edge when they sort last
  *	directpath.index_runs		write runs after a leaf's last item as new leaves
+ *	directpath.index_leaf_merge	merge entries among a leaf's items into it
  *	directpath.index_merge		rewrite a non-unique btree with a large load's
  *								entries merged in
  *	directpath.index_spool		build new storage's btrees from sorted entries
@@ -45,6 +46,7 @@ bool		dp_index_append = true;
 bool		dp_index_merge = true;
 bool		dp_brin_summarize = true;
 bool		dp_index_runs = true;
+bool		dp_index_leaf_merge = true;
 bool		dp_fkey_batches = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
@@ -94,6 +96,11 @@ define_maintenance_gucs(void)
 							 "Writes a batch's sorted btree entries that follow the last item of a leaf as new leaf pages there.",
 							 "Off: entries that cannot be appended at the right edge are inserted one by one, in key order.",
 							 &dp_index_runs, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_leaf_merge",
+							 "Merges a batch's sorted btree entries that fall among a leaf's items into that leaf, dropping the entries of aborted rows whose keys they repeat.",
+							 "Off: such entries are inserted one by one, in key order.",
+							 &dp_index_leaf_merge, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.index_merge",
 							 "Lets a large load rewrite an existing non-unique btree with its entries merged in.",

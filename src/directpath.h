@@ -81,6 +81,7 @@ extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_append;
 extern bool dp_index_runs;
+extern bool dp_index_leaf_merge;
 extern bool dp_index_merge;
 extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
@@ -489,6 +490,8 @@ typedef enum DPIndexStrategy
 								 * at the end (brin.c) */
 	DP_INDEX_RUNS,				/* reported only: a DP_INDEX_SORTED batch
 								 * written run by run into leaves */
+	DP_INDEX_LEAF_MERGE,		/* reported only: a DP_INDEX_SORTED batch
+								 * merged into a leaf's items */
 } DPIndexStrategy;
 
 /* Choose the leaf's strategy (its indexes are open). */
@@ -662,12 +665,17 @@ typedef void (*DPBtInsert) (void *arg, IndexTuple itup);
 /*
  * Write b's entries (sorted, their rows' pages on disk) into the existing
  * btree b->index run by run: a run of entries after the last item of one
- * leaf and below its high key becomes new leaf pages there; entries that
- * start no such run go to 'insert'.  A unique index's duplicate within a
- * run raises INSERT's error.  Returns how many runs were written.
+ * leaf and below its high key becomes new leaf pages there, or entries
+ * among a leaf's items are merged with them into the leaf and new pages
+ * after it (a leaf merge, counted in '*merges'; the heap pages it reads
+ * go through 'ring'); entries that start
+ * neither go to 'insert'.  A unique index's duplicate within a run raises
+ * INSERT's error.  Returns how many runs (leaf merges included) were
+ * written.
  */
 extern int	dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
-								 DPBtInsert insert, void *iarg);
+								 DPBtInsert insert, void *iarg,
+								 BufferAccessStrategy ring, int *merges);
 
 /* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
 

@@ -117,6 +117,9 @@ struct DPIndexes
 	BlockNumber first_new;		/* the heap's first block the load writes */
 	bool		has_unique;		/* any immediate unique index? */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
+	BufferAccessStrategy ring;	/* heap reads of leaf merges: one ring for
+								 * the statement, so that its pages leave
+								 * few buffers behind */
 };
 
 /* May this leaf's indexes be rebuilt at the end instead of maintained? */
@@ -495,14 +498,27 @@ insert_in_key_order(DPIndexes *ix, int i, DPBtreeBuild *sorted,
 					DPBatchRows *b)
 {
 	DPInsertOne one = {ix->rri, i, b, 0};
+	int			runs;
+	int			merges;
 
 	if (!dp_index_runs)
 	{
 		ix->used |= 1 << DP_INDEX_SORTED;
 		return insert_sorted(ix->rri, i, sorted, b);
 	}
-	if (dp_btree_insert_runs(sorted, name_line_cb, b, insert_one, &one) > 0)
+	if (ix->ring == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(ix));
+
+		ix->ring = GetAccessStrategy(BAS_BULKREAD);
+		MemoryContextSwitchTo(old);
+	}
+	runs = dp_btree_insert_runs(sorted, name_line_cb, b, insert_one, &one,
+								ix->ring, &merges);
+	if (runs > merges)
 		ix->used |= 1 << DP_INDEX_RUNS;
+	if (merges > 0)
+		ix->used |= 1 << DP_INDEX_LEAF_MERGE;
 	if (one.inserted > 0)
 		ix->used |= 1 << DP_INDEX_SORTED;
 	return true;

@@ -104,7 +104,7 @@ dp_report_rows(uint64 id, uint64 rows)
 static const char *
 strategies(const DPReport *r)
 {
-	static const char *const names[] = {"none", "row", "sorted", "build", "reindex", "append", "merge", "summarize", "runs"};
+	static const char *const names[] = {"none", "row", "sorted", "build", "reindex", "append", "merge", "summarize", "runs", "leaf merge"};
 	StringInfoData buf;
 
 	initStringInfo(&buf);

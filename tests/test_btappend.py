@@ -164,24 +164,34 @@ def streams_load(t, first_seq, last_seq, pad):
             f"{STREAMS * (last_seq + 1) - 1}) g")
 
 
+def streams_under_readers(make_cluster, tmp_path, t, strategy, fail_first=False):
+    """The streams load (after the same load failed at its end, if
+    'fail_first') under readers on the primary and a standby; its
+    index_maintenance must name 'strategy'."""
+    p = make_cluster(name="primary")
+    load = streams_load(t, PER_STREAM, PER_STREAM + MORE - 1, "n")
+    with p.conn() as conn:
+        streams_table(conn, t)
+        conn.execute(f"VACUUM {t}")
+        if fail_first:
+            conn.execute("SET directpath.batch_pages = 100")
+            with pytest.raises(Exception, match="duplicate key"):
+                conn.execute(load + " UNION ALL SELECT 0, 0, 'dup'")
+    sb = p.make_standby(tmp_path)
+    st = load_while_reading(p, sb, t, PER_STREAM, RUN_QUERIES, load,
+                            {"directpath.batch_pages": 100})
+    assert st["path"] == "direct" and strategy in st["index_maintenance"], st
+    check_answers(p, sb, t, RUN_QUERIES, PER_STREAM + MORE)
+    sb.stop()
+
+
 def test_readers_during_runs_primary_and_standby(make_cluster, tmp_path):
     """Keys in interleaved ascending streams: each stream's entries become
     new leaf pages inside the tree, after the leaf holding the stream's
     last key is split at the gap (btappend.c's runs).  Readers on the
     primary and the standby scan forward, backward across every stream and
     index-only throughout, and always get the committed answer."""
-    p = make_cluster(name="primary")
-    t = "rr"
-    with p.conn() as conn:
-        streams_table(conn, t)
-        conn.execute(f"VACUUM {t}")
-    sb = p.make_standby(tmp_path)
-    load = streams_load(t, PER_STREAM, PER_STREAM + MORE - 1, "n")
-    st = load_while_reading(p, sb, t, PER_STREAM, RUN_QUERIES, load,
-                            {"directpath.batch_pages": 100})
-    assert st["path"] == "direct" and "runs" in st["index_maintenance"], st
-    check_answers(p, sb, t, RUN_QUERIES, PER_STREAM + MORE)
-    sb.stop()
+    streams_under_readers(make_cluster, tmp_path, "rr", "runs")
 
 
 def test_interrupted_runs_leave_a_valid_index(cluster):
@@ -206,10 +216,11 @@ def test_interrupted_runs_leave_a_valid_index(cluster):
         st = last_statement(conn)
         assert st["path"] == "direct" and "runs" in st["index_maintenance"], st
         verify_table(conn, t)
-        # the failed keys themselves, beside their dead entries: by core
+        # the failed keys themselves: merged into the leaves holding their
+        # dead entries, which are dropped
         conn.execute(load)
         st = last_statement(conn)
-        assert st["path"] == "direct" and "sorted" in st["index_maintenance"], st
+        assert st["path"] == "direct" and "leaf merge" in st["index_maintenance"], st
         verify_table(conn, t)
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
@@ -252,6 +263,74 @@ def test_runs_killed_mid_load(cluster):
         conn.execute("SET enable_seqscan = off")
         assert conn.execute(f"SELECT count(*) FROM {t} WHERE acct = 7").fetchone()[0] == \
             PER_STREAM + MORE
+
+
+def test_readers_during_leaf_merges_primary_and_standby(make_cluster, tmp_path):
+    """A load that failed at its end left dead entries inside the tree (its
+    runs); the same load again repeats their keys, so each batch is merged
+    into the leaves holding them and drops them (btappend.c's leaf
+    merges).  Readers on the primary and the standby scan forward,
+    backward and index-only throughout and always get the committed
+    answer; afterwards amcheck is clean on both."""
+    streams_under_readers(make_cluster, tmp_path, "rm", "leaf merge", fail_first=True)
+
+
+def test_retry_after_killed_load(cluster):
+    """A load killed after some batches leaves their index entries behind,
+    dead (the inserter crashed).  The same load again repeats those keys:
+    each batch is merged into the leaves holding them and drops the dead
+    entries, judged from their rows' heap pages read through a small ring,
+    so the killed load's pages do not come into shared buffers (core's
+    insertion visits every one), and the index ends as compact as a fresh
+    build."""
+    t = "rk2"
+    pre, rows = 10_000, 300_000
+    with cluster.conn() as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+        conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, pad text)")
+        conn.execute(f"INSERT INTO {t} SELECT g, repeat('p', 60) "
+                     f"FROM generate_series(1, {pre}) g")
+        conn.execute(f"VACUUM {t}")
+        before = table_digest(conn, t)
+        old_pages = conn.execute(f"SELECT pg_relation_size('{t}') / 8192").fetchone()[0]
+    load = (f"/*+ APPEND */ INSERT INTO {t} SELECT g, repeat('n', 60) "
+            f"FROM generate_series({pre + 1}, {pre + rows}) g")
+    settings = dict(fault_gucs("btree_append_chunk", 25, sleep_ms=30000),
+                    **{"directpath.batch_pages": 100})
+    off = cluster.log_size()
+    with Background(cluster, [load], settings, name="loader") as bg:
+        bg.start()
+        wait_fault_sleep(cluster, bg, "btree_append_chunk", off)
+        crash_backend(cluster, bg.pid)
+        bg.join()
+    with cluster.conn() as conn:
+        assert table_digest(conn, t) == before
+        dead_pages = conn.execute(
+            f"SELECT pg_relation_size('{t}') / 8192").fetchone()[0] - old_pages
+        assert dead_pages > 2000, dead_pages
+    # recovery and the digest read the killed load's pages into shared
+    # buffers: empty them
+    cluster.stop("fast")
+    cluster.start()
+    cluster.wait_ready()
+    with cluster.conn() as conn:
+        conn.execute("SET directpath.batch_pages = 100")
+        conn.execute(load)
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "leaf merge" in st["index_maintenance"], st
+        in_buffers = conn.execute(
+            "SELECT count(*) FROM pg_buffercache WHERE relforknumber = 0 "
+            "AND relfilenode = pg_relation_filenode(%s) "
+            "AND relblocknumber >= %s AND relblocknumber < %s",
+            (t, old_pages, old_pages + dead_pages)).fetchone()[0]
+        assert in_buffers < dead_pages / 4, (in_buffers, dead_pages)
+        verify_table(conn, t)
+        assert conn.execute(f"SELECT count(*), count(DISTINCT id) FROM {t}").fetchone() == \
+            (pre + rows, pre + rows)
+        size = conn.execute(f"SELECT pg_relation_size('{t}_pkey')").fetchone()[0]
+        conn.execute(f"CREATE UNIQUE INDEX {t}_fresh ON {t} (id)")
+        fresh = conn.execute(f"SELECT pg_relation_size('{t}_fresh')").fetchone()[0]
+        assert size <= 1.05 * fresh, (size, fresh)
 
 
 def test_interrupted_append_leaves_a_valid_index(cluster):
