@@ -49,7 +49,9 @@
  *	  BTP_INCOMPLETE_SPLIT, and the page still filling, written as the last
  *	  page of the run: at the right edge without a high key, else with the
  *	  leaf's old high key and right link, and the right sibling's left link
- *	  pointed at it.  All are exclusively locked, left to right, and logged
+ *	  pointed at it (unless it is the leaf, which the link names already:
+ *	  a leaf merge that needed no new page).  All are exclusively locked,
+ *	  left to right, and logged
  *	  as one WAL record of full-page images (XLOG_FPI).  A chunk's first
  *	  page is the previous chunk's filling page (at first, the leaf),
  *	  written again.  When the leaf is the root, the first chunk is the
@@ -527,7 +529,10 @@ judge_repeats(DPBtAppend *a, Page page)
 			i++;
 		else
 		{
-			if (cmp == 0 && duplicates(a->index, item, a->ahead[i]))
+			/* equal in order is equal for uniqueness, NULLs aside */
+			if (cmp == 0 &&
+				((!IndexTupleHasNulls(item) && !IndexTupleHasNulls(a->ahead[i])) ||
+				 duplicates(a->index, item, a->ahead[i])))
 			{
 				r = judge_entry(a, item);
 				if (r == DP_BT_CONFLICT)
@@ -725,7 +730,8 @@ flush_chunk(DPBtAppend *a, bool last)
 	for (int i = 0; i <= n; i++)
 		fix_leaf(a, &pages[i], i == n);
 
-	if (a->right != P_NONE)
+	/* the right sibling's left link changes only if a new page is last */
+	if (a->right != P_NONE && BufferGetBlockNumber(pages[n].buf) != a->leaf)
 		right = ReadBuffer(a->index, a->right);
 	write_chunk(a, pages, n + 1, right);
 	if (BufferIsValid(right))

@@ -580,13 +580,15 @@ def wal_text(agg):
 
 # -------------------------------------------------- index maintenance (7) ----
 
-INDEX_HEADER = ["indexes", "path", "load + CHECKPOINT s", "/ plain", "index maintenance"]
+INDEX_HEADER = ["indexes", "path", "load + CHECKPOINT s", "/ plain", "heap in shared buffers",
+                "index maintenance"]
 
 
 def index_rows(agg):
     return [[a.first("indexes"), a.first("mode"), fmt_stat(a.st("load_ckpt_s")),
              fmt_stat(run_ratios(a, agg.get("indexes", "replica", a.twin or a.case),
                                  "load_ckpt_s")),
+             "–" if a.first("heap_in_buffers") is None else f"{100 * a.first('heap_in_buffers'):.1f}%",
              a.first("index_maintenance") or "–"]
             for a in agg.cases("indexes", "replica")]
 
@@ -600,11 +602,13 @@ def section_indexes(agg, meta, out, figs):
             "earlier transaction, on a fresh cluster with baseline.md's settings: plain INSERT "
             "against the direct path with entries inserted row by row "
             "(`directpath.index_sort = off`), sorted per batch and inserted "
-            "(`index_append`, `index_runs` and `index_merge` off) and by default (appended "
-            "at the right edge, written as runs inside the tree, merged into a rewrite, or "
-            "inserted sorted). Time is "
+            "(`index_append`, `index_runs`, `index_leaf_merge` and `index_merge` off) and by "
+            "default (appended at the right edge, written as runs inside the tree, merged into "
+            "leaves or a rewrite, or inserted sorted). *Retry*: the same load after the same "
+            "load failed at its end (on the same path). Time is "
             "the load plus the CHECKPOINT after it; ratios against the plain INSERT of the "
-            "same run.", "", md_table(INDEX_HEADER, index_rows(agg)), ""]
+            "same run; the share of the table's heap pages in shared buffers after the load.",
+            "", md_table(INDEX_HEADER, index_rows(agg)), ""]
 
 
 def titled_table(title, header, rows):
