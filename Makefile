@@ -18,6 +18,7 @@ OBJS = \
 	src/admission.o \
 	src/plan.o \
 	src/exec.o \
+	src/parallel.o \
 	src/copy.o \
 	src/rejects.o \
 	src/load.o \
@@ -39,7 +40,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign
+REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

@@ -12,10 +12,14 @@ CREATE FUNCTION last_statement(
 	OUT relations integer,	-- leaf relations written
 	OUT indexes_rebuilt integer,	-- indexes built or rebuilt at the end
 	OUT index_maintenance text,	-- how index entries were made: row, sorted,
-								-- append, merge, build, reindex
-								-- (comma-separated), or NULL
-	OUT foreign_keys text)		-- which foreign keys were checked per batch,
+								-- append, runs, leaf merge, merge, build,
+								-- reindex, summarize (comma-separated), or
+								-- NULL
+	OUT foreign_keys text,		-- which foreign keys were checked per batch,
 								-- which per row and why, or NULL
+	OUT parallel_workers integer,	-- workers that built pages, 0 if none
+	OUT parallel text)			-- asked for a parallel load: why it ran
+								-- serially, or NULL
 RETURNS record
 AS 'MODULE_PATHNAME', 'directpath_last_statement'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;

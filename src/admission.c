@@ -174,7 +174,7 @@ dp_admit_parse(const char *source, Query *query)
 	if (dp_mode == DP_MODE_OFF || query->commandType != CMD_INSERT ||
 		query->resultRelation <= 0 || query->onConflict != NULL)
 		return;
-	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len),
+	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len, NULL),
 			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)
 		return;
 	rte = rt_fetch(query->resultRelation, query->rtable);
@@ -188,14 +188,17 @@ dp_admit_parse(const char *source, Query *query)
 }
 
 bool
-dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted)
+dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
+					   int *parallel)
 {
 	DPHint		w;
 
+	*parallel = 0;
 	if (dp_mode == DP_MODE_OFF || parse->commandType != CMD_INSERT ||
 		parse->resultRelation <= 0)
 		return false;
-	w = wanted(dp_find_hint(source, parse->stmt_location, parse->stmt_len),
+	w = wanted(dp_find_hint(source, parse->stmt_location, parse->stmt_len,
+							parallel),
 			   dp_query_is_single_row(parse));
 	*hinted = w == DP_HINT_APPEND;
 	return w != DP_HINT_NOAPPEND;
@@ -258,7 +261,7 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 
 	memset(a, 0, sizeof(DPAdmission));
 	*relp = NULL;
-	hint = dp_find_hint(source, location, len);
+	hint = dp_find_hint(source, location, len, NULL);
 	/* REJECTS_TABLE asks for the direct path by itself */
 	if (rejects)
 	{

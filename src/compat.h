@@ -111,6 +111,13 @@ typedef char *DPPageArg;
 	reindex_index((indexId), false, (persistence), (params))
 #endif
 
+/* The wait event of a receive from a shared message queue (renamed in 17). */
+#if PG_VERSION_NUM >= 170000
+#define DP_WAIT_EVENT_MQ_RECEIVE	WAIT_EVENT_MESSAGE_QUEUE_RECEIVE
+#else
+#define DP_WAIT_EVENT_MQ_RECEIVE	WAIT_EVENT_MQ_RECEIVE
+#endif
+
 /*
  * Prepare a RETURNING projection for a freshly inserted row: 18 lets
  * RETURNING name OLD and NEW, and the projection must be told that OLD

@@ -16,6 +16,8 @@
  *	directpath.index_append		append them at the right edge when they sort last
  *	directpath.index_runs		write runs after a leaf's last item as new leaves
  *	directpath.index_leaf_merge	merge entries among a leaf's items into it
+ *	directpath.parallel_workers	workers building an INSERT ... SELECT's pages
+ *								(parallel.c)
  *	directpath.index_merge		rewrite a non-unique btree with a large load's
  *								entries merged in
  *	directpath.index_spool		build new storage's btrees from sorted entries
@@ -47,6 +49,7 @@ bool		dp_index_merge = true;
 bool		dp_brin_summarize = true;
 bool		dp_index_runs = true;
 bool		dp_index_leaf_merge = true;
+int			dp_parallel_workers = 0;
 bool		dp_fkey_batches = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
@@ -97,6 +100,11 @@ define_maintenance_gucs(void)
 							 "Off: entries that cannot be appended at the right edge are inserted one by one, in key order.",
 							 &dp_index_runs, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("directpath.parallel_workers",
+							"Parallel workers that build the pages of an eligible INSERT ... SELECT.",
+							"0: none unless the hint asks with PARALLEL(n); capped by max_parallel_workers.",
+							&dp_parallel_workers, 0, 0, 64,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.index_leaf_merge",
 							 "Merges a batch's sorted btree entries that fall among a leaf's items into that leaf, dropping the entries of aborted rows whose keys they repeat.",
 							 "Off: such entries are inserted one by one, in key order.",

@@ -52,7 +52,9 @@
 #include "utils/queryenvironment.h"
 #include "storage/block.h"
 #include "storage/bufpage.h"
+#include "storage/dsm.h"
 #include "storage/itemptr.h"
+#include "storage/shm_toc.h"
 #include "utils/relcache.h"
 #include "utils/tuplestore.h"
 
@@ -82,6 +84,7 @@ extern bool dp_index_sort;
 extern bool dp_index_append;
 extern bool dp_index_runs;
 extern bool dp_index_leaf_merge;
+extern int	dp_parallel_workers;
 extern bool dp_index_merge;
 extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
@@ -121,6 +124,9 @@ typedef struct DPReport
 	uint32		index_strategies;	/* bit (1 << DPIndexStrategy) per one used */
 	char		foreign_keys[DP_REASON_LEN];	/* how they were checked, or
 												 * "" */
+	int			parallel_workers;	/* workers that built pages (parallel.c) */
+	char		parallel[DP_REASON_LEN];	/* asked for parallel: why not,
+											 * or "" */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */
@@ -169,8 +175,13 @@ typedef enum DPHint
 	DP_HINT_NOAPPEND,
 } DPHint;
 
-/* The hint of the statement at [location, location + len) of 'source'. */
-extern DPHint dp_find_hint(const char *source, int location, int len);
+/*
+ * The hint of the statement at [location, location + len) of 'source';
+ * '*parallel' (unless NULL) gets the workers asked for: PARALLEL(n), else
+ * directpath.parallel_workers.
+ */
+extern DPHint dp_find_hint(const char *source, int location, int len,
+						   int *parallel);
 
 /* ---------- eligibility.c: the rules (reasons are static strings) ---------- */
 
@@ -225,9 +236,12 @@ typedef enum DPAdmitCopy
 /* Post-parse analysis: take the early strong lock for a wanted INSERT. */
 extern void dp_admit_parse(const char *source, Query *query);
 
-/* Before planning: is the INSERT wanted on the direct path?  *hinted set. */
+/*
+ * Before planning: is the INSERT wanted on the direct path?  *hinted set,
+ * and *parallel to the parallel workers asked for (0: none).
+ */
 extern bool dp_admit_insert_wanted(Query *parse, const char *source,
-								   bool *hinted);
+								   bool *hinted, int *parallel);
 
 /* After planning (plan top is a ModifyTable): the decision for the INSERT. */
 extern void dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted,
@@ -363,6 +377,37 @@ extern const DPReport *dp_load_report(DPLoad *load);
 
 /* Rows accepted by dp_load_row and later rejected as duplicates. */
 extern uint64 dp_load_deleted(DPLoad *load);
+
+/*
+ * A parallel load's leader (parallel.c): dp_load_pages_begin makes the load
+ * direct with 'rri' its leaf and returns whether its pages go out frozen;
+ * dp_load_page takes a worker's finished page as the leaf's next block
+ * (its rows counted); dp_load_note_parallel records the workers used, or
+ * why none were.
+ */
+extern bool dp_load_pages_begin(DPLoad *load, ResultRelInfo *rri);
+extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
+extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
+
+/* ---------- parallel.c: a parallel load's workers and leader ---------- */
+
+/*
+ * Plan time: can the ModifyTable's subplan (an INSERT's SELECT) be split
+ * among workers?  NULL if so, else why not.
+ */
+extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);
+
+/*
+ * Run time: load the rows of the INSERT's subplan with up to 'nworkers'
+ * workers building pages; returns false, with the reason noted in the
+ * load's report, when the statement must run serially instead (nothing
+ * loaded yet).
+ */
+extern bool dp_parallel_insert(DPLoad *load, EState *estate,
+							   ModifyTableState *mtstate, int nworkers);
+
+/* A worker's entry point (by name, from core's parallel machinery). */
+extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
 
 /* leaf.c: the leaf of 'rri', set up (checked, locked) on first use. */
 extern DPLeaf *dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri);
@@ -705,6 +750,26 @@ extern void dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot,
 
 /* Place a formed tuple (t_self and *tid set); toasts it as needed. */
 extern void dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid);
+
+/*
+ * A parallel worker's builder: no append layer, its pages taken whole by
+ * dp_heap_take_page (the first full one, or with 'include_partial' the
+ * last too; NULL when none; the caller owns it), block numbers unknown.
+ * It takes only rows formed in place (dp_heap_add_slot_in_place: false
+ * when the row needs TOAST or has external values, which a worker cannot
+ * store).
+ */
+extern DPHeapBuilder *dp_heap_begin_detached(Relation rel, bool freeze,
+											 TransactionId xid, CommandId cid);
+extern bool dp_heap_add_slot_in_place(DPHeapBuilder *b, TupleTableSlot *slot);
+extern Page dp_heap_take_page(DPHeapBuilder *b, bool include_partial);
+
+/*
+ * A page built by a worker's builder (same freezing, same transaction):
+ * placed as the next block, each tuple's t_ctid set to its place.
+ * Returns its tuples.
+ */
+extern int	dp_heap_add_page(DPHeapBuilder *b, const char *image);
 
 /* Full pages built and not yet written (the last may still fill). */
 extern int	dp_heap_full_pages(DPHeapBuilder *b);

@@ -47,6 +47,8 @@ typedef struct DPScanState
 								 * started, by prior transaction activity */
 	DPReport	refused;		/* plan-time refusal: reason set; else unused */
 	uint64		report_id;		/* refused: our last_statement() entry */
+	int			parallel;		/* workers asked for (parallel.c), or 0 */
+	const char *no_parallel;	/* why not, decided at plan time, or "" */
 	bool		done;
 	DPLoad	   *load;			/* NULL until the first call */
 	Tuplestorestate *retstore;	/* RETURNING rows of the last batch */
@@ -100,6 +102,8 @@ dp_create_scan_state(CustomScan *cscan)
 	strlcpy(s->refused.reason, reason, sizeof(s->refused.reason));
 	s->freeze_allowed = intVal(lthird(cscan->custom_private)) != 0;
 	s->small = intVal(lfourth(cscan->custom_private)) != 0;
+	s->parallel = intVal(list_nth(cscan->custom_private, 4));
+	s->no_parallel = strVal(list_nth(cscan->custom_private, 5));
 	return (Node *) s;
 }
 
@@ -156,9 +160,14 @@ run(DPScanState *s)
 		}
 		s->load = dp_load_begin("INSERT", estate, mt, s->hinted,
 								s->freeze_allowed, s->retstore, NULL, NULL);
+		if (s->no_parallel[0] != '\0')
+			dp_load_note_parallel(s->load, 0, s->no_parallel);
+		else if (s->parallel > 0 &&
+				 dp_parallel_insert(s->load, estate, mt, s->parallel))
+			subplan = NULL;		/* the workers read it */
 	}
 
-	for (;;)
+	while (subplan != NULL)
 	{
 		TupleTableSlot *planSlot;
 

@@ -10,8 +10,10 @@
  *
  * The words inside are separated by white space and compared without
  * regard to case; APPEND asks for the direct path and NOAPPEND refuses it
- * even when directpath.mode = always.  Other words are ignored, so the
- * comment can carry hints for other tools.
+ * even when directpath.mode = always; PARALLEL(n) asks for n parallel
+ * workers (parallel.c; PARALLEL alone: directpath.parallel_workers, else
+ * 2).  Other words are ignored, so the comment can carry hints for other
+ * tools.
  *
  * Algorithm.  We get the whole source string and the statement's location
  * and length within it (a multi-statement string holds several).  Up to
@@ -45,12 +47,33 @@ starts_with(const char *p, const char *end, const char *s)
 	return (size_t) (end - p) >= n && strncmp(p, s, n) == 0;
 }
 
+/* PARALLEL's degree: the number in "(n)" after it, else the default. */
+static int
+parallel_degree(const char **pp, const char *end)
+{
+	const char *p = *pp;
+	int			n = 0;
+
+	while (p < end && scanner_isspace(*p))
+		p++;
+	if (p >= end || *p != '(')
+		return dp_parallel_workers > 0 ? dp_parallel_workers : 2;
+	p++;
+	while (p < end && scanner_isspace(*p))
+		p++;
+	while (p < end && isdigit((unsigned char) *p) && n < 1024)
+		n = n * 10 + (*p++ - '0');
+	*pp = p;
+	return n;
+}
+
 /*
  * Read the words of a hint comment whose body is [p, end).  NOAPPEND wins
- * over APPEND if both are present.
+ * over APPEND if both are present.  '*parallel' (unless NULL) gets
+ * PARALLEL's degree.
  */
 static DPHint
-parse_hint_body(const char *p, const char *end)
+parse_hint_body(const char *p, const char *end, int *parallel)
 {
 	DPHint		result = DP_HINT_NONE;
 
@@ -70,6 +93,13 @@ parse_hint_body(const char *p, const char *end)
 		}
 		else if (p - w == 8 && pg_strncasecmp(w, "noappend", 8) == 0)
 			result = DP_HINT_NOAPPEND;
+		else if (p - w == 8 && pg_strncasecmp(w, "parallel", 8) == 0)
+		{
+			int			n = parallel_degree(&p, end);
+
+			if (parallel)
+				*parallel = n;
+		}
 	}
 	return result;
 }
@@ -104,11 +134,13 @@ leading_comments_start(const char *source, const char *start)
 }
 
 DPHint
-dp_find_hint(const char *source, int location, int len)
+dp_find_hint(const char *source, int location, int len, int *parallel)
 {
 	const char *p;
 	const char *end;
 	bool		after_insert = false;
+	if (parallel)
+		*parallel = dp_parallel_workers;
 
 	if (source == NULL)
 		return DP_HINT_NONE;
@@ -136,7 +168,7 @@ dp_find_hint(const char *source, int location, int len)
 				close++;
 			if (close >= end)
 				return DP_HINT_NONE;	/* unterminated */
-			return parse_hint_body(body, close);
+			return parse_hint_body(body, close, parallel);
 		}
 		else if (starts_with(p, end, "/*"))
 		{

@@ -494,6 +494,41 @@ dp_load_finish(DPLoad *s)
 	dp_report_publish(&s->report);
 }
 
+bool
+dp_load_pages_begin(DPLoad *s, ResultRelInfo *rri)
+{
+	DPLeaf	   *leaf = dp_leaf_get(&s->leaves, rri);
+
+	if (s->state == DPS_HOLD)
+		go_direct(s);
+	if (leaf->writer == NULL)
+		start_writer(s, leaf);
+	return s->report.frozen;
+}
+
+void
+dp_load_page(DPLoad *s, ResultRelInfo *rri, const char *image)
+{
+	DPLeaf	   *leaf = dp_leaf_get(&s->leaves, rri);
+	DPFlush		f = flush_rule(s, leaf);
+	int			n;
+
+	if (f != DPF_NONE)
+		flush(s, f == DPF_DRAIN);
+	n = dp_heap_add_page(leaf->writer, image);
+	if (s->leaves.mtstate->canSetTag)
+		s->leaves.estate->es_processed += n;
+	s->report.rows += n;
+	count_pages(s, leaf);
+}
+
+void
+dp_load_note_parallel(DPLoad *s, int workers, const char *why)
+{
+	s->report.parallel_workers = workers;
+	strlcpy(s->report.parallel, why ? why : "", sizeof(s->report.parallel));
+}
+
 const DPReport *
 dp_load_report(DPLoad *s)
 {

@@ -23,6 +23,12 @@
  * fillfactor reserve, is recorded in the free-space map, and the inserts
  * are counted for pgstat so that insert-driven autovacuum sees them.
  *
+ * A parallel load (parallel.c) uses the builder two more ways: a worker's
+ * builder is detached (no append layer: its pages are taken away whole,
+ * their block numbers unknown), and forms in place only the rows that need
+ * no TOAST; the leader's builder takes the workers' finished pages as its
+ * next blocks (dp_heap_add_page), setting each tuple's t_ctid then.
+ *
  * Invariants: a TID handed out is readable through the buffer manager only
  * after the flush that wrote its page (the caller defers index and
  * trigger work until then, queue.c); pages[0..npages-1] are consecutive
@@ -57,9 +63,9 @@ struct DPHeapBuilder
 	uint64		tuples;			/* rows placed */
 };
 
-DPHeapBuilder *
-dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
-			  DPToastWait *toast_wait)
+/* A builder without a place to write to yet. */
+static DPHeapBuilder *
+builder_new(Relation rel, bool freeze, TransactionId xid, CommandId cid)
 {
 	DPHeapBuilder *b = palloc0(sizeof(DPHeapBuilder));
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -72,20 +78,36 @@ dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
 	for (int i = 0; i < desc->natts; i++)
 		if (TupleDescAttr(desc, i)->attlen == -1)
 			b->has_varlena = true;
-	b->append = dp_append_begin(rel, true, toast_wait);
-	b->next_block = dp_append_first_block(b->append);
 	b->maxpages = 64;
 	b->pages = palloc(sizeof(Page) * b->maxpages);
+	return b;
+}
+
+DPHeapBuilder *
+dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
+			  DPToastWait *toast_wait)
+{
+	DPHeapBuilder *b = builder_new(rel, freeze, xid, cid);
+
+	b->append = dp_append_begin(rel, true, toast_wait);
+	b->next_block = dp_append_first_block(b->append);
 
 	/* As heap_multi_insert: a serializable reader of the table conflicts. */
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	return b;
 }
 
+DPHeapBuilder *
+dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
+					   CommandId cid)
+{
+	return builder_new(rel, freeze, xid, cid);
+}
+
 static Page
 new_page(DPHeapBuilder *b)
 {
-	Page		page = dp_append_page(b->append);
+	Page		page = b->append ? dp_append_page(b->append) : DP_ALLOC_PAGE();
 
 	if (b->npages == b->maxpages)
 	{
@@ -192,6 +214,54 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 		tup.t_tableOid = RelationGetRelid(b->rel);
 		*copy = heap_copytuple(&tup);
 	}
+}
+
+bool
+dp_heap_add_slot_in_place(DPHeapBuilder *b, TupleTableSlot *slot)
+{
+	Size		hoff;
+	Size		len;
+	bool		hasnull;
+	ItemPointerData tid;
+
+	slot_getallattrs(slot);
+	if (!fits_in_place(b, slot, &hoff, &len, &hasnull))
+		return false;
+	form_in_place(b, slot, hoff, len, hasnull, &tid, NULL);
+	return true;
+}
+
+Page
+dp_heap_take_page(DPHeapBuilder *b, bool include_partial)
+{
+	Page		page;
+
+	Assert(b->append == NULL);
+	if (b->npages == 0 || (!include_partial && b->npages == 1))
+		return NULL;
+	page = b->pages[0];
+	memmove(b->pages, b->pages + 1, sizeof(Page) * (b->npages - 1));
+	b->npages--;
+	return page;
+}
+
+int
+dp_heap_add_page(DPHeapBuilder *b, const char *image)
+{
+	Page		page = new_page(b);
+	BlockNumber blkno = b->next_block + b->npages - 1;
+	OffsetNumber maxoff;
+
+	memcpy(page, image, BLCKSZ);
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		HeapTupleHeader tup = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
+
+		ItemPointerSet(&tup->t_ctid, blkno, off);
+	}
+	b->tuples += maxoff;
+	return maxoff;
 }
 
 void

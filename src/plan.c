@@ -21,7 +21,9 @@
  *
  * custom_private holds: [0] hinted (Integer), [1] the refusal reason or ""
  * (String), [2] freezing allowed by the statement (Integer), [3] refused
- * only for its size (Integer: the reason goes to DEBUG1, report.c).  The wrapper's
+ * only for its size (Integer: the reason goes to DEBUG1, report.c), [4] the
+ * parallel workers asked for, 0 if none or refused at plan time (Integer),
+ * [5] why a parallel load was refused at plan time, or "" (String).  The wrapper's
  * output is the ModifyTable's RETURNING list: the plan's targetlist refers
  * to custom_scan_tlist (a copy of the ModifyTable's targetlist) through
  * INDEX_VAR Vars, so no projection happens and EXPLAIN VERBOSE prints the
@@ -74,7 +76,8 @@ passthrough_tlist(List *mt_tlist)
 
 /* Wrap the finished plan's ModifyTable in a DirectPath CustomScan. */
 static void
-wrap_plan(PlannedStmt *stmt, const DPAdmission *a)
+wrap_plan(PlannedStmt *stmt, const DPAdmission *a, int parallel,
+		  const char *no_parallel)
 {
 	ModifyTable *mt = (ModifyTable *) stmt->planTree;
 	CustomScan *cscan = makeNode(CustomScan);
@@ -94,6 +97,9 @@ wrap_plan(PlannedStmt *stmt, const DPAdmission *a)
 									   makeString(pstrdup(a->reason ? a->reason : "")),
 									   makeInteger(a->freeze_allowed ? 1 : 0),
 									   makeInteger(a->small ? 1 : 0));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(parallel));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeString(pstrdup(no_parallel ? no_parallel : "")));
 	cscan->methods = dp_exec_plan_methods();
 	stmt->planTree = (Plan *) cscan;
 }
@@ -105,9 +111,11 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlannedStmt *stmt;
 	bool		hinted = false;
 	bool		consider;
+	int			parallel;
+	const char *no_parallel = NULL;
 	DPAdmission a;
 
-	consider = dp_admit_insert_wanted(parse, query_string, &hinted);
+	consider = dp_admit_insert_wanted(parse, query_string, &hinted, &parallel);
 	if (prev_planner)
 		stmt = prev_planner(parse, query_string, cursorOptions, boundParams);
 	else
@@ -116,8 +124,11 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 		return stmt;
 
 	dp_admit_insert(parse, stmt, hinted, &a);
+	if (a.direct && parallel > 0 &&
+		(no_parallel = dp_parallel_plan_refusal(stmt, parse)) != NULL)
+		parallel = 0;
 	if (a.direct || hinted)
-		wrap_plan(stmt, &a);
+		wrap_plan(stmt, &a, parallel, no_parallel);
 	else
 		dp_report_note_plan(query_string, parse->stmt_location,
 							parse->stmt_len, a.reason);

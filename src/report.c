@@ -139,6 +139,10 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 		ExplainPropertyText("Index Maintenance", strategies(r), es);
 	if (r->foreign_keys[0])
 		ExplainPropertyText("Foreign Keys", r->foreign_keys, es);
+	if (r->parallel_workers > 0)
+		ExplainPropertyInteger("Parallel Workers", NULL, r->parallel_workers, es);
+	if (r->parallel[0])
+		ExplainPropertyText("Parallel", r->parallel, es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */
@@ -200,8 +204,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	Datum		values[11];
+	bool		nulls[11] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -226,5 +230,10 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 		values[8] = CStringGetTextDatum(last.foreign_keys);
 	else
 		nulls[8] = true;
+	values[9] = Int32GetDatum(last.parallel_workers);
+	if (last.parallel[0])
+		values[10] = CStringGetTextDatum(last.parallel);
+	else
+		nulls[10] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -1,0 +1,112 @@
+--
+-- Parallel direct path: /*+ APPEND PARALLEL(n) */ INSERT ... SELECT from one
+-- table into a plain heap; workers build the pages, the leader writes them.
+--
+SET directpath.min_bytes = 0;
+CREATE EXTENSION IF NOT EXISTS pg_visibility;
+CREATE EXTENSION IF NOT EXISTS amcheck;
+CREATE TABLE par_src AS
+  SELECT g AS id, md5(g::text) AS v, g % 7 AS k FROM generate_series(1, 200000) g;
+VACUUM ANALYZE par_src;
+CREATE TABLE par_t (id int NOT NULL, v text, k int CHECK (k >= 0));
+CREATE TABLE par_s (LIKE par_t INCLUDING ALL);
+
+-- the same rows as the serial direct path, in the leader's transaction
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE k <> 3;
+SELECT path, rows_inserted, parallel_workers > 0 AS parallel, parallel AS why_not
+  FROM directpath.last_statement();
+/*+ APPEND */ INSERT INTO par_s SELECT id, v, k FROM par_src WHERE k <> 3;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+SELECT count(*), sum(id), sum(hashtext(v)), sum(k) FROM par_t;
+SELECT count(*), sum(id), sum(hashtext(v)), sum(k) FROM par_s;
+SELECT (SELECT count(*) FROM (SELECT * FROM par_t EXCEPT ALL SELECT * FROM par_s) d) AS only_parallel,
+       (SELECT count(*) FROM (SELECT * FROM par_s EXCEPT ALL SELECT * FROM par_t) d) AS only_serial;
+-- every tuple's t_ctid names its own place; the heap is sound
+SELECT count(*) FROM par_t t WHERE (SELECT ctid FROM par_t WHERE ctid = t.ctid) IS NULL;
+SELECT count(*) FROM verify_heapam('par_t');
+-- nothing in the VM: the storage is not new
+SELECT all_visible, all_frozen FROM pg_visibility_map_summary('par_t');
+
+-- storage new in the transaction: frozen pages, every VM bit set
+BEGIN;
+CREATE TABLE par_f (id int NOT NULL, v text, k int);
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_f SELECT * FROM par_src;
+SELECT path, frozen, parallel_workers > 0 AS parallel FROM directpath.last_statement();
+COMMIT;
+SELECT count(*), sum(id) FROM par_f;
+SELECT all_visible = pg_relation_size('par_f') / 8192 AS all_vis,
+       all_frozen = pg_relation_size('par_f') / 8192 AS all_frz
+  FROM pg_visibility_map_summary('par_f');
+SELECT count(*) FROM verify_heapam('par_f');
+-- rolled back: nothing left
+BEGIN;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_f SELECT * FROM par_src;
+ROLLBACK;
+SELECT count(*) FROM par_f;
+
+-- a row that needs TOAST goes to the leader, which stores it
+CREATE TABLE par_big (id int, big text);
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_big
+  SELECT id, CASE WHEN id % 1000 = 0 THEN repeat(v, 300) ELSE v END FROM par_src;
+SELECT path, parallel_workers > 0 AS parallel FROM directpath.last_statement();
+SELECT count(*), sum(length(big)), count(*) FILTER (WHERE length(big) > 9000) FROM par_big;
+SELECT count(*) FROM verify_heapam('par_big', check_toast => true);
+
+-- an error in a worker fails the statement with the plain INSERT's
+-- message; nothing of the load is visible
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t
+  SELECT CASE WHEN id = 150000 THEN NULL ELSE id END, v, k FROM par_src;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k - 10 FROM par_src WHERE id = 123456;
+SELECT count(*) FROM par_t;
+
+-- the setting asks for workers without the hint's PARALLEL
+SET directpath.parallel_workers = 2;
+/*+ APPEND */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE k = 3;
+SELECT path, parallel_workers > 0 AS parallel FROM directpath.last_statement();
+-- NOAPPEND and PARALLEL(0) keep it serial
+/*+ APPEND PARALLEL(0) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE k = 3;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+RESET directpath.parallel_workers;
+
+-- what runs serially, and why
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src LIMIT 10;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT s.id, s.v, s.k FROM par_src s JOIN par_src u USING (id) WHERE u.k = 1;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, (random() * 0)::int FROM par_src;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id = 1 RETURNING id;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+CREATE INDEX par_s_id ON par_s (id);
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_s SELECT id, v, k FROM par_src;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+CREATE FUNCTION par_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER par_noop AFTER INSERT ON par_big FOR EACH STATEMENT EXECUTE FUNCTION par_noop();
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_big SELECT id, v FROM par_src;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+ROLLBACK;
+SET max_parallel_workers = 0;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+RESET max_parallel_workers;
+
+-- EXPLAIN ANALYZE names the workers
+CREATE FUNCTION par_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF line ~ 'Direct Path|Parallel' THEN
+      RETURN NEXT regexp_replace(line, '\d+$', 'N');
+    END IF;
+  END LOOP;
+END $$;
+SELECT par_explain('/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id <= 100');
+SELECT count(*) FROM par_t;
+
+DROP TABLE par_src, par_t, par_s, par_f, par_big;
+DROP FUNCTION par_noop();
+DROP FUNCTION par_explain(text);
