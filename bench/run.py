@@ -27,6 +27,8 @@ Scenarios (--only takes the name or the number):
              index size against a fresh build) (default 2M rows)
  10 fkeys    a fact table with foreign keys to 100k-row, 1k-row and N-row
              tables, by INSERT ... SELECT and COPY (default 2M rows)
+ 11 parallel INSERT ... SELECT from a staging table: plain, serial direct,
+             PARALLEL(1), (2), (4) (default 2M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -80,13 +82,15 @@ from dpbench.s7_indexes import IndexScenario  # noqa: E402
 from dpbench.s8_fallback import FallbackScenario  # noqa: E402
 from dpbench.s9_etl import EtlScenario  # noqa: E402
 from dpbench.s10_fkeys import FkeyScenario  # noqa: E402
+from dpbench.s11_parallel import ParallelScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
 from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
-             WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario]
+             WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
+             ParallelScenario]
 
 
 def parse_args(argv=None):

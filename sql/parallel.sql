@@ -92,6 +92,10 @@ SET max_parallel_workers = 0;
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 RESET max_parallel_workers;
+RESET directpath.min_bytes;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id < 0;
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+SET directpath.min_bytes = 0;
 
 -- EXPLAIN ANALYZE names the workers
 CREATE FUNCTION par_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$

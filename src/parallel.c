@@ -137,6 +137,8 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 		return "its SELECT uses parameters or subqueries";
 	if (max_parallel_hazard(parse) != PROPARALLEL_SAFE)
 		return "the statement calls a function that is not parallel safe";
+	if (sub->plan_rows * sub->plan_width < dp_min_bytes)
+		return "its SELECT is estimated to produce less than directpath.min_bytes";
 	return NULL;
 }
 

@@ -717,6 +717,38 @@ def fkey_text(agg):
     return titled_table("Foreign keys", FKEY_HEADER, fkey_rows(agg))
 
 
+# ------------------------------------------------------- parallel (11) ----
+
+PARALLEL_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "workers"]
+
+
+def parallel_rows(agg):
+    rows = []
+    for a in agg.cases("parallel", "replica"):
+        base = agg.get("parallel", "replica", a.twin) if a.twin else None
+        workers = a.first("parallel_workers")
+        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
+                     "–" if workers is None else str(workers)])
+    return rows
+
+
+def section_parallel(agg, meta, out, figs):
+    cases = agg.cases("parallel", "replica")
+    if not cases:
+        return []
+    return ["## 11. Parallel direct path", "",
+            f"{cases[0].first('rows'):,} seed rows by INSERT ... SELECT from a staging table "
+            "into an empty table without indexes (created in an earlier transaction): plain, "
+            "the serial direct path and `/*+ APPEND PARALLEL(n) */`. Time is the load plus the "
+            "CHECKPOINT after it; ratios against the plain INSERT of the same run; *workers*: "
+            "those the load had.", "", md_table(PARALLEL_HEADER, parallel_rows(agg)), ""]
+
+
+def parallel_text(agg):
+    return titled_table("Parallel direct path", PARALLEL_HEADER, parallel_rows(agg))
+
+
 # --------------------------------------------------------------- summary ----
 
 def summary_rows(agg, meta):
@@ -835,7 +867,7 @@ def summary_text(agg, meta):
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
-            fkey_text(agg))
+            fkey_text(agg) + parallel_text(agg))
     return "\n".join(out)
 
 
@@ -911,7 +943,7 @@ def write_all(out, meta, records):
            "WAL that later runs recycle.", ""]
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
-               section_fkeys):
+               section_fkeys, section_parallel):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

@@ -1,0 +1,69 @@
+"""Scenario 11: a parallel direct-path INSERT ... SELECT.
+
+The seed rows (N, default 2M) are copied from a staging table into an empty
+table created in an earlier transaction, without indexes: plain INSERT,
+the serial direct path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2 and 4
+workers (the machine has the cores it has: past them the workers only
+share them).  Time is the load plus the CHECKPOINT after it; ratios
+against the plain INSERT of the same run; the workers each load actually
+had (last_statement().parallel_workers).
+"""
+
+import time
+
+from pgharness.sql import seed_select
+
+from .measure import check_direct
+from .scenario import Case, Scenario
+
+MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
+         ("p1", "direct, PARALLEL(1)", 1), ("p2", "direct, PARALLEL(2)", 2),
+         ("p4", "direct, PARALLEL(4)", 4))
+
+
+class ParallelScenario(Scenario):
+    key = "parallel"
+    number = 11
+    title = "Parallel direct path: INSERT ... SELECT from a staging table"
+    phases = ("replica",)
+    alone = True
+    default_rows = 2_000_000
+
+    def prepare(self, ctx, phase):
+        with ctx.server.conn() as c:
+            c.execute("DROP TABLE IF EXISTS par_stage")
+            c.execute("CREATE TABLE par_stage (timeid int, insid int, indid int, value int)")
+            c.execute(f"INSERT INTO par_stage {seed_select(ctx.rows)}")
+            c.execute("VACUUM ANALYZE par_stage")
+
+    def cases(self, ctx, phase):
+        return [Case(key, label, "plain" if workers is None else "direct",
+                     twin=None if workers is None else "plain", group="parallel",
+                     params={"workers": workers, "mode": label})
+                for key, label, workers in MODES]
+
+    def run(self, ctx, case, run_no):
+        workers = case.params["workers"]
+        rec = {"rows": ctx.rows, "mode": case.params["mode"]}
+        if workers is None:
+            hint = ""
+        elif workers == 0:
+            hint = "/*+ APPEND */ "
+        else:
+            hint = f"/*+ APPEND PARALLEL({workers}) */ "
+        with ctx.server.conn() as c:
+            c.execute("DROP TABLE IF EXISTS par_t")
+            c.execute("CREATE TABLE par_t (timeid int, insid int, indid int, value int)")
+            c.execute("CHECKPOINT")
+            time.sleep(0.5)
+            t0 = time.perf_counter()
+            c.execute(f"{hint}INSERT INTO par_t SELECT * FROM par_stage")
+            if workers is not None:
+                ls = check_direct(c, case.id, ctx.rows)
+                rec["parallel_workers"] = ls.get("parallel_workers")
+                if workers > 0 and not ls.get("parallel_workers"):
+                    raise AssertionError(f"{case.id}: ran serially: {ls.get('parallel')}")
+            c.execute("CHECKPOINT")
+            rec["load_ckpt_s"] = time.perf_counter() - t0
+            c.execute("DROP TABLE par_t")
+        return rec
