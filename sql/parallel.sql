@@ -59,6 +59,14 @@ SELECT count(*) FROM verify_heapam('par_big', check_toast => true);
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k - 10 FROM par_src WHERE id = 123456;
 SELECT count(*) FROM par_t;
 
+-- a column list, a default and a dropped column: the row the INSERT forms
+CREATE TABLE par_d (a int, dropme int, b text, c int DEFAULT 7);
+ALTER TABLE par_d DROP COLUMN dropme;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_d (b, a) SELECT v, id FROM par_src;
+SELECT path, rows_inserted, parallel_workers > 0 AS parallel FROM directpath.last_statement();
+SELECT count(*), sum(a), sum(c), count(b) FROM par_d;
+DROP TABLE par_d;
+
 -- the setting asks for workers without the hint's PARALLEL
 SET directpath.parallel_workers = 2;
 /*+ APPEND */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE k = 3;

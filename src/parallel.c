@@ -116,6 +116,17 @@ has_params(Node *node, void *context)
 	return expression_tree_walker(node, has_params, context);
 }
 
+/* One output column per attribute of the target (locked), in order? */
+static bool
+is_target_row(List *tlist, Oid target)
+{
+	Relation	rel = relation_open(target, NoLock);
+	bool		ok = list_length(tlist) == RelationGetNumberOfAttributes(rel);
+
+	relation_close(rel, NoLock);
+	return ok;
+}
+
 const char *
 dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 {
@@ -135,6 +146,9 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 	if (has_params((Node *) sub->qual, NULL) ||
 		has_params((Node *) sub->targetlist, NULL))
 		return "its SELECT uses parameters or subqueries";
+	if (!is_target_row(sub->targetlist,
+					   rt_fetch(parse->resultRelation, parse->rtable)->relid))
+		return "its SELECT's columns are not the table's row";
 	if (max_parallel_hazard(parse) != PROPARALLEL_SAFE)
 		return "the statement calls a function that is not parallel safe";
 	if (sub->plan_rows * sub->plan_width < dp_min_bytes)
