@@ -143,6 +143,9 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
 		rte->tablesample != NULL)
 		return "its SELECT is not a scan of one table";
+	/* a worker cannot see the leader's local buffers */
+	if (get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
+		return "its SELECT reads a temporary table";
 	if (has_params((Node *) sub->qual, NULL) ||
 		has_params((Node *) sub->targetlist, NULL))
 		return "its SELECT uses parameters or subqueries";
