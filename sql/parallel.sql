@@ -43,6 +43,15 @@ BEGIN;
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_f SELECT * FROM par_src;
 ROLLBACK;
 SELECT count(*) FROM par_f;
+-- in a subtransaction: the workers' rows carry its XID, rolled back with it
+BEGIN;
+SAVEPOINT s;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_f SELECT * FROM par_src WHERE id <= 50000;
+SELECT parallel_workers > 0 AS parallel FROM directpath.last_statement();
+ROLLBACK TO s;
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_f SELECT * FROM par_src WHERE id > 150000;
+COMMIT;
+SELECT count(*), min(id) FROM par_f;
 
 -- a row that needs TOAST goes to the leader, which stores it
 CREATE TABLE par_big (id int, big text);
