@@ -104,8 +104,9 @@ dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
 	return builder_new(rel, freeze, xid, cid);
 }
 
+/* The next page's memory, at the end of b->pages, uninitialised. */
 static Page
-new_page(DPHeapBuilder *b)
+next_page(DPHeapBuilder *b)
 {
 	Page		page = b->append ? dp_append_page(b->append) : DP_ALLOC_PAGE();
 
@@ -114,8 +115,16 @@ new_page(DPHeapBuilder *b)
 		b->maxpages *= 2;
 		b->pages = repalloc(b->pages, sizeof(Page) * b->maxpages);
 	}
-	dp_page_init(page, b->frozen);
 	b->pages[b->npages++] = page;
+	return page;
+}
+
+static Page
+new_page(DPHeapBuilder *b)
+{
+	Page		page = next_page(b);
+
+	dp_page_init(page, b->frozen);
 	return page;
 }
 
@@ -248,7 +257,7 @@ dp_heap_take_page(DPHeapBuilder *b, bool include_partial)
 int
 dp_heap_add_page(DPHeapBuilder *b, const char *image)
 {
-	Page		page = new_page(b);
+	Page		page = next_page(b);
 	BlockNumber blkno = b->next_block + b->npages - 1;
 	OffsetNumber maxoff;
 

@@ -170,23 +170,102 @@ send_message(shm_mq_handle *mqh, char kind, const void *data, Size len)
 	iov[0].len = 1;
 	iov[1].data = data;
 	iov[1].len = len;
-	if (shm_mq_sendv(mqh, iov, 2, false, true) != SHM_MQ_SUCCESS)
+	if (shm_mq_sendv(mqh, iov, 2, false, false) != SHM_MQ_SUCCESS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				 errmsg("directpath: the leader stopped receiving pages")));
 }
 
-/* Send the builder's finished pages (all with 'all'). */
-static void
-send_pages(shm_mq_handle *mqh, DPHeapBuilder *b, bool all)
+/*
+ * A producer of pages: one process's share of the scan, its rows checked
+ * and placed on a detached builder.  Workers run one to the end; the
+ * leader runs one a page at a time, between the workers' messages.
+ */
+typedef struct DPProducer
 {
+	EState	   *estate;
+	ExprContext *econtext;
+	TupleTableSlot *scanslot;	/* a source row */
+	TupleTableSlot *row;		/* the target's row made of it */
+	ExprState  *qual;
+	ProjectionInfo *proj;
+	ResultRelInfo *rri;			/* the target, for its constraints */
+	DPHeapBuilder *builder;
+	TableScanDesc scan;
+	bool		scan_done;
+} DPProducer;
+
+/* A row that needs TOAST, for whoever stores it (the leader). */
+typedef void (*DPToastRow) (void *arg, TupleTableSlot *row);
+
+static void
+producer_begin(DPProducer *p, DPParallelShared *sh, Relation source,
+			   Relation target, ParallelTableScanDesc pscan, List *exprs)
+{
+	p->estate = CreateExecutorState();
+	p->econtext = GetPerTupleExprContext(p->estate);
+	p->scanslot = table_slot_create(source, NULL);
+	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
+	p->qual = ExecInitQual((List *) linitial(exprs), NULL);
+	p->proj = ExecBuildProjectionInfo((List *) lsecond(exprs), p->econtext,
+									  p->row, NULL, RelationGetDescr(source));
+	p->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(p->rri, target, 0, NULL, 0);
+	p->builder = dp_heap_begin_detached(target, sh->frozen, sh->xid, sh->cid);
+	p->scan = table_beginscan_parallel(source, pscan);
+	p->scan_done = false;
+}
+
+/*
+ * The producer's next finished page (palloc'd), its partial last page once
+ * the scan is done, or NULL at the end.
+ */
+static Page
+producer_next(DPProducer *p, DPToastRow toast_row, void *arg)
+{
+	Relation	target = p->rri->ri_RelationDesc;
 	Page		page;
 
-	while ((page = dp_heap_take_page(b, all)) != NULL)
+	while ((page = dp_heap_take_page(p->builder, p->scan_done)) == NULL)
 	{
-		send_message(mqh, DP_MSG_PAGE, page, BLCKSZ);
-		pfree(page);
+		if (p->scan_done)
+			return NULL;
+		if (!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
+		{
+			p->scan_done = true;
+			continue;
+		}
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(p->econtext);
+		p->econtext->ecxt_scantuple = p->scanslot;
+		if (p->qual != NULL && !ExecQual(p->qual, p->econtext))
+			continue;
+		ExecProject(p->proj);
+		if (target->rd_att->constr)
+			ExecConstraints(p->rri, p->row, p->estate);
+		if (!dp_heap_add_slot_in_place(p->builder, p->row))
+			toast_row(arg, p->row);
 	}
+	return page;
+}
+
+static void
+producer_end(DPProducer *p)
+{
+	table_endscan(p->scan);
+	ExecDropSingleTupleTableSlot(p->scanslot);
+	ExecDropSingleTupleTableSlot(p->row);
+	FreeExecutorState(p->estate);
+}
+
+/* A worker's row that needs TOAST goes to the leader. */
+static void
+send_row(void *arg, TupleTableSlot *row)
+{
+	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+
+	send_message((shm_mq_handle *) arg, DP_MSG_ROW, mt, mt->t_len);
+	pfree(mt);
 }
 
 /* Step 2: scan this worker's share, build pages, send them. */
@@ -194,45 +273,16 @@ static void
 build_pages(DPParallelShared *sh, Relation source, Relation target,
 			ParallelTableScanDesc pscan, List *exprs, shm_mq_handle *mqh)
 {
-	EState	   *estate = CreateExecutorState();
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-	TupleTableSlot *scanslot = table_slot_create(source, NULL);
-	TupleTableSlot *row = MakeSingleTupleTableSlot(RelationGetDescr(target),
-												   &TTSOpsVirtual);
-	ExprState  *qual = ExecInitQual((List *) linitial(exprs), NULL);
-	ProjectionInfo *proj = ExecBuildProjectionInfo((List *) lsecond(exprs),
-												   econtext, row, NULL,
-												   RelationGetDescr(source));
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	DPHeapBuilder *b = dp_heap_begin_detached(target, sh->frozen, sh->xid,
-											  sh->cid);
-	TableScanDesc scan = table_beginscan_parallel(source, pscan);
+	DPProducer	p;
+	Page		page;
 
-	InitResultRelInfo(rri, target, 0, NULL, 0);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, scanslot))
+	producer_begin(&p, sh, source, target, pscan, exprs);
+	while ((page = producer_next(&p, send_row, mqh)) != NULL)
 	{
-		CHECK_FOR_INTERRUPTS();
-		ResetExprContext(econtext);
-		econtext->ecxt_scantuple = scanslot;
-		if (qual != NULL && !ExecQual(qual, econtext))
-			continue;
-		ExecProject(proj);
-		if (target->rd_att->constr)
-			ExecConstraints(rri, row, estate);
-		if (!dp_heap_add_slot_in_place(b, row))
-		{
-			MinimalTuple mt = ExecCopySlotMinimalTuple(row);
-
-			send_message(mqh, DP_MSG_ROW, mt, mt->t_len);
-			pfree(mt);
-		}
-		send_pages(mqh, b, false);
+		send_message(mqh, DP_MSG_PAGE, page, BLCKSZ);
+		pfree(page);
 	}
-	send_pages(mqh, b, true);
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(scanslot);
-	ExecDropSingleTupleTableSlot(row);
-	FreeExecutorState(estate);
+	producer_end(&p);
 }
 
 void
@@ -353,15 +403,44 @@ take_message(DPLoad *load, ResultRelInfo *rri, TupleTableSlot *slot,
 		elog(ERROR, "directpath: unexpected message from a parallel worker");
 }
 
-/* Step 3: receive from every queue until all have detached. */
+/* The leader's own row that needs TOAST: the load stores it. */
 static void
-receive_all(DPLoad *load, ResultRelInfo *rri, shm_mq_handle **mqh, int n)
+load_row(void *arg, TupleTableSlot *row)
+{
+	dp_load_row((DPLoad *) arg, row);
+}
+
+/*
+ * The leader's share while no message waits: one page of its own, handed
+ * to the load like a worker's.  Returns false once its share is done.
+ */
+static bool
+produce_one(DPLoad *load, ResultRelInfo *rri, DPProducer *own)
+{
+	Page		page = producer_next(own, load_row, load);
+
+	if (page == NULL)
+		return false;
+	dp_load_page(load, rri, page);
+	pfree(page);
+	return true;
+}
+
+/*
+ * Step 3: receive from every queue until all have detached, building
+ * pages of the leader's own share whenever none waits ('own', until it is
+ * done).
+ */
+static void
+receive_all(DPLoad *load, ResultRelInfo *rri, shm_mq_handle **mqh, int n,
+			DPProducer *own)
 {
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rri->ri_RelationDesc),
 													&TTSOpsMinimalTuple);
 	int			open = n;
+	bool		producing = true;
 
-	while (open > 0)
+	while (open > 0 || producing)
 	{
 		bool		got = false;
 
@@ -386,7 +465,11 @@ receive_all(DPLoad *load, ResultRelInfo *rri, shm_mq_handle **mqh, int n)
 				open--;
 			}
 		}
-		if (!got && open > 0)
+		if (got)
+			continue;
+		if (producing)
+			producing = produce_one(load, rri, own);
+		else if (open > 0)
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1,
 							 DP_WAIT_EVENT_MQ_RECEIVE);
@@ -427,14 +510,22 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 	pcxt = launch(&sh, source, exprs, nworkers);
 	launched = pcxt->nworkers_launched;
 
-	/* steps 2 and 3 */
+	/* steps 2 and 3: the leader takes a share of the scan too */
 	queues = shm_toc_lookup(pcxt->toc, DP_KEY_QUEUES, false);
 	mqh = palloc0(sizeof(shm_mq_handle *) * Max(launched, 1));
 	for (int i = 0; i < launched; i++)
 		mqh[i] = shm_mq_attach((shm_mq *) (queues + i * DP_QUEUE_SIZE),
 							   pcxt->seg, pcxt->worker[i].bgwhandle);
 	if (launched > 0)
-		receive_all(load, mt->resultRelInfo, mqh, launched);
+	{
+		DPProducer	own;
+
+		producer_begin(&own, &sh, source, mt->resultRelInfo->ri_RelationDesc,
+					   shm_toc_lookup(pcxt->toc, DP_KEY_SCAN, false),
+					   list_make2(sub->qual, sub->targetlist));
+		receive_all(load, mt->resultRelInfo, mqh, launched, &own);
+		producer_end(&own);
+	}
 
 	/* step 4 */
 	WaitForParallelWorkersToFinish(pcxt);
