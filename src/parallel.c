@@ -36,6 +36,8 @@
  *	  to the load as the leaf's next block (dp_load_page, which sets the
  *	  tuples' t_ctid), rows to dp_load_row; the load's flush rule writes
  *	  them in batches through the append layer, as a serial load does.
+ *	  Whenever no message waits, the leader builds one page of its own share
+ *	  of the scan (the producer a worker runs) and hands it on the same way.
  * 4. When every worker has detached, the leader waits for them to finish,
  *	  leaves parallel mode, and the load ends as a serial one does.
  *
