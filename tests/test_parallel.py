@@ -2,19 +2,20 @@
 
 What SQL alone cannot show: a streaming standby replays a parallel load
 into the same rows (existing and new storage, the latter frozen); a worker
-terminated or killed mid-load, the leader killed, and the statement
-cancelled, each while the leader sleeps after its first batch with the
-workers' queues full: the statement fails (or the cluster restarts),
-nothing of the load is visible, the heap passes verify_heapam, and the
-same load then succeeds in parallel.
+terminated or killed mid-load, the leader killed, an immediate stop, and
+the statement cancelled, each while the leader sleeps after its first
+batch with the workers' queues full: the statement fails (or the cluster
+recovers), nothing of the load is visible, the heap passes verify_heapam,
+and the same load then succeeds in parallel; a committed parallel load
+survives an immediate stop.
 """
 
 import time
 
 import pytest
 
-from conftest import (Background, crash_backend, fault_gucs, last_statement,
-                      table_digest, verify_table, wait_fault_sleep)
+from conftest import (Background, crash_backend, crash_immediate, fault_gucs,
+                      last_statement, table_digest, verify_table, wait_fault_sleep)
 
 pytestmark = pytest.mark.directpath
 
@@ -93,11 +94,13 @@ def paused_parallel_load(cluster, t):
     return bg, workers
 
 
-@pytest.mark.parametrize("how", ["terminate-worker", "kill-worker", "kill-leader"])
+@pytest.mark.parametrize("how", ["terminate-worker", "kill-worker", "kill-leader",
+                                 "immediate-stop"])
 def test_process_stopped_mid_load(cluster, how):
-    """A worker terminated (the statement fails with its error), or a
-    worker or the leader killed (the cluster restarts): nothing of the load
-    is visible, and the same load then succeeds in parallel."""
+    """A worker terminated (the statement fails with its error), a worker
+    or the leader killed, or the server stopped in immediate mode (crash
+    recovery): nothing of the load is visible, and the same load then
+    succeeds in parallel."""
     t = "par_" + how.replace("-", "_")
     with cluster.conn() as conn:
         make_source(conn)
@@ -108,6 +111,8 @@ def test_process_stopped_mid_load(cluster, how):
         if how == "terminate-worker":
             with cluster.conn() as conn:
                 conn.execute("SELECT pg_terminate_backend(%s)", (workers[0],))
+        elif how == "immediate-stop":
+            crash_immediate(cluster)
         else:
             crash_backend(cluster, workers[0] if how == "kill-worker" else bg.pid)
         bg.join()
@@ -140,3 +145,19 @@ def test_cancel_fails_the_statement(cluster):
                            "WHERE backend_type = 'parallel worker'").fetchone()[0] > 0:
             assert time.monotonic() < deadline, "parallel workers outlived the statement"
             time.sleep(0.1)
+
+
+def test_committed_load_survives_immediate_stop(cluster):
+    """A committed parallel load, then an immediate stop: crash recovery
+    replays the leader's WAL into the same rows."""
+    t = "par_after_commit"
+    with cluster.conn() as conn:
+        make_source(conn)
+        make_target(conn, t)
+        want = expected_digest(conn)
+        conn.execute(LOAD.format(t=t))
+        assert_parallel(conn)
+    crash_immediate(cluster)
+    with cluster.conn() as conn:
+        assert table_digest(conn, t) == want
+        verify_table(conn, t)
