@@ -268,7 +268,6 @@ find_leaf(DPBtAppend *a, BTScanInsert key)
 {
 	Buffer		buf;
 	Page		copy;
-
 	ItemPointer tid = key->scantid;
 
 	if (!key->heapkeyspace)
@@ -1003,10 +1002,10 @@ one_run(DPBtreeBuild *b, DPNameRow name, void *arg, DPBtInsert insert,
 	}
 	if (a.merge ? !merge_ready(&a, page) : !read_ahead(&a))
 	{
+		/* the first entry, below the bound, is always read ahead */
+		Assert(a.nahead > 0);
 		for (int i = 0; i < a.nahead; i++)
 			insert(iarg, a.ahead[i]);
-		if (a.nahead == 0)
-			insert(iarg, dp_btree_next(b));
 		return false;
 	}
 	write_run(&a, page);

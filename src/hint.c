@@ -139,9 +139,9 @@ dp_find_hint(const char *source, int location, int len, int *parallel)
 	const char *p;
 	const char *end;
 	bool		after_insert = false;
+
 	if (parallel)
 		*parallel = dp_parallel_workers;
-
 	if (source == NULL)
 		return DP_HINT_NONE;
 	if (location < 0)

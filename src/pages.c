@@ -63,9 +63,9 @@ struct DPHeapBuilder
 	uint64		tuples;			/* rows placed */
 };
 
-/* A builder without a place to write to yet. */
-static DPHeapBuilder *
-builder_new(Relation rel, bool freeze, TransactionId xid, CommandId cid)
+DPHeapBuilder *
+dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
+					   CommandId cid)
 {
 	DPHeapBuilder *b = palloc0(sizeof(DPHeapBuilder));
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -87,7 +87,7 @@ DPHeapBuilder *
 dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
 			  DPToastWait *toast_wait)
 {
-	DPHeapBuilder *b = builder_new(rel, freeze, xid, cid);
+	DPHeapBuilder *b = dp_heap_begin_detached(rel, freeze, xid, cid);
 
 	b->append = dp_append_begin(rel, true, toast_wait);
 	b->next_block = dp_append_first_block(b->append);
@@ -95,13 +95,6 @@ dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
 	/* As heap_multi_insert: a serializable reader of the table conflicts. */
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	return b;
-}
-
-DPHeapBuilder *
-dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
-					   CommandId cid)
-{
-	return builder_new(rel, freeze, xid, cid);
 }
 
 /* The next page's memory, at the end of b->pages, uninitialised. */
@@ -225,19 +218,28 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 	}
 }
 
-bool
-dp_heap_add_slot_in_place(DPHeapBuilder *b, TupleTableSlot *slot)
+/* Form the slot's row in place if it can be (fits_in_place). */
+static bool
+add_in_place(DPHeapBuilder *b, TupleTableSlot *slot, ItemPointer tid,
+			 HeapTuple *copy)
 {
 	Size		hoff;
 	Size		len;
 	bool		hasnull;
-	ItemPointerData tid;
 
 	slot_getallattrs(slot);
 	if (!fits_in_place(b, slot, &hoff, &len, &hasnull))
 		return false;
-	form_in_place(b, slot, hoff, len, hasnull, &tid, NULL);
+	form_in_place(b, slot, hoff, len, hasnull, tid, copy);
 	return true;
+}
+
+bool
+dp_heap_add_slot_in_place(DPHeapBuilder *b, TupleTableSlot *slot)
+{
+	ItemPointerData tid;
+
+	return add_in_place(b, slot, &tid, NULL);
 }
 
 Page
@@ -277,18 +279,11 @@ void
 dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot, ItemPointer tid,
 				 HeapTuple *copy)
 {
-	Size		hoff;
-	Size		len;
-	bool		hasnull;
 	bool		shouldFree;
 	HeapTuple	htup;
 
-	slot_getallattrs(slot);
-	if (fits_in_place(b, slot, &hoff, &len, &hasnull))
-	{
-		form_in_place(b, slot, hoff, len, hasnull, tid, copy);
+	if (add_in_place(b, slot, tid, copy))
 		return;
-	}
 	htup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
 	dp_heap_add(b, htup, tid);
 	if (copy)

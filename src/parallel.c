@@ -314,7 +314,7 @@ dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 
 /* Why the target cannot take a parallel load, or NULL. */
 static const char *
-refusal(ModifyTableState *mt, EState *estate)
+refusal(ModifyTableState *mt)
 {
 	ResultRelInfo *rri = mt->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
@@ -486,7 +486,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 				   int nworkers)
 {
 	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
-	const char *why = refusal(mt, estate);
+	const char *why = refusal(mt);
 	DPParallelShared sh;
 	ParallelContext *pcxt;
 	Relation	source;

@@ -690,14 +690,20 @@ def etl_text(agg):
 FKEY_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "foreign keys"]
 
 
-def fkey_rows(agg):
+def load_rows(agg, scenario, last):
+    """Per case of a replica-phase scenario: label, load time, ratio against
+    its twin (1 for a case without one), and 'last(case)'."""
     rows = []
-    for a in agg.cases("fkeys", "replica"):
-        base = agg.get("fkeys", "replica", a.twin) if a.twin else None
+    for a in agg.cases(scenario, "replica"):
+        base = agg.get(scenario, "replica", a.twin) if a.twin else None
         rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
                      fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
-                     a.first("foreign_keys") or "–"])
+                     last(a)])
     return rows
+
+
+def fkey_rows(agg):
+    return load_rows(agg, "fkeys", lambda a: a.first("foreign_keys") or "–")
 
 
 def section_fkeys(agg, meta, out, figs):
@@ -723,14 +729,11 @@ PARALLEL_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "workers"]
 
 
 def parallel_rows(agg):
-    rows = []
-    for a in agg.cases("parallel", "replica"):
-        base = agg.get("parallel", "replica", a.twin) if a.twin else None
-        workers = a.first("parallel_workers")
-        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
-                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
-                     "–" if workers is None else str(workers)])
-    return rows
+    def workers(a):
+        n = a.first("parallel_workers")
+        return "–" if n is None else str(n)
+
+    return load_rows(agg, "parallel", workers)
 
 
 def section_parallel(agg, meta, out, figs):
