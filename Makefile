@@ -19,6 +19,7 @@ OBJS = \
 	src/plan.o \
 	src/exec.o \
 	src/parallel.o \
+	src/parcopy.o \
 	src/copy.o \
 	src/rejects.o \
 	src/load.o \
@@ -40,7 +41,7 @@ EXTENSION = directpath
 DATA = directpath--0.1.sql
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel
+REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

@@ -261,7 +261,7 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 
 	memset(a, 0, sizeof(DPAdmission));
 	*relp = NULL;
-	hint = dp_find_hint(source, location, len, NULL);
+	hint = dp_find_hint(source, location, len, &a->parallel);
 	/* REJECTS_TABLE asks for the direct path by itself */
 	if (rejects)
 	{

@@ -344,4 +344,15 @@ dp_copy_report_skipped(CopyFromState cstate)
 #endif
 }
 
+/* COPY FROM ... ON_ERROR other than stop (17+): rows may be skipped. */
+static inline bool
+dp_copy_skips_errors(CopyFromState cstate)
+{
+#if PG_VERSION_NUM >= 170000
+	return cstate->opts.on_error != COPY_ON_ERROR_STOP;
+#else
+	return false;
+#endif
+}
+
 #endif							/* DIRECTPATH_COMPAT_H */

@@ -338,10 +338,34 @@ read_rows(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
 	return processed;
 }
 
+/*
+ * With PARALLEL(n), the rows are parsed by parallel workers and the leader
+ * (parcopy.c) when the COPY allows; false (the reason noted in the load's
+ * report) leaves them to read_rows.  'exprs' are the defaults and WHERE
+ * clause a worker would evaluate.
+ */
+static bool
+copy_in_parallel(CopyFromState cstate, ModifyTableState *mtstate,
+				 DPLoad *load, const DPAdmission *a, DPCopyOptions *opts,
+				 CopyStmt *stmt, Node *where, List *exprs, uint64 *processed)
+{
+	if (a->parallel <= 0)
+		return false;
+	if (opts->rejects_table)
+		dp_load_note_parallel(load, 0, "the COPY has a rejects table");
+	else if (!dp_expr_parallel_safe((Node *) exprs))
+		dp_load_note_parallel(load, 0,
+							  "a column default or the WHERE clause is not parallel safe");
+	else
+		return dp_parallel_copy(load, cstate, mtstate, where, stmt->attlist,
+								opts->core_options, a->parallel, processed);
+	return false;
+}
+
 /* Core's CopyFrom, with the rows going to a direct-path load. */
 static uint64
 copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
-		  DPCopyOptions *opts)
+		  DPCopyOptions *opts, CopyStmt *stmt, Node *where, List *exprs)
 {
 	DPInputLine input = {&cstate->cur_lineno, &cstate->line_buf_valid,
 	&cstate->line_buf};
@@ -363,14 +387,20 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	load = dp_load_begin("COPY", estate, mtstate, a->hinted, a->freeze_allowed,
 						 NULL, &input, rejects);
 
-	errcallback.callback = CopyFromErrorCallback;
-	errcallback.arg = (void *) cstate;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-	processed = read_rows(cstate, estate, slot, load, rejects);
-	/* the last batch's errors still name their input lines */
-	dp_load_end_rows(load);
-	error_context_stack = errcallback.previous;
+	if (copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
+						 &processed))
+		dp_load_end_rows(load);
+	else
+	{
+		errcallback.callback = CopyFromErrorCallback;
+		errcallback.arg = (void *) cstate;
+		errcallback.previous = error_context_stack;
+		error_context_stack = &errcallback;
+		processed = read_rows(cstate, estate, slot, load, rejects);
+		/* the last batch's errors still name their input lines */
+		dp_load_end_rows(load);
+		error_context_stack = errcallback.previous;
+	}
 	/* an index build's errors (a duplicate) belong to no one line */
 	dp_load_finish(load);
 	processed -= dp_load_deleted(load);
@@ -498,7 +528,7 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,
 						   stmt->is_program, NULL, stmt->attlist,
 						   opts.core_options);
-	processed = copy_rows(cstate, rel, &a, &opts);
+	processed = copy_rows(cstate, rel, &a, &opts, stmt, where, exprs);
 	EndCopyFrom(cstate);
 
 	table_close(rel, NoLock);

@@ -1,18 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * parallel.c
- *	  A parallel direct-path load, first shape: INSERT ... SELECT from one
- *	  table into a plain heap, its pages built by parallel workers and
- *	  written by the leader, all in the leader's transaction.
+ *	  A parallel direct-path load: pages built by parallel workers (and by
+ *	  the leader between writes) and written by the leader alone, all in
+ *	  the leader's transaction.  This file has the machinery every parallel
+ *	  load shares and its first input, INSERT ... SELECT from one table;
+ *	  parcopy.c has the other, COPY FROM a file or a program.
  *
  * Asked for with /\*+ APPEND PARALLEL(n) *\/ or directpath.parallel_workers.
  * The INSERT's subplan must be a sequential scan of one table (quals and a
  * projection allowed, no parameters, every function parallel safe): plan
  * time, dp_parallel_plan_refusal.  The target must be a plain heap without
  * indexes, triggers (foreign keys included), RETURNING, row security,
- * stored generated columns or logical logging, outside serializable
- * isolation: run time, refusal().  Otherwise the statement runs serially,
- * and last_statement().parallel says why.
+ * stored generated columns, logical logging or CHECK constraints that are
+ * not parallel safe, outside serializable isolation: run time,
+ * dp_parallel_target_refusal.  Otherwise the statement runs serially, and
+ * last_statement().parallel says why.
  *
  * Algorithm.
  * 1. The leader makes the load direct (its one leaf's page builder, the
@@ -21,14 +24,16 @@
  *	  does, not core's Gather: the planner never plans an INSERT in
  *	  parallel, and a Gather would pass every row through a tuple queue to
  *	  the leader, which would still form every page.  The dynamic shared
- *	  memory holds the shared state (DPParallelShared), the source's
- *	  parallel scan descriptor, the subplan's quals and target list as text,
- *	  and one message queue per worker, the leader receiving.
- * 2. Each worker scans its share of the source (table_beginscan_parallel),
- *	  evaluates the quals and the projection into the target's row format,
- *	  checks NOT NULL and CHECK constraints as ExecInsert does, and places
- *	  the row on a page of its own detached builder (pages.c): the tuple
- *	  header carries the leader's transaction and command, frozen when the
+ *	  memory holds the shared state (DPParallelShared), the input's own part
+ *	  (the source's parallel scan descriptor; for COPY nothing), a text
+ *	  payload (the subplan's quals and target list; COPY's options), one
+ *	  message queue per worker towards the leader and, for COPY, one from
+ *	  the leader (dp_parallel_launch).
+ * 2. Each worker produces rows in the target's format from its share of
+ *	  the input, and places them with a placer (DPPlacer): NOT NULL and
+ *	  CHECK constraints checked as ExecInsert does, the row formed in place
+ *	  on a page of the worker's detached builder (pages.c), its header
+ *	  carrying the leader's transaction and command, frozen when the
  *	  leader's pages are.  A finished page goes to the leader whole.  A row
  *	  that needs TOAST goes to the leader as a row instead: a worker cannot
  *	  insert (heap_insert refuses in a parallel worker).
@@ -36,10 +41,12 @@
  *	  to the load as the leaf's next block (dp_load_page, which sets the
  *	  tuples' t_ctid), rows to dp_load_row; the load's flush rule writes
  *	  them in batches through the append layer, as a serial load does.
- *	  Whenever no message waits, the leader builds one page of its own share
- *	  of the scan (the producer a worker runs) and hands it on the same way.
+ *	  Between messages it feeds the workers their input (COPY) and,
+ *	  whenever nothing else is to be done, produces a share of its own with
+ *	  a placer whose pages go straight to the load (dp_parallel_receive).
  * 4. When every worker has detached, the leader waits for them to finish,
- *	  leaves parallel mode, and the load ends as a serial one does.
+ *	  leaves parallel mode, and the load ends as a serial one does
+ *	  (dp_parallel_finish).
  *
  * Invariants.
  * - Only the leader writes the relation and its WAL: blocks keep the
@@ -48,6 +55,8 @@
  * - Every tuple carries the leader's (sub)transaction ID and command ID,
  *	 which workers see as their own (StartParallelWorkerTransaction), and
  *	 one freezing decision.
+ * - Whatever a worker evaluates (quals, projections, defaults, CHECK
+ *	 constraints) is parallel safe by core's own test (is_parallel_safe).
  * - An error in a worker reaches the leader through core's error queue
  *	 (HandleParallelMessages, from CHECK_FOR_INTERRUPTS) and fails the
  *	 statement; a worker that dies makes its queue detach, and
@@ -56,6 +65,9 @@
  * - While the workers run the leader is in parallel mode: it writes pages
  *	 and, for the rows sent to it, TOAST (heap_insert refuses only in a
  *	 worker), and does nothing that needs a new command ID.
+ * - The leader never blocks on a queue: it sends and receives without
+ *	 waiting and sleeps on its latch only when nothing moved, so a worker
+ *	 blocked on a full queue towards it cannot deadlock with it.
  *
  *-------------------------------------------------------------------------
  */
@@ -72,6 +84,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -86,27 +99,194 @@
 /* Keys of the shared memory table of contents. */
 #define DP_KEY_SHARED	UINT64CONST(0xD1E4C7A000000001)
 #define DP_KEY_SCAN		UINT64CONST(0xD1E4C7A000000002)
-#define DP_KEY_EXPRS	UINT64CONST(0xD1E4C7A000000003)
-#define DP_KEY_QUEUES	UINT64CONST(0xD1E4C7A000000004)
+#define DP_KEY_PAYLOAD	UINT64CONST(0xD1E4C7A000000003)
+#define DP_KEY_OUT		UINT64CONST(0xD1E4C7A000000004)
+#define DP_KEY_IN		UINT64CONST(0xD1E4C7A000000005)
 
-/* Bytes of each worker's queue: about 32 pages in flight. */
-#define DP_QUEUE_SIZE	(32 * (BLCKSZ + 64))
+/* Bytes of each worker's queue towards the leader: about 32 pages. */
+#define DP_OUT_QUEUE_SIZE	(32 * (BLCKSZ + 64))
 
-/* A message's first byte. */
+/* A message's first byte, worker to leader. */
 #define DP_MSG_PAGE		'P'		/* BLCKSZ bytes of a finished page */
 #define DP_MSG_ROW		'R'		/* a minimal tuple that needs TOAST */
 
-/* What every worker needs to know, set by the leader before launch. */
-typedef struct DPParallelShared
+/* The leader's side of a running parallel load. */
+struct DPParallel
 {
-	Oid			source;
-	Oid			target;
-	TransactionId xid;
-	CommandId	cid;
-	bool		frozen;
-} DPParallelShared;
+	ParallelContext *pcxt;
+	int			launched;		/* workers started */
+	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
+	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
+	Size		in_size;		/* bytes of each input queue, or 0 */
+};
 
-/* ---- plan time ---- */
+/* ---- what a worker evaluates must be parallel safe ---- */
+
+bool
+dp_expr_parallel_safe(Node *expr)
+{
+	PlannerInfo *root = makeNode(PlannerInfo);
+
+	/* is_parallel_safe searches only when the query was not all safe */
+	root->glob = makeNode(PlannerGlobal);
+	root->glob->maxParallelHazard = PROPARALLEL_RESTRICTED;
+	return is_parallel_safe(root, expr);
+}
+
+/* Are the target's CHECK constraints parallel safe? */
+static bool
+checks_parallel_safe(Relation rel)
+{
+	TupleConstr *constr = rel->rd_att->constr;
+
+	for (int i = 0; constr != NULL && i < constr->num_check; i++)
+		if (!dp_expr_parallel_safe(stringToNode(constr->check[i].ccbin)))
+			return false;
+	return true;
+}
+
+const char *
+dp_parallel_target_refusal(ModifyTableState *mt)
+{
+	ResultRelInfo *rri = mt->resultRelInfo;
+	Relation	rel = rri->ri_RelationDesc;
+
+	if (mt->mt_nrels != 1 || rel->rd_rel->relkind != RELKIND_RELATION ||
+		mt->mt_partition_tuple_routing != NULL)
+		return "the target is not a plain table";
+	/* the executor may not have opened them yet */
+	if (RelationGetIndexList(rel) != NIL)
+		return "the target has indexes";
+	if (rri->ri_TrigDesc != NULL)
+		return "the target has triggers or foreign keys";
+	if (rri->ri_WithCheckOptions != NIL)
+		return "the target has row security or check options";
+	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+		return "the target has stored generated columns";
+	if (!checks_parallel_safe(rel))
+		return "a CHECK constraint of the target is not parallel safe";
+	if (RelationIsLogicallyLogged(rel))
+		return "the target is logically logged";
+	if (IsolationIsSerializable())
+		return "the transaction is serializable";
+	if (max_parallel_workers == 0)
+		return "max_parallel_workers is 0";
+	return NULL;
+}
+
+/* ---- placing rows: the same in a worker and in the leader ---- */
+
+void
+dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh, Relation target,
+				DPPageSink page, DPRowSink toast_row, void *arg)
+{
+	pl->estate = CreateExecutorState();
+	pl->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(pl->rri, target, 0, NULL, 0);
+	pl->builder = dp_heap_begin_detached(target, sh->frozen, sh->xid, sh->cid);
+	pl->page = page;
+	pl->toast_row = toast_row;
+	pl->arg = arg;
+}
+
+bool
+dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
+{
+	Page		page;
+	bool		handed = false;
+
+	if (pl->rri->ri_RelationDesc->rd_att->constr)
+		ExecConstraints(pl->rri, row, pl->estate);
+	if (!dp_heap_add_slot_in_place(pl->builder, row))
+		pl->toast_row(pl->arg, row);
+	while ((page = dp_heap_take_page(pl->builder, false)) != NULL)
+	{
+		pl->page(pl->arg, page);
+		pfree(page);
+		handed = true;
+	}
+	return handed;
+}
+
+void
+dp_placer_end(DPPlacer *pl)
+{
+	Page		page;
+
+	while ((page = dp_heap_take_page(pl->builder, true)) != NULL)
+	{
+		pl->page(pl->arg, page);
+		pfree(page);
+	}
+	FreeExecutorState(pl->estate);
+}
+
+/* A worker's pages and TOAST rows go to the leader through its queue. */
+static void
+send_message(shm_mq_handle *mqh, char kind, const void *data, Size len)
+{
+	shm_mq_iovec iov[2];
+
+	iov[0].data = &kind;
+	iov[0].len = 1;
+	iov[1].data = data;
+	iov[1].len = len;
+	if (shm_mq_sendv(mqh, iov, 2, false, false) != SHM_MQ_SUCCESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("directpath: the leader stopped receiving pages")));
+}
+
+static void
+send_page(void *arg, Page page)
+{
+	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, page, BLCKSZ);
+}
+
+static void
+send_row(void *arg, TupleTableSlot *row)
+{
+	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+
+	send_message((shm_mq_handle *) arg, DP_MSG_ROW, mt, mt->t_len);
+	pfree(mt);
+}
+
+/* The leader's own pages and TOAST rows go straight to its load. */
+typedef struct DPLeaderSink
+{
+	DPLoad	   *load;
+	ResultRelInfo *rri;
+} DPLeaderSink;
+
+static void
+load_page(void *arg, Page page)
+{
+	DPLeaderSink *s = arg;
+
+	dp_load_page(s->load, s->rri, page);
+}
+
+static void
+load_row(void *arg, TupleTableSlot *row)
+{
+	DPLeaderSink *s = arg;
+
+	dp_load_row(s->load, row);
+}
+
+void
+dp_placer_begin_leader(DPPlacer *pl, const DPParallelShared *sh, DPLoad *load,
+					   ResultRelInfo *rri)
+{
+	DPLeaderSink *s = palloc(sizeof(DPLeaderSink));
+
+	s->load = load;
+	s->rri = rri;
+	dp_placer_begin(pl, sh, rri->ri_RelationDesc, load_page, load_row, s);
+}
+
+/* ---- INSERT ... SELECT: plan time ---- */
 
 static bool
 has_params(Node *node, void *context)
@@ -161,81 +341,52 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 	return NULL;
 }
 
-/* ---- a worker ---- */
-
-static void
-send_message(shm_mq_handle *mqh, char kind, const void *data, Size len)
-{
-	shm_mq_iovec iov[2];
-
-	iov[0].data = &kind;
-	iov[0].len = 1;
-	iov[1].data = data;
-	iov[1].len = len;
-	if (shm_mq_sendv(mqh, iov, 2, false, false) != SHM_MQ_SUCCESS)
-		ereport(ERROR,
-				(errcode(ERRCODE_ADMIN_SHUTDOWN),
-				 errmsg("directpath: the leader stopped receiving pages")));
-}
+/* ---- INSERT ... SELECT: producing rows from a share of the scan ---- */
 
 /*
- * A producer of pages: one process's share of the scan, its rows checked
- * and placed on a detached builder.  Workers run one to the end; the
- * leader runs one a page at a time, between the workers' messages.
+ * One process's share of the scan: its rows filtered, projected into the
+ * target's row and handed to a placer.  Workers run one to the end; the
+ * leader runs one until a page is handed on, between messages.
  */
-typedef struct DPProducer
+typedef struct DPScanShare
 {
-	EState	   *estate;
 	ExprContext *econtext;
 	TupleTableSlot *scanslot;	/* a source row */
 	TupleTableSlot *row;		/* the target's row made of it */
 	ExprState  *qual;
 	ProjectionInfo *proj;
-	ResultRelInfo *rri;			/* the target, for its constraints */
-	DPHeapBuilder *builder;
 	TableScanDesc scan;
-	bool		scan_done;
-} DPProducer;
-
-/* A row that needs TOAST, for whoever stores it (the leader). */
-typedef void (*DPToastRow) (void *arg, TupleTableSlot *row);
+	DPPlacer	placer;
+	bool		done;
+} DPScanShare;
 
 static void
-producer_begin(DPProducer *p, DPParallelShared *sh, Relation source,
-			   Relation target, ParallelTableScanDesc pscan, List *exprs)
+scan_share_begin(DPScanShare *p, Relation source, Relation target,
+				 ParallelTableScanDesc pscan, List *exprs)
 {
-	p->estate = CreateExecutorState();
-	p->econtext = GetPerTupleExprContext(p->estate);
+	p->econtext = GetPerTupleExprContext(p->placer.estate);
 	p->scanslot = table_slot_create(source, NULL);
 	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
 	p->qual = ExecInitQual((List *) linitial(exprs), NULL);
 	p->proj = ExecBuildProjectionInfo((List *) lsecond(exprs), p->econtext,
 									  p->row, NULL, RelationGetDescr(source));
-	p->rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(p->rri, target, 0, NULL, 0);
-	p->builder = dp_heap_begin_detached(target, sh->frozen, sh->xid, sh->cid);
 	p->scan = table_beginscan_parallel(source, pscan);
-	p->scan_done = false;
+	p->done = false;
 }
 
 /*
- * The producer's next finished page (palloc'd), its partial last page once
- * the scan is done, or NULL at the end.
+ * Place rows of the share until a page was handed on (when 'one_page') or
+ * the share is done; returns false once it is.
  */
-static Page
-producer_next(DPProducer *p, DPToastRow toast_row, void *arg)
+static bool
+scan_share_run(DPScanShare *p, bool one_page)
 {
-	Relation	target = p->rri->ri_RelationDesc;
-	Page		page;
-
-	while ((page = dp_heap_take_page(p->builder, p->scan_done)) == NULL)
+	while (!p->done)
 	{
-		if (p->scan_done)
-			return NULL;
 		if (!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
 		{
-			p->scan_done = true;
-			continue;
+			p->done = true;
+			break;
 		}
 		CHECK_FOR_INTERRUPTS();
 		ResetExprContext(p->econtext);
@@ -243,146 +394,202 @@ producer_next(DPProducer *p, DPToastRow toast_row, void *arg)
 		if (p->qual != NULL && !ExecQual(p->qual, p->econtext))
 			continue;
 		ExecProject(p->proj);
-		if (target->rd_att->constr)
-			ExecConstraints(p->rri, p->row, p->estate);
-		if (!dp_heap_add_slot_in_place(p->builder, p->row))
-			toast_row(arg, p->row);
+		if (dp_placer_add(&p->placer, p->row) && one_page)
+			return true;
 	}
-	return page;
+	return false;
 }
 
 static void
-producer_end(DPProducer *p)
+scan_share_end(DPScanShare *p)
 {
 	table_endscan(p->scan);
 	ExecDropSingleTupleTableSlot(p->scanslot);
 	ExecDropSingleTupleTableSlot(p->row);
-	FreeExecutorState(p->estate);
+	dp_placer_end(&p->placer);
 }
 
-/* A worker's row that needs TOAST goes to the leader. */
-static void
-send_row(void *arg, TupleTableSlot *row)
+/* ---- a worker ---- */
+
+void
+dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 {
-	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+	char	   *outq = shm_toc_lookup(toc, DP_KEY_OUT, false);
+	shm_mq	   *mq = (shm_mq *) (outq + ParallelWorkerNumber * DP_OUT_QUEUE_SIZE);
 
-	send_message((shm_mq_handle *) arg, DP_MSG_ROW, mt, mt->t_len);
-	pfree(mt);
-}
-
-/* Step 2: scan this worker's share, build pages, send them. */
-static void
-build_pages(DPParallelShared *sh, Relation source, Relation target,
-			ParallelTableScanDesc pscan, List *exprs, shm_mq_handle *mqh)
-{
-	DPProducer	p;
-	Page		page;
-
-	producer_begin(&p, sh, source, target, pscan, exprs);
-	while ((page = producer_next(&p, send_row, mqh)) != NULL)
+	w->toc = toc;
+	w->sh = shm_toc_lookup(toc, DP_KEY_SHARED, false);
+	w->payload = shm_toc_lookup(toc, DP_KEY_PAYLOAD, false);
+	shm_mq_set_sender(mq, MyProc);
+	w->out = shm_mq_attach(mq, seg, NULL);
+	w->in = NULL;
+	if (w->sh->in_queue_size > 0)
 	{
-		send_message(mqh, DP_MSG_PAGE, page, BLCKSZ);
-		pfree(page);
+		char	   *inq = shm_toc_lookup(toc, DP_KEY_IN, false);
+
+		mq = (shm_mq *) (inq + ParallelWorkerNumber * w->sh->in_queue_size);
+		shm_mq_set_receiver(mq, MyProc);
+		w->in = shm_mq_attach(mq, seg, NULL);
 	}
-	producer_end(&p);
+	/* the leader's lock: a lock group's members do not conflict */
+	w->target = table_open(w->sh->target, ShareRowExclusiveLock);
 }
 
 void
+dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
+{
+	dp_placer_begin(pl, w->sh, w->target, send_page, send_row, w->out);
+}
+
+void
+dp_worker_end(DPWorker *w)
+{
+	table_close(w->target, ShareRowExclusiveLock);
+	if (w->in != NULL)
+		shm_mq_detach(w->in);
+	shm_mq_detach(w->out);
+}
+
+/* A worker of an INSERT ... SELECT: its share of the scan. */
+void
 dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 {
-	DPParallelShared *sh = shm_toc_lookup(toc, DP_KEY_SHARED, false);
-	ParallelTableScanDesc pscan = shm_toc_lookup(toc, DP_KEY_SCAN, false);
-	char	   *exprs = shm_toc_lookup(toc, DP_KEY_EXPRS, false);
-	char	   *queues = shm_toc_lookup(toc, DP_KEY_QUEUES, false);
-	shm_mq	   *mq = (shm_mq *) (queues + ParallelWorkerNumber * DP_QUEUE_SIZE);
-	shm_mq_handle *mqh;
+	DPWorker	w;
 	Relation	source;
-	Relation	target;
+	DPScanShare p;
 
-	shm_mq_set_sender(mq, MyProc);
-	mqh = shm_mq_attach(mq, seg, NULL);
-	/* the leader's locks: a lock group's members do not conflict */
-	source = table_open(sh->source, AccessShareLock);
-	target = table_open(sh->target, ShareRowExclusiveLock);
-	build_pages(sh, source, target, pscan, (List *) stringToNode(exprs), mqh);
-	table_close(target, ShareRowExclusiveLock);
+	dp_worker_begin(&w, seg, toc);
+	source = table_open(w.sh->source, AccessShareLock);
+	dp_placer_begin_worker(&p.placer, &w);
+	scan_share_begin(&p, source, w.target,
+					 shm_toc_lookup(toc, DP_KEY_SCAN, false),
+					 (List *) stringToNode(w.payload));
+	(void) scan_share_run(&p, false);
+	scan_share_end(&p);
 	table_close(source, AccessShareLock);
-	shm_mq_detach(mqh);
+	dp_worker_end(&w);
 }
 
 /* ---- the leader ---- */
 
-/* Why the target cannot take a parallel load, or NULL. */
-static const char *
-refusal(ModifyTableState *mt)
-{
-	ResultRelInfo *rri = mt->resultRelInfo;
-	Relation	rel = rri->ri_RelationDesc;
-
-	if (mt->mt_nrels != 1 || rel->rd_rel->relkind != RELKIND_RELATION ||
-		mt->mt_partition_tuple_routing != NULL)
-		return "the target is not a plain table";
-	/* the executor may not have opened them yet */
-	if (RelationGetIndexList(rel) != NIL)
-		return "the target has indexes";
-	if (rri->ri_TrigDesc != NULL)
-		return "the target has triggers or foreign keys";
-	if (rri->ri_WithCheckOptions != NIL)
-		return "the target has row security or check options";
-	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
-		return "the target has stored generated columns";
-	if (RelationIsLogicallyLogged(rel))
-		return "the target is logically logged";
-	if (IsolationIsSerializable())
-		return "the transaction is serializable";
-	if (max_parallel_workers == 0)
-		return "max_parallel_workers is 0";
-	return NULL;
-}
-
-/* Put the shared state, the scan, the expressions and the queues in place. */
+/* Put the shared state, the scan, the payload and the queues in place. */
 static void
-fill_dsm(ParallelContext *pcxt, DPParallelShared *sh, Relation source,
-		 char *exprs, Snapshot snapshot)
+fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
+		 const char *payload, Snapshot snapshot)
 {
 	DPParallelShared *shared = shm_toc_allocate(pcxt->toc, sizeof(DPParallelShared));
-	ParallelTableScanDesc pscan =
-		shm_toc_allocate(pcxt->toc, table_parallelscan_estimate(source, snapshot));
-	char	   *text = shm_toc_allocate(pcxt->toc, strlen(exprs) + 1);
-	char	   *queues = shm_toc_allocate(pcxt->toc,
-										  (Size) DP_QUEUE_SIZE * pcxt->nworkers);
+	char	   *text = shm_toc_allocate(pcxt->toc, strlen(payload) + 1);
+	char	   *outq = shm_toc_allocate(pcxt->toc,
+										(Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
 
 	*shared = *sh;
-	table_parallelscan_initialize(source, pscan, snapshot);
-	strcpy(text, exprs);
+	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)
-		shm_mq_set_receiver(shm_mq_create(queues + i * DP_QUEUE_SIZE,
-										  DP_QUEUE_SIZE), MyProc);
+		shm_mq_set_receiver(shm_mq_create(outq + i * DP_OUT_QUEUE_SIZE,
+										  DP_OUT_QUEUE_SIZE), MyProc);
 	shm_toc_insert(pcxt->toc, DP_KEY_SHARED, shared);
-	shm_toc_insert(pcxt->toc, DP_KEY_SCAN, pscan);
-	shm_toc_insert(pcxt->toc, DP_KEY_EXPRS, text);
-	shm_toc_insert(pcxt->toc, DP_KEY_QUEUES, queues);
+	shm_toc_insert(pcxt->toc, DP_KEY_PAYLOAD, text);
+	shm_toc_insert(pcxt->toc, DP_KEY_OUT, outq);
+	if (source != NULL)
+	{
+		ParallelTableScanDesc pscan =
+			shm_toc_allocate(pcxt->toc, table_parallelscan_estimate(source, snapshot));
+
+		table_parallelscan_initialize(source, pscan, snapshot);
+		shm_toc_insert(pcxt->toc, DP_KEY_SCAN, pscan);
+	}
+	if (sh->in_queue_size > 0)
+	{
+		char	   *inq = shm_toc_allocate(pcxt->toc,
+										   sh->in_queue_size * pcxt->nworkers);
+
+		for (int i = 0; i < pcxt->nworkers; i++)
+			shm_mq_set_sender(shm_mq_create(inq + i * sh->in_queue_size,
+											sh->in_queue_size), MyProc);
+		shm_toc_insert(pcxt->toc, DP_KEY_IN, inq);
+	}
 }
 
-/* Enter parallel mode, set up the shared memory and start the workers. */
-static ParallelContext *
-launch(DPParallelShared *sh, Relation source, char *exprs, int nworkers)
+/* The shared memory's size: what fill_dsm puts there. */
+static void
+estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
+			 Relation source, const char *payload)
 {
+	int			keys = 3;
+
+	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(DPParallelShared));
+	shm_toc_estimate_chunk(&pcxt->estimator, strlen(payload) + 1);
+	shm_toc_estimate_chunk(&pcxt->estimator,
+						   (Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
+	if (source != NULL)
+	{
+		shm_toc_estimate_chunk(&pcxt->estimator,
+							   table_parallelscan_estimate(source, GetActiveSnapshot()));
+		keys++;
+	}
+	if (sh->in_queue_size > 0)
+	{
+		shm_toc_estimate_chunk(&pcxt->estimator,
+							   sh->in_queue_size * pcxt->nworkers);
+		keys++;
+	}
+	shm_toc_estimate_keys(&pcxt->estimator, keys);
+}
+
+DPParallel *
+dp_parallel_launch(const DPParallelShared *sh, const char *entry,
+				   const char *payload, Relation source, int nworkers)
+{
+	DPParallel *par = palloc0(sizeof(DPParallel));
 	ParallelContext *pcxt;
+	char	   *outq;
 
 	EnterParallelMode();
-	pcxt = CreateParallelContext("directpath", "dp_parallel_main",
+	pcxt = CreateParallelContext("directpath", entry,
 								 Min(nworkers, max_parallel_workers));
-	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(DPParallelShared));
-	shm_toc_estimate_chunk(&pcxt->estimator,
-						   table_parallelscan_estimate(source, GetActiveSnapshot()));
-	shm_toc_estimate_chunk(&pcxt->estimator, strlen(exprs) + 1);
-	shm_toc_estimate_chunk(&pcxt->estimator, (Size) DP_QUEUE_SIZE * pcxt->nworkers);
-	shm_toc_estimate_keys(&pcxt->estimator, 4);
+	estimate_dsm(pcxt, sh, source, payload);
 	InitializeParallelDSM(pcxt);
-	fill_dsm(pcxt, sh, source, exprs, GetActiveSnapshot());
+	fill_dsm(pcxt, sh, source, payload, GetActiveSnapshot());
 	LaunchParallelWorkers(pcxt);
-	return pcxt;
+
+	par->pcxt = pcxt;
+	par->launched = pcxt->nworkers_launched;
+	par->out = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
+	par->in = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
+	par->in_size = sh->in_queue_size;
+	outq = shm_toc_lookup(pcxt->toc, DP_KEY_OUT, false);
+	for (int i = 0; i < par->launched; i++)
+		par->out[i] = shm_mq_attach((shm_mq *) (outq + i * DP_OUT_QUEUE_SIZE),
+									pcxt->seg, pcxt->worker[i].bgwhandle);
+	if (par->in_size > 0)
+	{
+		char	   *inq = shm_toc_lookup(pcxt->toc, DP_KEY_IN, false);
+
+		for (int i = 0; i < par->launched; i++)
+			par->in[i] = shm_mq_attach((shm_mq *) (inq + i * par->in_size),
+									   pcxt->seg, pcxt->worker[i].bgwhandle);
+	}
+	return par;
+}
+
+int
+dp_parallel_workers_launched(DPParallel *par)
+{
+	return par->launched;
+}
+
+shm_mq_handle *
+dp_parallel_input(DPParallel *par, int worker)
+{
+	return par->in[worker];
+}
+
+void
+dp_parallel_input_done(DPParallel *par, int worker)
+{
+	if (par->in[worker] != NULL)
+		shm_mq_detach(par->in[worker]);
+	par->in[worker] = NULL;
 }
 
 /* A message from a worker, to the load. */
@@ -405,72 +612,57 @@ take_message(DPLoad *load, ResultRelInfo *rri, TupleTableSlot *slot,
 		elog(ERROR, "directpath: unexpected message from a parallel worker");
 }
 
-/* The leader's own row that needs TOAST: the load stores it. */
-static void
-load_row(void *arg, TupleTableSlot *row)
-{
-	dp_load_row((DPLoad *) arg, row);
-}
-
-/*
- * The leader's share while no message waits: one page of its own, handed
- * to the load like a worker's.  Returns false once its share is done.
- */
+/* Every message waiting in the workers' queues; false if none. */
 static bool
-produce_one(DPLoad *load, ResultRelInfo *rri, DPProducer *own)
+take_messages(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
+			  TupleTableSlot *slot, int *open)
 {
-	Page		page = producer_next(own, load_row, load);
+	bool		got = false;
 
-	if (page == NULL)
-		return false;
-	dp_load_page(load, rri, page);
-	pfree(page);
-	return true;
+	for (int i = 0; i < par->launched; i++)
+	{
+		Size		len;
+		void	   *data;
+		shm_mq_result r;
+
+		if (par->out[i] == NULL)
+			continue;
+		r = shm_mq_receive(par->out[i], &len, &data, true);
+		if (r == SHM_MQ_SUCCESS)
+		{
+			take_message(load, rri, slot, data, len);
+			got = true;
+		}
+		else if (r == SHM_MQ_DETACHED)
+		{
+			par->out[i] = NULL;
+			(*open)--;
+		}
+	}
+	return got;
 }
 
-/*
- * Step 3: receive from every queue until all have detached, building
- * pages of the leader's own share whenever none waits ('own', until it is
- * done).
- */
-static void
-receive_all(DPLoad *load, ResultRelInfo *rri, shm_mq_handle **mqh, int n,
-			DPProducer *own)
+void
+dp_parallel_receive(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
+					const DPLeaderShare *share)
 {
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rri->ri_RelationDesc),
 													&TTSOpsMinimalTuple);
-	int			open = n;
-	bool		producing = true;
+	int			open = par->launched;
+	bool		own = true;
 
-	while (open > 0 || producing)
+	while (open > 0 || own)
 	{
-		bool		got = false;
+		bool		moved;
 
 		CHECK_FOR_INTERRUPTS();
-		for (int i = 0; i < n; i++)
-		{
-			Size		len;
-			void	   *data;
-			shm_mq_result r;
-
-			if (mqh[i] == NULL)
-				continue;
-			r = shm_mq_receive(mqh[i], &len, &data, true);
-			if (r == SHM_MQ_SUCCESS)
-			{
-				take_message(load, rri, slot, data, len);
-				got = true;
-			}
-			else if (r == SHM_MQ_DETACHED)
-			{
-				mqh[i] = NULL;
-				open--;
-			}
-		}
-		if (got)
+		moved = take_messages(par, load, rri, slot, &open);
+		if (share->feed != NULL && share->feed(share->arg, par))
+			moved = true;
+		if (moved)
 			continue;
-		if (producing)
-			producing = produce_one(load, rri, own);
+		if (own)
+			own = share->step(share->arg);
 		else if (open > 0)
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1,
@@ -481,18 +673,33 @@ receive_all(DPLoad *load, ResultRelInfo *rri, shm_mq_handle **mqh, int n,
 	ExecDropSingleTupleTableSlot(slot);
 }
 
+void
+dp_parallel_finish(DPParallel *par)
+{
+	WaitForParallelWorkersToFinish(par->pcxt);
+	DestroyParallelContext(par->pcxt);
+	ExitParallelMode();
+}
+
+/* ---- INSERT ... SELECT: the leader ---- */
+
+/* The leader's share of the scan: one page at a time. */
+static bool
+scan_step(void *arg)
+{
+	return scan_share_run((DPScanShare *) arg, true);
+}
+
 bool
 dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 				   int nworkers)
 {
 	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
-	const char *why = refusal(mt);
-	DPParallelShared sh;
-	ParallelContext *pcxt;
+	ResultRelInfo *rri = mt->resultRelInfo;
+	const char *why = dp_parallel_target_refusal(mt);
+	DPParallelShared sh = {0};
+	DPParallel *par;
 	Relation	source;
-	char	   *exprs;
-	shm_mq_handle **mqh;
-	char	   *queues;
 	int			launched;
 
 	if (why != NULL)
@@ -503,36 +710,32 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 
 	/* step 1 */
 	sh.source = exec_rt_fetch(((Scan *) sub)->scanrelid, estate)->relid;
-	sh.target = RelationGetRelid(mt->resultRelInfo->ri_RelationDesc);
+	sh.target = RelationGetRelid(rri->ri_RelationDesc);
 	sh.xid = GetCurrentTransactionId();
 	sh.cid = GetCurrentCommandId(true);
-	sh.frozen = dp_load_pages_begin(load, mt->resultRelInfo);
+	sh.frozen = dp_load_pages_begin(load, rri);
 	source = table_open(sh.source, NoLock);
-	exprs = nodeToString(list_make2(sub->qual, sub->targetlist));
-	pcxt = launch(&sh, source, exprs, nworkers);
-	launched = pcxt->nworkers_launched;
+	par = dp_parallel_launch(&sh, "dp_parallel_main",
+							 nodeToString(list_make2(sub->qual, sub->targetlist)),
+							 source, nworkers);
+	launched = par->launched;
 
 	/* steps 2 and 3: the leader takes a share of the scan too */
-	queues = shm_toc_lookup(pcxt->toc, DP_KEY_QUEUES, false);
-	mqh = palloc0(sizeof(shm_mq_handle *) * Max(launched, 1));
-	for (int i = 0; i < launched; i++)
-		mqh[i] = shm_mq_attach((shm_mq *) (queues + i * DP_QUEUE_SIZE),
-							   pcxt->seg, pcxt->worker[i].bgwhandle);
 	if (launched > 0)
 	{
-		DPProducer	own;
+		DPScanShare own;
+		DPLeaderShare share = {NULL, scan_step, &own};
 
-		producer_begin(&own, &sh, source, mt->resultRelInfo->ri_RelationDesc,
-					   shm_toc_lookup(pcxt->toc, DP_KEY_SCAN, false),
-					   list_make2(sub->qual, sub->targetlist));
-		receive_all(load, mt->resultRelInfo, mqh, launched, &own);
-		producer_end(&own);
+		dp_placer_begin_leader(&own.placer, &sh, load, rri);
+		scan_share_begin(&own, source, rri->ri_RelationDesc,
+						 shm_toc_lookup(par->pcxt->toc, DP_KEY_SCAN, false),
+						 list_make2(sub->qual, sub->targetlist));
+		dp_parallel_receive(par, load, rri, &share);
+		scan_share_end(&own);
 	}
 
 	/* step 4 */
-	WaitForParallelWorkersToFinish(pcxt);
-	DestroyParallelContext(pcxt);
-	ExitParallelMode();
+	dp_parallel_finish(par);
 	table_close(source, NoLock);
 	if (launched == 0)
 	{

@@ -742,10 +742,11 @@ def section_parallel(agg, meta, out, figs):
         return []
     return ["## 11. Parallel direct path", "",
             f"{cases[0].first('rows'):,} seed rows by INSERT ... SELECT from a staging table "
-            "into an empty table without indexes (created in an earlier transaction): plain, "
-            "the serial direct path and `/*+ APPEND PARALLEL(n) */`. Time is the load plus the "
-            "CHECKPOINT after it; ratios against the plain INSERT of the same run; *workers*: "
-            "those the load had.", "", md_table(PARALLEL_HEADER, parallel_rows(agg)), ""]
+            "and by COPY from a server-side text file into an empty table without indexes "
+            "(created in an earlier transaction): plain, the serial direct path and "
+            "`/*+ APPEND PARALLEL(n) */`. Time is the load plus the CHECKPOINT after it; "
+            "ratios against the plain INSERT or COPY of the same run; *workers*: those the "
+            "load had.", "", md_table(PARALLEL_HEADER, parallel_rows(agg)), ""]
 
 
 def parallel_text(agg):

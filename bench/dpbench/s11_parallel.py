@@ -1,11 +1,12 @@
-"""Scenario 11: a parallel direct-path INSERT ... SELECT.
+"""Scenario 11: a parallel direct-path INSERT ... SELECT and COPY.
 
-The seed rows (N, default 2M) are copied from a staging table into an empty
-table created in an earlier transaction, without indexes: plain INSERT,
-the serial direct path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2 and 4
-workers (the machine has the cores it has: past them the workers only
-share them).  Time is the load plus the CHECKPOINT after it; ratios
-against the plain INSERT of the same run; the workers each load actually
+The seed rows (N, default 2M) are loaded into an empty table created in an
+earlier transaction, without indexes, by INSERT ... SELECT from a staging
+table and by COPY from a server-side text file: plain, the serial direct
+path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2 and 4 workers (the
+machine has the cores it has: past them the workers only share them).
+Time is the load plus the CHECKPOINT after it; ratios against the plain
+load of the same statement in the same run; the workers each load actually
 had (last_statement().parallel_workers).
 """
 
@@ -19,6 +20,9 @@ from .scenario import Case, Scenario
 MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
          ("p1", "direct, PARALLEL(1)", 1), ("p2", "direct, PARALLEL(2)", 2),
          ("p4", "direct, PARALLEL(4)", 4))
+# (case key prefix, label prefix, statement after the hint)
+LOADS = (("", "INSERT", "INSERT INTO par_t SELECT * FROM par_stage"),
+         ("copy_", "COPY", "COPY par_t FROM '{file}'"))
 
 
 class ParallelScenario(Scenario):
@@ -35,11 +39,16 @@ class ParallelScenario(Scenario):
             c.execute("CREATE TABLE par_stage (timeid int, insid int, indid int, value int)")
             c.execute(f"INSERT INTO par_stage {seed_select(ctx.rows)}")
             c.execute("VACUUM ANALYZE par_stage")
+            self.file = ctx.workdir / f"par_seed_{ctx.rows}.txt"
+            if not self.file.exists():
+                c.execute(f"COPY par_stage TO '{self.file}'")
 
     def cases(self, ctx, phase):
-        return [Case(key, label, "plain" if workers is None else "direct",
-                     twin=None if workers is None else "plain", group="parallel",
-                     params={"workers": workers, "mode": label})
+        return [Case(prefix + key, f"{what}: {label}",
+                     "plain" if workers is None else "direct",
+                     twin=None if workers is None else prefix + "plain", group="parallel",
+                     params={"workers": workers, "mode": label, "statement": statement})
+                for prefix, what, statement in LOADS
                 for key, label, workers in MODES]
 
     def run(self, ctx, case, run_no):
@@ -57,7 +66,7 @@ class ParallelScenario(Scenario):
             c.execute("CHECKPOINT")
             time.sleep(0.5)
             t0 = time.perf_counter()
-            c.execute(f"{hint}INSERT INTO par_t SELECT * FROM par_stage")
+            c.execute(hint + case.params["statement"].format(file=self.file))
             if workers is not None:
                 ls = check_direct(c, case.id, ctx.rows)
                 rec["parallel_workers"] = ls.get("parallel_workers")
