@@ -259,6 +259,8 @@ write_pages(DPAppend *a, Page *pages, int n, BlockNumber first)
 		smgrextend(RelationGetSmgr(a->rel), MAIN_FORKNUM, blkno,
 				   pages[i], a->skip_fsync || !last_in_segment);
 	}
+	/* start the kernel's writeback now, not at the checkpoint's or commit's fsync */
+	smgrwriteback(RelationGetSmgr(a->rel), MAIN_FORKNUM, first, n);
 	recycle(a, pages, n);
 }
 

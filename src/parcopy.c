@@ -78,7 +78,7 @@
 #include "utils/rel.h"
 
 /* Bytes of a worker's chunk and of the leader's own. */
-#define DP_WORKER_CHUNK		(512 * 1024)
+#define DP_WORKER_CHUNK		(128 * 1024)
 #define DP_LEADER_CHUNK		(64 * 1024)
 
 /* Bytes of each worker's input queue: two chunks. */
@@ -109,6 +109,7 @@ typedef struct DPChunker
 	Size		end;
 	bool		eof;			/* nothing more to read */
 	bool		whole;			/* possible end marker seen: rest is one chunk */
+	bool		special[256];	/* bytes the scan must look at one by one */
 	uint64		consumed;		/* bytes cut into chunks so far */
 	/* the scan's state at 'pos', as CopyReadLineText keeps it */
 	int			eol;
@@ -134,6 +135,12 @@ chunker_init(DPChunker *ch, CopyFromState cstate)
 		if (ch->escapec == ch->quotec)
 			ch->escapec = '\0';
 	}
+	/* newlines, escapes and quotes; the others are skipped in a run */
+	ch->special[(unsigned char) '\r'] = ch->special[(unsigned char) '\n'] = true;
+	ch->special[(unsigned char) '\\'] = true;
+	if (ch->csv)
+		ch->special[(unsigned char) ch->quotec] =
+			ch->special[(unsigned char) ch->escapec] = true;
 	ch->cap = 2 * DP_READ_SIZE;
 	ch->buf = palloc(ch->cap);
 	ch->eol = ch->start_eol = EOL_UNKNOWN;
@@ -199,6 +206,24 @@ is_line_end(DPChunker *ch, char c, char next, Size *step)
 }
 
 /*
+ * Skip a run of bytes that are neither newlines, escapes nor quotes: all
+ * they do to the scan's state is end a line's first byte and a CSV escape
+ * (core: "if (c != escapec) last_was_esc = false").
+ */
+static void
+skip_ordinary(DPChunker *ch)
+{
+	const char *p = ch->buf + ch->pos;
+	const char *e = ch->buf + ch->end;
+
+	while (p < e && !ch->special[(unsigned char) *p])
+		p++;
+	ch->pos = p - ch->buf;
+	ch->line_start = false;
+	ch->last_was_esc = false;
+}
+
+/*
  * Scan from 'pos' to the first line end at least 'target' bytes past
  * 'start'; true if found ('pos' is there).  False when the bytes read are
  * used up (a byte whose meaning depends on the next one stays unscanned
@@ -210,10 +235,17 @@ scan_lines(DPChunker *ch, Size target)
 	while (ch->pos < ch->end)
 	{
 		char		c = ch->buf[ch->pos];
-		bool		has_next = ch->pos + 1 < ch->end;
-		char		next = has_next ? ch->buf[ch->pos + 1] : '\0';
+		bool		has_next;
+		char		next;
 		Size		step = 1;
 
+		if (!ch->special[(unsigned char) c])
+		{
+			skip_ordinary(ch);
+			continue;
+		}
+		has_next = ch->pos + 1 < ch->end;
+		next = has_next ? ch->buf[ch->pos + 1] : '\0';
 		if (!has_next && !ch->eof && (c == '\r' || c == '\\'))
 			return false;
 		if (ch->csv)
