@@ -90,6 +90,7 @@
 /* What precedes a chunk's bytes in its message. */
 typedef struct DPChunkHeader
 {
+	uint64		offset;			/* bytes of the input before it */
 	uint64		lines_before;	/* physical lines of the input before it */
 	int			eol;			/* EolType in force at its start */
 } DPChunkHeader;
@@ -315,7 +316,7 @@ read_more(DPChunker *ch)
 static char *
 cut(DPChunker *ch, Size upto, Size *len)
 {
-	DPChunkHeader h = {ch->start_lines, ch->start_eol};
+	DPChunkHeader h = {ch->consumed, ch->start_lines, ch->start_eol};
 	char	   *msg;
 
 	*len = sizeof(h) + (upto - ch->start);
@@ -375,6 +376,9 @@ typedef struct DPChunkParser
 	ExprState  *qual;			/* its WHERE clause, or NULL */
 	TupleTableSlot *slot;
 	DPPlacer	placer;
+	/* the leader's: put COPY's progress row back (BeginCopyFrom resets it) */
+	void		(*restore_progress) (void *arg);
+	void	   *progress_arg;
 } DPChunkParser;
 
 /* 'payload' is the leader's: the WHERE clause, column list and options. */
@@ -387,6 +391,7 @@ parser_begin(DPChunkParser *p, Relation target, List *payload)
 	p->options = (List *) lthird(payload);
 	p->qual = linitial(payload) ? ExecInitQual((List *) linitial(payload), NULL) : NULL;
 	p->slot = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
+	p->restore_progress = NULL;
 }
 
 static void
@@ -436,6 +441,9 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	/* the chunk's place in the input; only the first has the header */
 	cstate->cur_lineno = h.lines_before;
 	cstate->eol_type = (EolType) h.eol;
+	cstate->bytes_processed = h.offset;
+	if (p->restore_progress)
+		p->restore_progress(p->progress_arg);
 
 	errcallback.callback = CopyFromErrorCallback;
 	errcallback.arg = (void *) cstate;
@@ -451,6 +459,8 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	}
 	error_context_stack = errcallback.previous;
 	EndCopyFrom(cstate);
+	if (p->restore_progress)
+		p->restore_progress(p->progress_arg);
 }
 
 /* A worker of a COPY: parse each chunk the leader sends, place its rows. */
@@ -504,6 +514,22 @@ update_progress(DPCopyFeed *f)
 	f->progress[3] = f->ch.consumed;
 	f->progress[4] = dp_load_report(f->load)->rows;
 	pgstat_progress_update_multi_param(2, progress_index + 3, f->progress + 3);
+}
+
+/*
+ * COPY's progress row again, after a chunk's BeginCopyFrom or EndCopyFrom
+ * replaced or ended it.  While the leader parses a chunk, core's reader
+ * updates the bytes read from the chunk's offset in the input.
+ */
+static void
+restore_progress(void *arg)
+{
+	DPCopyFeed *f = arg;
+
+	pgstat_progress_start_command(PROGRESS_COMMAND_COPY, f->relid);
+	f->progress[3] = f->ch.consumed;
+	f->progress[4] = dp_load_report(f->load)->rows;
+	pgstat_progress_update_multi_param(5, progress_index, f->progress);
 }
 
 /* Send worker i's waiting chunk, or cut one for it; true if one went. */
@@ -568,10 +594,6 @@ leader_step(void *arg)
 	}
 	parse_chunk(&f->own, msg, len);
 	pfree(msg);
-	/* the chunk's BeginCopyFrom/EndCopyFrom replaced COPY's progress row */
-	pgstat_progress_start_command(PROGRESS_COMMAND_COPY, f->relid);
-	update_progress(f);
-	pgstat_progress_update_multi_param(3, progress_index, f->progress);
 	return true;
 }
 
@@ -635,6 +657,8 @@ run(DPCopyFeed *f, DPParallel *par, DPParallelShared *sh, DPLoad *load,
 	f->pending_len = palloc0(sizeof(Size) * n);
 	dp_placer_begin_leader(&f->own.placer, sh, load, rri);
 	parser_begin(&f->own, rri->ri_RelationDesc, payload);
+	f->own.restore_progress = restore_progress;
+	f->own.progress_arg = f;
 	dp_parallel_receive(par, load, rri, &share);
 	parser_end(&f->own);
 }

@@ -1,4 +1,5 @@
-"""Parallel direct path (parallel.c): workers build pages, the leader writes.
+"""Parallel direct path (parallel.c, parcopy.c): workers build pages, the
+leader writes; each case for INSERT ... SELECT and for COPY from a file.
 
 What SQL alone cannot show: a streaming standby replays a parallel load
 into the same rows (existing and new storage, the latter frozen); a worker
@@ -20,18 +21,22 @@ from conftest import (Background, crash_backend, crash_immediate, fault_gucs,
 pytestmark = pytest.mark.directpath
 
 ROWS = 300_000
-LOAD = ("/*+ APPEND PARALLEL(2) */ INSERT INTO {t} "
-        "SELECT id, v, k FROM par_src WHERE k <> 3")
+LOADS = {"insert": ("/*+ APPEND PARALLEL(2) */ INSERT INTO {t} "
+                    "SELECT id, v, k FROM par_src WHERE k <> 3"),
+         "copy": "/*+ APPEND PARALLEL(2) */ COPY {t} FROM 'dp_par_src.dat'"}
+LOAD_KINDS = pytest.mark.parametrize("kind", list(LOADS))
 
 
 def make_source(conn):
-    """The source table (the same rows whenever a test of the shared
-    cluster makes it again)."""
-    if conn.execute("SELECT to_regclass('par_src')").fetchone()[0] is not None:
-        return
-    conn.execute("CREATE TABLE par_src AS SELECT g AS id, md5(g::text) AS v, g % 7 AS k "
-                 f"FROM generate_series(1, {ROWS}) g")
-    conn.execute("VACUUM ANALYZE par_src")
+    """The source table and, in the data directory, the file COPY reads:
+    the same rows whenever a test of the shared cluster makes them again."""
+    if conn.execute("SELECT to_regclass('par_src')").fetchone()[0] is None:
+        conn.execute("CREATE TABLE par_src AS SELECT g AS id, md5(g::text) AS v, g % 7 AS k "
+                     f"FROM generate_series(1, {ROWS}) g")
+        conn.execute("VACUUM ANALYZE par_src")
+    if conn.execute("SELECT pg_stat_file('dp_par_src.dat', true) IS NULL").fetchone()[0]:
+        conn.execute("COPY (SELECT id, v, k FROM par_src WHERE k <> 3) "
+                     "TO PROGRAM 'cat > dp_par_src.dat'")
 
 
 def make_target(conn, t):
@@ -50,7 +55,8 @@ def assert_parallel(conn):
     return st
 
 
-def test_parallel_load_replayed_by_standby(make_cluster, tmp_path):
+@LOAD_KINDS
+def test_parallel_load_replayed_by_standby(make_cluster, tmp_path, kind):
     p = make_cluster(name="primary")
     with p.conn() as conn:
         make_source(conn)
@@ -58,11 +64,11 @@ def test_parallel_load_replayed_by_standby(make_cluster, tmp_path):
         want = expected_digest(conn)
     sb = p.make_standby(tmp_path)
     with p.conn() as conn:
-        conn.execute(LOAD.format(t="par_e"))
+        conn.execute(LOADS[kind].format(t="par_e"))
         assert_parallel(conn)
         conn.execute("BEGIN")
         make_target(conn, "par_n")
-        conn.execute(LOAD.format(t="par_n"))
+        conn.execute(LOADS[kind].format(t="par_n"))
         st = assert_parallel(conn)
         assert st["frozen"], st
         conn.execute("COMMIT")
@@ -77,13 +83,13 @@ def test_parallel_load_replayed_by_standby(make_cluster, tmp_path):
     sb.stop()
 
 
-def paused_parallel_load(cluster, t):
-    """Start the parallel load of 't' and return (Background, worker pids)
+def paused_parallel_load(cluster, t, kind):
+    """Start the parallel load ('kind') of 't' and return (Background, worker pids)
     once the leader sleeps after its first batch."""
     off = cluster.log_size()
     settings = dict(fault_gucs("first_batch", 1, sleep_ms=60_000),
                     **{"directpath.batch_pages": 50})
-    bg = Background(cluster, [LOAD.format(t=t)], settings, name="loader")
+    bg = Background(cluster, [LOADS[kind].format(t=t)], settings, name="loader")
     bg.start()
     wait_fault_sleep(cluster, bg, "first_batch", off)
     with cluster.conn() as conn:
@@ -94,19 +100,20 @@ def paused_parallel_load(cluster, t):
     return bg, workers
 
 
+@LOAD_KINDS
 @pytest.mark.parametrize("how", ["terminate-worker", "kill-worker", "kill-leader",
                                  "immediate-stop"])
-def test_process_stopped_mid_load(cluster, how):
+def test_process_stopped_mid_load(cluster, how, kind):
     """A worker terminated (the statement fails with its error), a worker
     or the leader killed, or the server stopped in immediate mode (crash
     recovery): nothing of the load is visible, and the same load then
     succeeds in parallel."""
-    t = "par_" + how.replace("-", "_")
+    t = f"par_{kind}_" + how.replace("-", "_")
     with cluster.conn() as conn:
         make_source(conn)
         make_target(conn, t)
         want = expected_digest(conn)
-    bg, workers = paused_parallel_load(cluster, t)
+    bg, workers = paused_parallel_load(cluster, t, kind)
     with bg:
         if how == "terminate-worker":
             with cluster.conn() as conn:
@@ -120,17 +127,18 @@ def test_process_stopped_mid_load(cluster, how):
     with cluster.conn() as conn:
         assert table_digest(conn, t) == (0, 0)
         verify_table(conn, t)
-        conn.execute(LOAD.format(t=t))
+        conn.execute(LOADS[kind].format(t=t))
         assert_parallel(conn)
         assert table_digest(conn, t) == want
 
 
-def test_cancel_fails_the_statement(cluster):
-    t = "par_c"
+@LOAD_KINDS
+def test_cancel_fails_the_statement(cluster, kind):
+    t = f"par_c_{kind}"
     with cluster.conn() as conn:
         make_source(conn)
         make_target(conn, t)
-    bg, _ = paused_parallel_load(cluster, t)
+    bg, _ = paused_parallel_load(cluster, t, kind)
     with bg:
         with cluster.conn() as conn:
             conn.execute("SELECT pg_cancel_backend(%s)", (bg.pid,))
@@ -147,17 +155,40 @@ def test_cancel_fails_the_statement(cluster):
             time.sleep(0.1)
 
 
-def test_committed_load_survives_immediate_stop(cluster):
+@LOAD_KINDS
+def test_committed_load_survives_immediate_stop(cluster, kind):
     """A committed parallel load, then an immediate stop: crash recovery
     replays the leader's WAL into the same rows."""
-    t = "par_after_commit"
+    t = f"par_after_commit_{kind}"
     with cluster.conn() as conn:
         make_source(conn)
         make_target(conn, t)
         want = expected_digest(conn)
-        conn.execute(LOAD.format(t=t))
+        conn.execute(LOADS[kind].format(t=t))
         assert_parallel(conn)
     crash_immediate(cluster)
     with cluster.conn() as conn:
         assert table_digest(conn, t) == want
         verify_table(conn, t)
+
+
+def test_copy_progress_reported(cluster):
+    """pg_stat_progress_copy shows a parallel COPY's leader: a file read
+    FROM, bytes read out of the file's size, rows written."""
+    t = "par_progress"
+    with cluster.conn() as conn:
+        make_source(conn)
+        make_target(conn, t)
+    bg, _ = paused_parallel_load(cluster, t, "copy")
+    with bg:
+        with cluster.conn() as conn:
+            row = conn.execute(
+                "SELECT command, type, bytes_processed, bytes_total, tuples_processed "
+                "FROM pg_stat_progress_copy WHERE pid = %s", (bg.pid,)).fetchone()
+            conn.execute("SELECT pg_cancel_backend(%s)", (bg.pid,))
+        bg.join()
+    assert row is not None, "no progress row for the leader"
+    command, typ, done, total, rows = row
+    assert (command, typ) == ("COPY FROM", "FILE"), row
+    assert 0 < done <= total, row
+    assert rows > 0, row
