@@ -66,7 +66,7 @@ SELECT pc_both($$FROM 'dp_pc_crlf.dat'$$);
 SELECT pc_both($$(id, t) FROM PROGRAM 'cut -f1,2 dp_pc_text.dat' WHERE id % 3 = 0$$);
 -- an end-of-copy marker: nothing after it is loaded, as with core
 COPY (SELECT * FROM pc_src WHERE id <= 100000) TO PROGRAM 'cat > dp_pc_mark.dat';
-COPY (SELECT 0) TO PROGRAM 'echo ''\.'' >> dp_pc_mark.dat';
+COPY (SELECT 0) TO PROGRAM 'cat >/dev/null; echo ''\.'' >> dp_pc_mark.dat';
 COPY (SELECT * FROM pc_src WHERE id > 100000) TO PROGRAM 'cat >> dp_pc_mark.dat';
 SELECT pc_both($$FROM 'dp_pc_mark.dat'$$);
 -- the setting asks for workers without the hint's PARALLEL
@@ -116,7 +116,7 @@ SELECT pc_error($$/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_bad.dat' WITH 
 SELECT pc_error($$/*+ NOAPPEND */ COPY pc_t FROM 'dp_pc_bad.dat' WITH (FORMAT csv)$$);
 -- a line end that does not match the first line's
 COPY pc_src TO PROGRAM 'cat > dp_pc_bad.dat';
-COPY (SELECT 1) TO PROGRAM 'printf ''7\tx\t1\r\n'' >> dp_pc_bad.dat';
+COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; printf ''7\tx\t1\r\n'' >> dp_pc_bad.dat';
 SELECT pc_error($$/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_bad.dat'$$);
 SELECT pc_error($$/*+ NOAPPEND */ COPY pc_t FROM 'dp_pc_bad.dat'$$);
 SELECT count(*) FROM pc_t;
