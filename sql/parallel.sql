@@ -99,6 +99,34 @@ SELECT path, parallel_workers > 0 AS parallel FROM directpath.last_statement();
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 RESET directpath.parallel_workers;
 
+-- indexes: the leader gives the workers' rows their entries as a serial
+-- load gives its own (per batch on existing storage, built at the end on
+-- new storage)
+CREATE TABLE par_i (id int PRIMARY KEY, v text, k int);
+CREATE INDEX par_i_v ON par_i (v);
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_i SELECT id, v, k FROM par_src WHERE id <= 100000;
+SELECT path, rows_inserted, parallel_workers > 0 AS parallel FROM directpath.last_statement();
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_i SELECT id, v, k FROM par_src WHERE id > 100000;
+SELECT path, rows_inserted, parallel_workers > 0 AS parallel FROM directpath.last_statement();
+SELECT count(*), count(DISTINCT id), count(DISTINCT v) FROM par_i;
+SELECT bt_index_check('par_i_pkey', true), bt_index_check('par_i_v', true);
+-- a duplicate key: INSERT's error, nothing of the statement visible
+SELECT par_error('/*+ APPEND PARALLEL(2) */ INSERT INTO par_i
+  SELECT CASE WHEN id = 150000 THEN 5 ELSE id + 200000 END, v, k FROM par_src');
+SELECT count(*) FROM par_i;
+-- new storage: the entries sorted during the load, the index built at the end
+BEGIN;
+CREATE TABLE par_n (id int PRIMARY KEY, v text, k int);
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_n SELECT * FROM par_src;
+SELECT path, index_maintenance, frozen, parallel_workers > 0 AS parallel
+  FROM directpath.last_statement();
+COMMIT;
+SELECT bt_index_check('par_n_pkey', true);
+SET enable_seqscan = off;
+SELECT count(*), sum(id) FROM par_n WHERE id BETWEEN 1000 AND 1999;
+RESET enable_seqscan;
+DROP TABLE par_i, par_n;
+
 -- what runs serially, and why
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src LIMIT 10;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
@@ -110,9 +138,6 @@ SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, (random() * 0)::int FROM par_src;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id = 1 RETURNING id;
-SELECT path, parallel_workers, parallel FROM directpath.last_statement();
-CREATE INDEX par_s_id ON par_s (id);
-/*+ APPEND PARALLEL(2) */ INSERT INTO par_s SELECT id, v, k FROM par_src;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 CREATE FUNCTION par_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
 CREATE TRIGGER par_noop AFTER INSERT ON par_big FOR EACH STATEMENT EXECUTE FUNCTION par_noop();

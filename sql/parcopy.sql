@@ -98,13 +98,16 @@ DROP TABLE pc_f;
 CREATE FUNCTION pc_error(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   m text;
+  d text;
   c text;
 BEGIN
   EXECUTE q;
   RETURN 'no error';
 EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, c = PG_EXCEPTION_CONTEXT;
-  RETURN SQLSTATE || ': ' || m || ' | ' || substring(c from 'COPY [^\n]*');
+  GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL,
+                          c = PG_EXCEPTION_CONTEXT;
+  RETURN SQLSTATE || ': ' || m || coalesce(' | ' || nullif(d, ''), '')
+         || coalesce(' | ' || substring(c from 'COPY \w+, line [^\n]*'), '');
 END $$;
 COPY (SELECT id, t, CASE WHEN id = 120000 THEN 'x' ELSE n::text END
         FROM pc_src) TO PROGRAM 'cat > dp_pc_bad.dat';
@@ -120,6 +123,19 @@ COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; printf ''7\tx\t1\r\n'' >> dp_pc_bad.
 SELECT pc_error($$/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_bad.dat'$$);
 SELECT pc_error($$/*+ NOAPPEND */ COPY pc_t FROM 'dp_pc_bad.dat'$$);
 SELECT count(*) FROM pc_t;
+-- a unique index: the leader inserts the entries, INSERT's error names the
+-- key (not the line: the leader did not parse it)
+CREATE UNIQUE INDEX pc_t_id ON pc_t (id);
+/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_text.dat';
+SELECT pc_report();
+SELECT count(*), count(DISTINCT id) FROM pc_t;
+SELECT bt_index_check('pc_t_id', true);
+COPY (SELECT CASE WHEN id = 120000 THEN 7 ELSE id + 1000000 END, t, n FROM pc_src)
+  TO PROGRAM 'cat > dp_pc_dup.dat';
+SELECT pc_error($$/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_dup.dat'$$);
+SELECT count(*) FROM pc_t;
+TRUNCATE pc_t;
+DROP INDEX pc_t_id;
 
 -- what keeps a COPY serial, and says why
 /*+ APPEND PARALLEL(2) */ COPY pc_t FROM STDIN;
@@ -149,9 +165,6 @@ SELECT pc_report();
 /*+ APPEND PARALLEL(2) */ COPY pc_s FROM 'dp_pc_text.dat' WHERE pc_unsafe(n);
 SELECT pc_report();
 TRUNCATE pc_s;
-CREATE INDEX ON pc_s (id);
-/*+ APPEND PARALLEL(2) */ COPY pc_s FROM 'dp_pc_text.dat';
-SELECT pc_report();
 SET directpath.min_bytes = '64MB';
 /*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_text.dat';
 SELECT pc_report();

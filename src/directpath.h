@@ -387,8 +387,9 @@ extern uint64 dp_load_deleted(DPLoad *load);
  * A parallel load's leader (parallel.c): dp_load_pages_begin makes the load
  * direct with 'rri' its leaf and returns whether its pages go out frozen;
  * dp_load_page takes a worker's finished page as the leaf's next block
- * (its rows counted); dp_load_note_parallel records the workers used, or
- * why none were.
+ * (its rows counted, their index entries spooled or queued as a placed
+ * row's are); dp_load_note_parallel records the workers used, or why none
+ * were.
  */
 extern bool dp_load_pages_begin(DPLoad *load, ResultRelInfo *rri);
 extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
@@ -886,9 +887,11 @@ extern Page dp_heap_take_page(DPHeapBuilder *b, bool include_partial);
 /*
  * A page built by a worker's builder (same freezing, same transaction):
  * placed as the next block, each tuple's t_ctid set to its place.
- * Returns its tuples.
+ * Returns its tuples; *placed and *blkno get the builder's copy (valid
+ * until the next flush) and its block number.
  */
-extern int	dp_heap_add_page(DPHeapBuilder *b, const char *image);
+extern int	dp_heap_add_page(DPHeapBuilder *b, const char *image, Page *placed,
+							 BlockNumber *blkno);
 
 /* Full pages built and not yet written (the last may still fill). */
 extern int	dp_heap_full_pages(DPHeapBuilder *b);

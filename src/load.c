@@ -506,16 +506,54 @@ dp_load_pages_begin(DPLoad *s, ResultRelInfo *rri)
 	return s->report.frozen;
 }
 
+/*
+ * A page placed whole: each of its rows gets what place() gives a row,
+ * its entries spooled for an index build or the row queued for its
+ * after-insert work (index entries), with no input line of its own.
+ */
+static void
+page_rows(DPLoad *s, DPLeaf *leaf, Page page, BlockNumber blkno)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	HeapTupleData tup;
+
+	tup.t_tableOid = RelationGetRelid(leaf->rri->ri_RelationDesc);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		ItemId		lp = PageGetItemId(page, off);
+
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		ItemPointerSet(&tup.t_self, blkno, off);
+		if (leaf->needs_post)
+		{
+			MemoryContext old = MemoryContextSwitchTo(dp_queue_memory(s->queue));
+
+			dp_queue_add(s->queue, leaf, heap_copytuple(&tup), 0, NULL);
+			MemoryContextSwitchTo(old);
+		}
+		if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		{
+			ExecStoreHeapTuple(&tup, leaf->slot, false);
+			spool(s, leaf, leaf->slot, &tup.t_self);
+			ExecClearTuple(leaf->slot);
+		}
+	}
+}
+
 void
 dp_load_page(DPLoad *s, ResultRelInfo *rri, const char *image)
 {
 	DPLeaf	   *leaf = dp_leaf_get(&s->leaves, rri);
 	DPFlush		f = flush_rule(s, leaf);
+	Page		page;
+	BlockNumber blkno;
 	int			n;
 
 	if (f != DPF_NONE)
 		flush(s, f == DPF_DRAIN);
-	n = dp_heap_add_page(leaf->writer, image);
+	n = dp_heap_add_page(leaf->writer, image, &page, &blkno);
+	page_rows(s, leaf, page, blkno);
 	if (s->leaves.mtstate->canSetTag)
 		s->leaves.estate->es_processed += n;
 	s->report.rows += n;

@@ -257,7 +257,8 @@ dp_heap_take_page(DPHeapBuilder *b, bool include_partial)
 }
 
 int
-dp_heap_add_page(DPHeapBuilder *b, const char *image)
+dp_heap_add_page(DPHeapBuilder *b, const char *image, Page *placed,
+				 BlockNumber *blknop)
 {
 	Page		page = next_page(b);
 	BlockNumber blkno = b->next_block + b->npages - 1;
@@ -272,6 +273,8 @@ dp_heap_add_page(DPHeapBuilder *b, const char *image)
 		ItemPointerSet(&tup->t_ctid, blkno, off);
 	}
 	b->tuples += maxoff;
+	*placed = page;
+	*blknop = blkno;
 	return maxoff;
 }
 

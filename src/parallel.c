@@ -154,9 +154,6 @@ dp_parallel_target_refusal(ModifyTableState *mt)
 	if (mt->mt_nrels != 1 || rel->rd_rel->relkind != RELKIND_RELATION ||
 		mt->mt_partition_tuple_routing != NULL)
 		return "the target is not a plain table";
-	/* the executor may not have opened them yet */
-	if (RelationGetIndexList(rel) != NIL)
-		return "the target has indexes";
 	if (rri->ri_TrigDesc != NULL)
 		return "the target has triggers or foreign keys";
 	if (rri->ri_WithCheckOptions != NIL)
