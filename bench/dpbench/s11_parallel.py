@@ -5,9 +5,11 @@ earlier transaction, without indexes, by INSERT ... SELECT from a staging
 table and by COPY from a server-side text file: plain, the serial direct
 path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2 and 4 workers (the
 machine has the cores it has: past them the workers only share them).
-Time is the load plus the CHECKPOINT after it; ratios against the plain
-load of the same statement in the same run; the workers each load actually
-had (last_statement().parallel_workers).
+The INSERT is also run into a table created, with a btree on insid, in
+the load's own transaction (new storage: the direct path builds the index
+at the end).  Time is the load plus the CHECKPOINT after it; ratios
+against the plain load of the same statement in the same run; the workers
+each load actually had (last_statement().parallel_workers).
 """
 
 import time
@@ -20,9 +22,13 @@ from .scenario import Case, Scenario
 MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
          ("p1", "direct, PARALLEL(1)", 1), ("p2", "direct, PARALLEL(2)", 2),
          ("p4", "direct, PARALLEL(4)", 4))
-# (case key prefix, label prefix, statement after the hint)
-LOADS = (("", "INSERT", "INSERT INTO par_t SELECT * FROM par_stage"),
-         ("copy_", "COPY", "COPY par_t FROM '{file}'"))
+# (case key prefix, label prefix, statement after the hint, new storage
+# with a btree: the table and its index created in the load's transaction)
+LOADS = (("", "INSERT", "INSERT INTO par_t SELECT * FROM par_stage", False),
+         ("copy_", "COPY", "COPY par_t FROM '{file}'", False),
+         ("btree_", "INSERT, new storage + btree (insid)",
+          "INSERT INTO par_t SELECT * FROM par_stage", True))
+CREATE = "CREATE TABLE par_t (timeid int, insid int, indid int, value int)"
 
 
 class ParallelScenario(Scenario):
@@ -47,8 +53,9 @@ class ParallelScenario(Scenario):
         return [Case(prefix + key, f"{what}: {label}",
                      "plain" if workers is None else "direct",
                      twin=None if workers is None else prefix + "plain", group="parallel",
-                     params={"workers": workers, "mode": label, "statement": statement})
-                for prefix, what, statement in LOADS
+                     params={"workers": workers, "mode": label, "statement": statement,
+                             "new_btree": new_btree})
+                for prefix, what, statement, new_btree in LOADS
                 for key, label, workers in MODES]
 
     def run(self, ctx, case, run_no):
@@ -60,18 +67,26 @@ class ParallelScenario(Scenario):
             hint = "/*+ APPEND */ "
         else:
             hint = f"/*+ APPEND PARALLEL({workers}) */ "
+        new_btree = case.params["new_btree"]
         with ctx.server.conn() as c:
             c.execute("DROP TABLE IF EXISTS par_t")
-            c.execute("CREATE TABLE par_t (timeid int, insid int, indid int, value int)")
+            if not new_btree:
+                c.execute(CREATE)
             c.execute("CHECKPOINT")
             time.sleep(0.5)
             t0 = time.perf_counter()
+            if new_btree:
+                c.execute("BEGIN")
+                c.execute(CREATE)
+                c.execute("CREATE INDEX ON par_t (insid)")
             c.execute(hint + case.params["statement"].format(file=self.file))
             if workers is not None:
                 ls = check_direct(c, case.id, ctx.rows)
                 rec["parallel_workers"] = ls.get("parallel_workers")
                 if workers > 0 and not ls.get("parallel_workers"):
                     raise AssertionError(f"{case.id}: ran serially: {ls.get('parallel')}")
+            if new_btree:
+                c.execute("COMMIT")
             c.execute("CHECKPOINT")
             rec["load_ckpt_s"] = time.perf_counter() - t0
             c.execute("DROP TABLE par_t")
