@@ -11,11 +11,11 @@
  * The INSERT's subplan must be a sequential scan of one table (quals and a
  * projection allowed, no parameters, every function parallel safe): plan
  * time, dp_parallel_plan_refusal.  The target must be a plain heap without
- * indexes, triggers (foreign keys included), RETURNING, row security,
- * stored generated columns, logical logging or CHECK constraints that are
- * not parallel safe, outside serializable isolation: run time,
- * dp_parallel_target_refusal.  Otherwise the statement runs serially, and
- * last_statement().parallel says why.
+ * triggers (foreign keys included), RETURNING, row security, stored
+ * generated columns or CHECK constraints that are not parallel safe,
+ * outside serializable isolation: run time, dp_parallel_target_refusal.
+ * Otherwise the statement runs serially, and last_statement().parallel
+ * says why.
  *
  * Algorithm.
  * 1. The leader makes the load direct (its one leaf's page builder, the
@@ -39,11 +39,14 @@
  *	  insert (heap_insert refuses in a parallel worker).
  * 3. The leader receives pages from all queues as they come and hands each
  *	  to the load as the leaf's next block (dp_load_page, which sets the
- *	  tuples' t_ctid), rows to dp_load_row; the load's flush rule writes
- *	  them in batches through the append layer, as a serial load does.
- *	  Between messages it feeds the workers their input (COPY) and,
- *	  whenever nothing else is to be done, produces a share of its own with
- *	  a placer whose pages go straight to the load (dp_parallel_receive).
+ *	  tuples' t_ctid and gives each row what a placed row gets: its index
+ *	  entries spooled for the build at the end of new storage, or the row
+ *	  queued for the per-batch index work), rows to dp_load_row; the load's
+ *	  flush rule writes them in batches through the append layer, as a
+ *	  serial load does.  Between messages it feeds the workers their input
+ *	  (COPY) and, whenever nothing else is to be done, produces a share of
+ *	  its own with a placer whose pages go straight to the load
+ *	  (dp_parallel_receive).
  * 4. When every worker has detached, the leader waits for them to finish,
  *	  leaves parallel mode, and the load ends as a serial one does
  *	  (dp_parallel_finish).
@@ -162,8 +165,6 @@ dp_parallel_target_refusal(ModifyTableState *mt)
 		return "the target has stored generated columns";
 	if (!checks_parallel_safe(rel))
 		return "a CHECK constraint of the target is not parallel safe";
-	if (RelationIsLogicallyLogged(rel))
-		return "the target is logically logged";
 	if (IsolationIsSerializable())
 		return "the transaction is serializable";
 	if (max_parallel_workers == 0)

@@ -458,3 +458,59 @@ def test_streamed_transaction_reaches_subscriber(make_cluster, streaming):
         conn.execute("DROP SUBSCRIPTION lg_ssub")
     sub.stop()
     pub.stop()
+
+
+def parallel(conn, sql, rows, frozen=None):
+    """A parallel direct load: it must have had workers."""
+    st = direct(conn, sql, rows, frozen)
+    assert st["parallel_workers"] > 0, (sql, st)
+
+
+def test_parallel_loads_reach_subscriber_and_decoder(make_cluster):
+    """Parallel INSERT ... SELECT and COPY into logically logged tables
+    (rows over the TOAST threshold go to the leader, which toasts them):
+    a test_decoding slot prints every row once with its TOAST value, and
+    a subscriber ends up equal to the publisher."""
+    pub = make_cluster(name="pub", wal_level="logical")
+    sub = make_cluster(name="sub")
+    with pub.conn() as conn:
+        conn.execute("CREATE TABLE lg_src (id int, grp int, note text, payload text)")
+        conn.execute(f"INSERT INTO lg_src {lg_select(1, 2 * N)}")
+        conn.execute("COPY (SELECT * FROM lg_src WHERE id > %d) TO PROGRAM 'cat > dp_lg.dat'" % N)
+        create_lg(conn, "lg_t")
+        conn.execute("CREATE PUBLICATION lg_pub FOR TABLE lg_t")
+        conn.execute("SELECT pg_create_logical_replication_slot('lg_dec', 'test_decoding')")
+    with sub.conn() as conn:
+        create_lg(conn, "lg_t")
+        conn.execute(f"CREATE SUBSCRIPTION lg_sub CONNECTION '{pub.conninfo()}' "
+                     "PUBLICATION lg_pub")
+        wait_until(lambda: conn.execute(
+            "SELECT count(*) = 1 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"
+        ).fetchone()[0], "the initial table sync")
+
+    with pub.conn() as conn:
+        set_gucs(conn, SMALL_BATCHES)
+        conn.execute("SET directpath.min_bytes = 0")
+        parallel(conn, "/*+ APPEND PARALLEL(2) */ INSERT INTO lg_t "
+                 f"SELECT * FROM lg_src WHERE id <= {N}", N, frozen=False)
+        parallel(conn, "/*+ APPEND PARALLEL(2) */ COPY lg_t FROM 'dp_lg.dat'", N)
+        conn.execute("BEGIN")
+        create_lg(conn, "lg_new", pkey=False)
+        parallel(conn, "/*+ APPEND PARALLEL(2) */ INSERT INTO lg_new SELECT * FROM lg_src",
+                 2 * N, frozen=True)
+        conn.execute("COMMIT")
+        rows, other = decoded_rows(conn, "lg_dec")
+        assert_decoded(rows, "lg_t", 1, 2 * N)
+        assert_decoded(rows, "lg_new", 1, 2 * N)
+        assert not [o for o in other if not o.startswith(("BEGIN", "COMMIT"))], other[:5]
+        conn.execute("SELECT pg_drop_replication_slot('lg_dec')")
+        want = table_digest(conn, "lg_t")
+        assert want[0] == 2 * N
+        verify_table(conn, "lg_t")
+    with sub.conn() as conn:
+        wait_until(lambda: table_digest(conn, "lg_t") == want,
+                   "lg_t on the subscriber to match the publisher", timeout=180)
+        verify_table(conn, "lg_t")
+        conn.execute("DROP SUBSCRIPTION lg_sub")
+    sub.stop()
+    pub.stop()
