@@ -100,6 +100,16 @@ def create_sub_tables(conn):
     create_lg(conn, "lg_pleaf_2")
 
 
+def subscribe(conn, pub, publications, tables):
+    """Subscribe to 'publications' of 'pub' and wait for the initial sync
+    of its 'tables' tables."""
+    conn.execute(f"CREATE SUBSCRIPTION lg_sub CONNECTION '{pub.conninfo()}' "
+                 f"PUBLICATION {publications}")
+    wait_until(lambda: conn.execute(
+        "SELECT count(*) = %s AND bool_and(srsubstate = 'r') FROM pg_subscription_rel",
+        (tables,)).fetchone()[0], "the initial table sync")
+
+
 def test_subscriber_receives_direct_loads(make_cluster):
     pub = make_cluster(name="pub", wal_level="logical")
     sub = make_cluster(name="sub")
@@ -113,11 +123,7 @@ def test_subscriber_receives_direct_loads(make_cluster):
                      "WITH (publish_via_partition_root = false)")
     with sub.conn() as conn:
         create_sub_tables(conn)
-        conn.execute(f"CREATE SUBSCRIPTION lg_sub CONNECTION '{pub.conninfo()}' "
-                     "PUBLICATION lg_pub, lg_pub_leaf")
-        wait_until(lambda: conn.execute(
-            "SELECT count(*) = 5 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"
-        ).fetchone()[0], "the initial table sync")
+        subscribe(conn, pub, "lg_pub, lg_pub_leaf", 5)
 
     with pub.conn() as conn:
         set_gucs(conn, SMALL_BATCHES)
@@ -482,11 +488,7 @@ def test_parallel_loads_reach_subscriber_and_decoder(make_cluster):
         conn.execute("SELECT pg_create_logical_replication_slot('lg_dec', 'test_decoding')")
     with sub.conn() as conn:
         create_lg(conn, "lg_t")
-        conn.execute(f"CREATE SUBSCRIPTION lg_sub CONNECTION '{pub.conninfo()}' "
-                     "PUBLICATION lg_pub")
-        wait_until(lambda: conn.execute(
-            "SELECT count(*) = 1 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"
-        ).fetchone()[0], "the initial table sync")
+        subscribe(conn, pub, "lg_pub", 1)
 
     with pub.conn() as conn:
         set_gucs(conn, SMALL_BATCHES)
