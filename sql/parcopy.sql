@@ -137,11 +137,17 @@ SELECT count(*) FROM pc_t;
 TRUNCATE pc_t;
 DROP INDEX pc_t_id;
 
--- what keeps a COPY serial, and says why
-/*+ APPEND PARALLEL(2) */ COPY pc_t FROM STDIN;
-1	a	1
+-- from the client: the leader reads its CopyData messages into chunks
+/*+ APPEND PARALLEL(2) */ COPY pc_t FROM STDIN WITH (FORMAT csv);
+1,"two
+lines",1
+2,b,2
 \.
 SELECT pc_report();
+SELECT * FROM pc_t ORDER BY id;
+TRUNCATE pc_t;
+
+-- what keeps a COPY serial, and says why
 COPY pc_src TO PROGRAM 'cat > dp_pc_bin.dat' WITH (FORMAT binary);
 /*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_bin.dat' WITH (FORMAT binary);
 SELECT pc_report();

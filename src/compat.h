@@ -344,6 +344,21 @@ dp_copy_report_skipped(CopyFromState cstate)
 #endif
 }
 
+/*
+ * The backend's protocol reader (libpq/libpq.h), for COPY FROM STDIN read
+ * by parcopy.c.  That header includes libpq-be.h, which needs the GSSAPI
+ * headers of the build host; a server-headers-only install (the wheels,
+ * a distro's server-dev package without libkrb5-dev) lacks them.  These
+ * signatures are the same in 15-18.
+ */
+#ifndef LIBPQ_H
+#define PQ_SMALL_MESSAGE_LIMIT	10000
+#define PQ_LARGE_MESSAGE_LIMIT	(MaxAllocSize - 1)
+extern void pq_startmsgread(void);
+extern int	pq_getbyte(void);
+extern int	pq_getmessage(StringInfo s, int maxlen);
+#endif
+
 /* COPY FROM ... ON_ERROR other than stop (17+): rows may be skipped. */
 static inline bool
 dp_copy_skips_errors(CopyFromState cstate)

@@ -16,8 +16,8 @@
  *	directpath.index_append		append them at the right edge when they sort last
  *	directpath.index_runs		write runs after a leaf's last item as new leaves
  *	directpath.index_leaf_merge	merge entries among a leaf's items into it
- *	directpath.parallel_workers	workers building an INSERT ... SELECT's pages
- *								(parallel.c)
+ *	directpath.parallel_workers	workers building the pages of an INSERT ...
+ *								SELECT or a COPY (parallel.c, parcopy.c)
  *	directpath.index_merge		rewrite a non-unique btree with a large load's
  *								entries merged in
  *	directpath.index_spool		build new storage's btrees from sorted entries
@@ -101,7 +101,7 @@ define_maintenance_gucs(void)
 							 &dp_index_runs, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("directpath.parallel_workers",
-							"Parallel workers that build the pages of an eligible INSERT ... SELECT.",
+							"Parallel workers that build the pages of an eligible INSERT ... SELECT or COPY FROM a file or program.",
 							"0: none unless the hint asks with PARALLEL(n); capped by max_parallel_workers.",
 							&dp_parallel_workers, 0, 0, 64,
 							PGC_USERSET, 0, NULL, NULL, NULL);

@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * parcopy.c
- *	  COPY FROM a file or a program, its input split into chunks of whole
- *	  lines parsed by parallel workers and by the leader (parallel.c has
+ *	  COPY FROM a file, a program or the client (STDIN), its input split
+ *	  into chunks of whole lines parsed by parallel workers and by the leader (parallel.c has
  *	  the rest of a parallel load: the context, the placers, the pages'
  *	  way to the leader).
  *
  * Asked for as a parallel INSERT is (/\*+ APPEND PARALLEL(n) *\/ before
- * COPY, or directpath.parallel_workers), for text and CSV input read by the
- * server (a file or a program), in an encoding in which a newline byte is
+ * COPY, or directpath.parallel_workers), for text and CSV input from a
+ * file, a program or the client, in an encoding in which a newline byte is
  * always a newline, into a target dp_parallel_target_refusal accepts, when
  * every column's input function, every default COPY evaluates and the
  * WHERE clause are parallel safe, there is no ON_ERROR other than stop and
@@ -18,8 +18,11 @@
  *
  * Algorithm.
  * 1. The leader has opened the input with core's BeginCopyFrom (its
- *	  errors, privileges and progress row are core's) and reads the raw
- *	  bytes itself from the file or pipe core opened.  The chunker
+ *	  errors, privileges and progress row are core's; for STDIN it has told
+ *	  the client to start sending) and reads the raw bytes itself: from the
+ *	  file or pipe core opened, or the client's CopyData messages, read as
+ *	  core reads them (Flush and Sync ignored, CopyFail an error, CopyDone
+ *	  the end).  The chunker
  *	  (DPChunker) scans them as core's CopyReadLineText does, byte by byte:
  *	  the end-of-line style fixed by the first line (\n, \r or \r\n), in
  *	  text format a backslash escaping the next byte, in CSV the quote and
@@ -69,6 +72,7 @@
 #include "catalog/pg_type.h"
 #include "commands/progress.h"
 #include "executor/executor.h"
+#include "libpq/pqformat.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "parser/parse_node.h"
@@ -99,7 +103,10 @@ typedef struct DPChunkHeader
 
 typedef struct DPChunker
 {
-	FILE	   *file;			/* core's, opened by BeginCopyFrom */
+	FILE	   *file;			/* core's, opened by BeginCopyFrom; NULL: the
+								 * client's CopyData messages */
+	StringInfoData msg;			/* the client's current message */
+	bool		copy_done;		/* the client's CopyDone was read */
 	bool		csv;
 	char		quotec;			/* CSV only */
 	char		escapec;		/* CSV only; '\0' when it is quotec */
@@ -127,7 +134,8 @@ static void
 chunker_init(DPChunker *ch, CopyFromState cstate)
 {
 	memset(ch, 0, sizeof(DPChunker));
-	ch->file = cstate->copy_file;
+	ch->file = cstate->copy_src == COPY_FILE ? cstate->copy_file : NULL;
+	initStringInfo(&ch->msg);
 	ch->csv = cstate->opts.csv_mode;
 	if (ch->csv)
 	{
@@ -282,6 +290,72 @@ scan_lines(DPChunker *ch, Size target)
 	return false;
 }
 
+/*
+ * The client's next CopyData message into ch->msg; false at CopyDone.  The
+ * protocol as core's COPY FROM STDIN reads it: Flush and Sync are ignored,
+ * CopyFail fails the statement, anything else is a protocol violation.
+ */
+static bool
+next_copy_message(DPChunker *ch)
+{
+	for (;;)
+	{
+		int			mtype;
+
+		HOLD_CANCEL_INTERRUPTS();
+		pq_startmsgread();
+		mtype = pq_getbyte();
+		if (mtype == EOF)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("unexpected EOF on client connection with an open transaction")));
+		if (mtype != 'd' && mtype != 'c' && mtype != 'f' && mtype != 'H' &&
+			mtype != 'S')
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("unexpected message type 0x%02X during COPY from stdin",
+							mtype)));
+		if (pq_getmessage(&ch->msg, mtype == 'd' ? PQ_LARGE_MESSAGE_LIMIT :
+						  PQ_SMALL_MESSAGE_LIMIT))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("unexpected EOF on client connection with an open transaction")));
+		RESUME_CANCEL_INTERRUPTS();
+		if (mtype == 'd')
+			return true;
+		if (mtype == 'c')
+			return false;
+		if (mtype == 'f')
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("COPY from stdin failed: %s",
+							pq_getmsgstring(&ch->msg))));
+		/* Flush, Sync: clients may send them without noticing the COPY */
+	}
+}
+
+/* Up to 'max' bytes of the client's COPY data; 0 at its end. */
+static size_t
+read_frontend(DPChunker *ch, char *buf, size_t max)
+{
+	size_t		n = 0;
+
+	while (n < max && !ch->copy_done)
+	{
+		int			avail;
+
+		if (ch->msg.cursor >= ch->msg.len)
+		{
+			ch->copy_done = !next_copy_message(ch);
+			continue;
+		}
+		avail = Min(ch->msg.len - ch->msg.cursor, (int) (max - n));
+		pq_copymsgbytes(&ch->msg, buf + n, avail);
+		n += avail;
+	}
+	return n;
+}
+
 /* Read more input after what is there, keeping [start, end). */
 static void
 read_more(DPChunker *ch)
@@ -300,10 +374,13 @@ read_more(DPChunker *ch)
 		ch->cap *= 2;
 		ch->buf = repalloc_huge(ch->buf, ch->cap);
 	}
-	n = fread(ch->buf + ch->end, 1, ch->cap - ch->end, ch->file);
+	if (ch->file == NULL)
+		n = read_frontend(ch, ch->buf + ch->end, DP_READ_SIZE);
+	else
+		n = fread(ch->buf + ch->end, 1, ch->cap - ch->end, ch->file);
 	if (n == 0)
 	{
-		if (ferror(ch->file))
+		if (ch->file != NULL && ferror(ch->file))
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not read from COPY file: %m")));
@@ -605,8 +682,6 @@ input_refusal(CopyFromState cstate, Relation rel)
 	ListCell   *lc;
 	struct stat st;
 
-	if (cstate->copy_src != COPY_FILE)
-		return "it reads from the client (STDIN)";
 	if (cstate->opts.binary)
 		return "binary format is not split";
 	if (dp_copy_skips_errors(cstate))
@@ -625,7 +700,8 @@ input_refusal(CopyFromState cstate, Relation rel)
 		if (func_parallel(func) != PROPARALLEL_SAFE)
 			return "a column's input function is not parallel safe";
 	}
-	if (!cstate->is_program && fstat(fileno(cstate->copy_file), &st) == 0 &&
+	if (cstate->copy_src == COPY_FILE && !cstate->is_program &&
+		fstat(fileno(cstate->copy_file), &st) == 0 &&
 		S_ISREG(st.st_mode) && st.st_size < dp_min_bytes)
 		return "the file is smaller than directpath.min_bytes";
 	return NULL;
@@ -638,10 +714,11 @@ save_progress(DPCopyFeed *f, CopyFromState cstate)
 	struct stat st;
 
 	f->progress[0] = PROGRESS_COPY_COMMAND_FROM;
-	f->progress[1] = cstate->is_program ? PROGRESS_COPY_TYPE_PROGRAM :
-		PROGRESS_COPY_TYPE_FILE;
+	f->progress[1] = cstate->copy_src != COPY_FILE ? PROGRESS_COPY_TYPE_PIPE :
+		cstate->is_program ? PROGRESS_COPY_TYPE_PROGRAM : PROGRESS_COPY_TYPE_FILE;
 	f->progress[2] = 0;
-	if (!cstate->is_program && fstat(fileno(cstate->copy_file), &st) == 0)
+	if (cstate->copy_src == COPY_FILE && !cstate->is_program &&
+		fstat(fileno(cstate->copy_file), &st) == 0)
 		f->progress[2] = st.st_size;
 }
 

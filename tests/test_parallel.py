@@ -11,8 +11,10 @@ and the same load then succeeds in parallel; a committed parallel load
 survives an immediate stop.
 """
 
+import hashlib
 import time
 
+import psycopg
 import pytest
 
 from conftest import (Background, crash_backend, crash_immediate, fault_gucs,
@@ -198,3 +200,52 @@ def test_copy_progress_reported(cluster):
     assert (command, typ) == ("COPY FROM", "FILE"), row
     assert 0 < done <= total, row
     assert rows > 0, row
+
+
+def stdin_rows(bad_line=None):
+    """par_src's rows with k <> 3 as COPY text, in id order; the row on
+    line 'bad_line' gets a k that is not a number."""
+    out = []
+    for i in range(1, ROWS + 1):
+        if i % 7 == 3:
+            continue
+        k = "x" if len(out) + 1 == bad_line else str(i % 7)
+        out.append(f"{i}\t{hashlib.md5(str(i).encode()).hexdigest()}\t{k}\n")
+    return "".join(out).encode()
+
+
+def copy_stdin(conn, t, data):
+    with conn.cursor() as cur:
+        with cur.copy(f"/*+ APPEND PARALLEL(2) */ COPY {t} FROM STDIN") as cp:
+            for at in range(0, len(data), 65536):
+                cp.write(data[at:at + 65536])
+
+
+def test_copy_from_stdin(cluster):
+    """COPY FROM STDIN through a driver's copy API, in parallel: the leader
+    reads the client's CopyData messages into chunks.  The same rows as
+    the source; a bad row fails the statement naming its line; a client
+    that gives up (CopyFail) fails it too; nothing of either is visible."""
+    t = "par_stdin"
+    with cluster.conn() as conn:
+        make_source(conn)
+        make_target(conn, t)
+        want = expected_digest(conn)
+        copy_stdin(conn, t, stdin_rows())
+        assert_parallel(conn)
+        assert table_digest(conn, t) == want
+        verify_table(conn, t)
+        conn.execute(f"TRUNCATE {t}")
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation) as e:
+            copy_stdin(conn, t, stdin_rows(bad_line=200_000))
+        assert "line 200000" in str(e.value.diag.context), e.value.diag.context
+        # psycopg sends CopyFail and raises the client's own exception
+        off = cluster.log_size()
+        with pytest.raises(RuntimeError, match="gives up"):
+            with conn.cursor() as cur:
+                with cur.copy(f"/*+ APPEND PARALLEL(2) */ COPY {t} FROM STDIN") as cp:
+                    cp.write(stdin_rows()[:5_000_000])
+                    raise RuntimeError("the client gives up")
+        assert "COPY from stdin failed" in cluster.log(off)
+        assert table_digest(conn, t) == (0, 0)
+        verify_table(conn, t)
