@@ -125,7 +125,7 @@ def drop_tablespace(c):
         return
     try:
         with c.conn() as conn:
-            for t in ("df_direct", "df_plain", "df_spacer"):
+            for t in ("df_direct", "df_plain", "df_spacer", "df_src"):
                 conn.execute(f"DROP TABLE IF EXISTS {t}")
             conn.execute("CHECKPOINT")
             conn.execute("DROP TABLESPACE IF EXISTS small")
@@ -248,6 +248,44 @@ def test_crash_restart_while_disk_full(small_fs, make_cluster, storage, fmt):
         c.stop()
         c.pg_checksums_check()
         c.start()
+    finally:
+        ballast.remove()
+        drop_tablespace(c)
+
+
+@pytest.mark.parametrize("kind", ["insert", "copy"])
+def test_parallel_load_disk_full(small_fs, make_cluster, kind):
+    """A parallel load (INSERT ... SELECT, or COPY from a file) that runs out
+    of space: the leader's write fails with plain INSERT's SQLSTATE and
+    message, the workers stop with it, nothing is visible, and once there
+    is room the same load runs in parallel."""
+    c = make_cluster()
+    ballast = Ballast(small_fs)
+    try:
+        setup_tablespace(c, small_fs)
+        with c.conn() as conn:
+            conn.execute(f"CREATE TABLE df_src {TABLE_COLUMNS}")
+            conn.execute(seed_insert("df_src", 1000 + LOAD_ROWS, start=1001, hint=False))
+            conn.execute("COPY df_src TO PROGRAM 'cat > dp_df_src.dat'")
+            stmt = ("/*+ APPEND PARALLEL(2) */ INSERT INTO df_direct SELECT * FROM df_src"
+                    if kind == "insert" else
+                    "/*+ APPEND PARALLEL(2) */ COPY df_direct FROM 'dp_df_src.dat'")
+            set_gucs(conn, SMALL_BATCHES)
+            conn.execute("SET directpath.min_bytes = 0")
+            before = table_digest(conn, "df_direct")
+            ballast.leave_free(3 * MB)
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute(stmt)
+            assert e.value.sqlstate == "53100", e.value
+            assert "No space left on device" in e.value.diag.message_primary
+            assert table_digest(conn, "df_direct") == before
+            verify_table(conn, "df_direct")
+            ballast.remove()
+            conn.execute(stmt)
+            st = last_statement(conn)
+            assert st["path"] == "direct" and st["parallel_workers"] > 0, st
+            assert st["rows_inserted"] == LOAD_ROWS, st
+            verify_table(conn, "df_direct")
     finally:
         ballast.remove()
         drop_tablespace(c)
