@@ -64,6 +64,9 @@ SELECT pc_both($$FROM 'dp_pc_csv2.dat' WITH (FORMAT csv, DELIMITER ';', QUOTE ''
 SELECT pc_both($$FROM 'dp_pc_crlf.dat'$$);
 -- from a program, with a WHERE clause and a column list
 SELECT pc_both($$(id, t) FROM PROGRAM 'cut -f1,2 dp_pc_text.dat' WHERE id % 3 = 0$$);
+-- binary: chunks of whole tuples, each after a file header of its own
+COPY pc_src TO PROGRAM 'cat > dp_pc_bin.dat' WITH (FORMAT binary);
+SELECT pc_both($$FROM 'dp_pc_bin.dat' WITH (FORMAT binary)$$);
 -- an end-of-copy marker: nothing after it is loaded, as with core
 COPY (SELECT * FROM pc_src WHERE id <= 100000) TO PROGRAM 'cat > dp_pc_mark.dat';
 COPY (SELECT 0) TO PROGRAM 'cat >/dev/null; echo ''\.'' >> dp_pc_mark.dat';
@@ -122,6 +125,10 @@ COPY pc_src TO PROGRAM 'cat > dp_pc_bad.dat';
 COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; printf ''7\tx\t1\r\n'' >> dp_pc_bad.dat';
 SELECT pc_error($$/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_bad.dat'$$);
 SELECT pc_error($$/*+ NOAPPEND */ COPY pc_t FROM 'dp_pc_bad.dat'$$);
+-- a binary file cut short: core's error, at the tuple where it ends
+COPY (SELECT 0) TO PROGRAM 'cat >/dev/null; head -c 3000000 dp_pc_bin.dat > dp_pc_binx.dat';
+SELECT pc_error($$/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_binx.dat' WITH (FORMAT binary)$$);
+SELECT pc_error($$/*+ NOAPPEND */ COPY pc_t FROM 'dp_pc_binx.dat' WITH (FORMAT binary)$$);
 SELECT count(*) FROM pc_t;
 -- a unique index: the leader inserts the entries, INSERT's error names the
 -- key (not the line: the leader did not parse it)
@@ -148,10 +155,6 @@ SELECT * FROM pc_t ORDER BY id;
 TRUNCATE pc_t;
 
 -- what keeps a COPY serial, and says why
-COPY pc_src TO PROGRAM 'cat > dp_pc_bin.dat' WITH (FORMAT binary);
-/*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_bin.dat' WITH (FORMAT binary);
-SELECT pc_report();
-TRUNCATE pc_t;
 CREATE TABLE pc_rej (LIKE directpath.rejects INCLUDING ALL);
 /*+ APPEND PARALLEL(2) */ COPY pc_t FROM 'dp_pc_text.dat' WITH (REJECTS_TABLE 'pc_rej');
 SELECT pc_report();

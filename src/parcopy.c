@@ -7,9 +7,9 @@
  *	  way to the leader).
  *
  * Asked for as a parallel INSERT is (/\*+ APPEND PARALLEL(n) *\/ before
- * COPY, or directpath.parallel_workers), for text and CSV input from a
- * file, a program or the client, in an encoding in which a newline byte is
- * always a newline, into a target dp_parallel_target_refusal accepts, when
+ * COPY, or directpath.parallel_workers), for text, CSV and binary input
+ * from a file, a program or the client, text and CSV in an encoding in
+ * which a newline byte is always a newline, into a target dp_parallel_target_refusal accepts, when
  * every column's input function, every default COPY evaluates and the
  * WHERE clause are parallel safe, there is no ON_ERROR other than stop and
  * no rejects table (copy.c), and a file is not smaller than
@@ -30,7 +30,11 @@
  *	  line.  It cuts a chunk at the first line end at least a chunk's size
  *	  past the chunk's start, and gives it the number of physical lines
  *	  before it (counted as core counts cur_lineno, quoted newlines
- *	  included) and the end-of-line style in force.
+ *	  included) and the end-of-line style in force.  Binary input is cut
+ *	  after whole tuples (a field count, then each field's length and
+ *	  bytes), each chunk given a file header of its own; the input's own
+ *	  header was read and checked by BeginCopyFrom, and what it read ahead
+ *	  seeds the chunker.
  * 2. Chunks of DP_WORKER_CHUNK bytes go to the workers, each through its
  *	  own input queue, sent without waiting; whenever nothing else is to be
  *	  done the leader parses a smaller chunk itself (dp_parallel_receive's
@@ -50,8 +54,9 @@
  *	 them at that place of the input: same bytes, same line numbers, same
  *	 end-of-line rule, the header (if any) only in the first chunk, which
  *	 alone starts at line 0.
- * - Once a possible end-of-copy marker (\. where core looks for one) is
- *	 seen, the rest of the input goes into one chunk, so what follows the
+ * - Once a possible end-of-copy marker (\. where core looks for one; in
+ *	 binary the trailer or a malformed length) is seen, the rest of the
+ *	 input goes into one chunk, so what follows the
  *	 marker is handled exactly as core handles it, in every release.
  * - The leader never waits on an input queue: a chunk that does not fit
  *	 waits in the leader's memory (one per worker) and is sent later.
@@ -108,6 +113,8 @@ typedef struct DPChunker
 	StringInfoData msg;			/* the client's current message */
 	bool		copy_done;		/* the client's CopyDone was read */
 	bool		csv;
+	bool		binary;			/* chunks of whole tuples, each chunk after
+								 * a file header of its own */
 	char		quotec;			/* CSV only */
 	char		escapec;		/* CSV only; '\0' when it is quotec */
 	char	   *buf;			/* input bytes [start, end) not yet cut */
@@ -124,7 +131,7 @@ typedef struct DPChunker
 	bool		in_quote;
 	bool		last_was_esc;
 	bool		line_start;
-	uint64		lines;
+	uint64		lines;			/* lines (binary: tuples) before 'pos' */
 	/* the next chunk's start: its lines before and end-of-line style */
 	uint64		start_lines;
 	int			start_eol;
@@ -150,10 +157,25 @@ chunker_init(DPChunker *ch, CopyFromState cstate)
 	if (ch->csv)
 		ch->special[(unsigned char) ch->quotec] =
 			ch->special[(unsigned char) ch->escapec] = true;
+	ch->binary = cstate->opts.binary;
 	ch->cap = 2 * DP_READ_SIZE;
 	ch->buf = palloc(ch->cap);
 	ch->eol = ch->start_eol = EOL_UNKNOWN;
 	ch->line_start = true;
+
+	/*
+	 * What BeginCopyFrom read ahead (a binary file's header is read there):
+	 * the bytes buffered after it, the rest of the client's message, the
+	 * end of the input if it was reached.
+	 */
+	ch->end = RAW_BUF_BYTES(cstate);
+	memcpy(ch->buf, cstate->raw_buf + cstate->raw_buf_index, ch->end);
+	if (ch->file == NULL && cstate->fe_msgbuf != NULL &&
+		cstate->fe_msgbuf->cursor < cstate->fe_msgbuf->len)
+		appendBinaryStringInfo(&ch->msg,
+							   cstate->fe_msgbuf->data + cstate->fe_msgbuf->cursor,
+							   cstate->fe_msgbuf->len - cstate->fe_msgbuf->cursor);
+	ch->copy_done = ch->eof = cstate->raw_reached_eof;
 }
 
 /*
@@ -356,6 +378,63 @@ read_frontend(DPChunker *ch, char *buf, size_t max)
 	return n;
 }
 
+/* A big-endian integer of 'n' bytes at 'p' (2 or 4). */
+static int32
+get_int(const char *p, int n)
+{
+	uint32		v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = (v << 8) | (unsigned char) p[i];
+	return n == 2 ? (int32) (int16) v : (int32) v;
+}
+
+/*
+ * Binary format: scan whole tuples (a field count, then per field a
+ * length and that many bytes, -1 for NULL) from 'pos' until at least
+ * 'target' bytes past 'start'; true if there.  False when the bytes read
+ * end inside a tuple, or at the trailer or a malformed length ('whole':
+ * the rest of the input is one chunk, whose parser reports what core
+ * reports).
+ */
+static bool
+scan_tuples(DPChunker *ch, Size target)
+{
+	while (ch->end - ch->pos >= 2)
+	{
+		Size		p = ch->pos + 2;
+		int32		nfields = get_int(ch->buf + ch->pos, 2);
+
+		if (nfields < 0)
+		{
+			ch->whole = true;
+			return false;
+		}
+		for (int i = 0; i < nfields; i++)
+		{
+			int32		len;
+
+			if (ch->end - p < 4)
+				return false;
+			len = get_int(ch->buf + p, 4);
+			p += 4;
+			if (len < -1)
+			{
+				ch->whole = true;
+				return false;
+			}
+			if (len > 0 && ch->end - p < (Size) len)
+				return false;
+			p += Max(len, 0);
+		}
+		ch->pos = p;
+		ch->lines++;
+		if (ch->pos - ch->start >= target)
+			return true;
+	}
+	return false;
+}
+
 /* Read more input after what is there, keeping [start, end). */
 static void
 read_more(DPChunker *ch)
@@ -389,17 +468,29 @@ read_more(DPChunker *ch)
 	ch->end += n;
 }
 
-/* The message for the chunk [start, upto): its header, then its bytes. */
+/*
+ * A binary file's header for each chunk (core's reader expects one): the
+ * signature, no flags, no extension.  The input's own was checked by the
+ * leader's BeginCopyFrom.
+ */
+static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+/*
+ * The message for the chunk [start, upto): its header, (binary: a file
+ * header,) then its bytes.
+ */
 static char *
 cut(DPChunker *ch, Size upto, Size *len)
 {
 	DPChunkHeader h = {ch->consumed, ch->start_lines, ch->start_eol};
+	Size		prefix = ch->binary ? sizeof(binary_header) : 0;
 	char	   *msg;
 
-	*len = sizeof(h) + (upto - ch->start);
+	*len = sizeof(h) + prefix + (upto - ch->start);
 	msg = palloc(*len);
 	memcpy(msg, &h, sizeof(h));
-	memcpy(msg + sizeof(h), ch->buf + ch->start, upto - ch->start);
+	memcpy(msg + sizeof(h), binary_header, prefix);
+	memcpy(msg + sizeof(h) + prefix, ch->buf + ch->start, upto - ch->start);
 	ch->consumed += upto - ch->start;
 	ch->start = upto;
 	ch->start_lines = ch->lines;
@@ -417,7 +508,8 @@ next_chunk(DPChunker *ch, Size target, Size *len)
 {
 	for (;;)
 	{
-		if (!ch->whole && scan_lines(ch, target))
+		if (!ch->whole &&
+			(ch->binary ? scan_tuples(ch, target) : scan_lines(ch, target)))
 			return cut(ch, ch->pos, len);
 		if (ch->eof)
 			return ch->end > ch->start ? cut(ch, ch->end, len) : NULL;
@@ -682,11 +774,9 @@ input_refusal(CopyFromState cstate, Relation rel)
 	ListCell   *lc;
 	struct stat st;
 
-	if (cstate->opts.binary)
-		return "binary format is not split";
 	if (dp_copy_skips_errors(cstate))
 		return "it has ON_ERROR";
-	if (PG_ENCODING_IS_CLIENT_ONLY(cstate->file_encoding))
+	if (!cstate->opts.binary && PG_ENCODING_IS_CLIENT_ONLY(cstate->file_encoding))
 		return "its encoding can hide a newline byte inside a character";
 	foreach(lc, cstate->attnumlist)
 	{

@@ -224,8 +224,9 @@ def copy_stdin(conn, t, data):
 def test_copy_from_stdin(cluster):
     """COPY FROM STDIN through a driver's copy API, in parallel: the leader
     reads the client's CopyData messages into chunks.  The same rows as
-    the source; a bad row fails the statement naming its line; a client
-    that gives up (CopyFail) fails it too; nothing of either is visible."""
+    the source, in text and in binary; a bad row fails the statement
+    naming its line; a client that gives up (CopyFail) fails it too;
+    nothing of either is visible."""
     t = "par_stdin"
     with cluster.conn() as conn:
         make_source(conn)
@@ -248,4 +249,15 @@ def test_copy_from_stdin(cluster):
                     raise RuntimeError("the client gives up")
         assert "COPY from stdin failed" in cluster.log(off)
         assert table_digest(conn, t) == (0, 0)
+        verify_table(conn, t)
+        # binary, as drivers' binary copy APIs send it: chunks of whole tuples
+        with conn.cursor() as cur:
+            with cur.copy(f"/*+ APPEND PARALLEL(2) */ COPY {t} FROM STDIN "
+                          "WITH (FORMAT binary)") as cp:
+                cp.set_types(["int4", "text", "int4"])
+                for i in range(1, ROWS + 1):
+                    if i % 7 != 3:
+                        cp.write_row((i, hashlib.md5(str(i).encode()).hexdigest(), i % 7))
+        assert_parallel(conn)
+        assert table_digest(conn, t) == want
         verify_table(conn, t)
