@@ -465,8 +465,9 @@ extern bool dp_parallel_insert(DPLoad *load, EState *estate,
 
 /*
  * The machinery an input uses (parcopy.c): launch the workers (each runs
- * the function named 'entry') with the shared state and a text payload (and a parallel scan of 'source', if
- * not NULL), enter parallel mode; receive their pages into the load until
+ * the function named 'entry') with the shared state and a text payload
+ * (and a parallel scan of 'source', if not NULL), enter parallel mode;
+ * receive their pages into the load until
  * every worker has detached, 'share' feeding them input (if 'feed' is not
  * NULL: true when it moved anything) and doing one step of the leader's
  * own share whenever nothing moved ('step': false once it is done); then
