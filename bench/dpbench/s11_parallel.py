@@ -3,7 +3,7 @@
 The seed rows (N, default 2M) are loaded into an empty table created in an
 earlier transaction, without indexes, by INSERT ... SELECT from a staging
 table and by COPY from a server-side text file: plain, the serial direct
-path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2 and 4 workers (the
+path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2, 4 and 8 workers (the
 machine has the cores it has: past them the workers only share them).
 The INSERT is also run into a table created, with a btree on insid, in
 the load's own transaction (new storage: the direct path builds the index
@@ -21,7 +21,7 @@ from .scenario import Case, Scenario
 
 MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
          ("p1", "direct, PARALLEL(1)", 1), ("p2", "direct, PARALLEL(2)", 2),
-         ("p4", "direct, PARALLEL(4)", 4))
+         ("p4", "direct, PARALLEL(4)", 4), ("p8", "direct, PARALLEL(8)", 8))
 # (case key prefix, label prefix, statement after the hint, new storage
 # with a btree: the table and its index created in the load's transaction)
 LOADS = (("", "INSERT", "INSERT INTO par_t SELECT * FROM par_stage", False),
