@@ -515,8 +515,11 @@ static void
 page_rows(DPLoad *s, DPLeaf *leaf, Page page, BlockNumber blkno)
 {
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	bool		build = dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD;
 	HeapTupleData tup;
 
+	if (!leaf->needs_post && !build)
+		return;					/* no index: nothing per row */
 	tup.t_tableOid = RelationGetRelid(leaf->rri->ri_RelationDesc);
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 	{
@@ -532,7 +535,7 @@ page_rows(DPLoad *s, DPLeaf *leaf, Page page, BlockNumber blkno)
 			dp_queue_add(s->queue, leaf, heap_copytuple(&tup), 0, NULL);
 			MemoryContextSwitchTo(old);
 		}
-		if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		if (build)
 		{
 			ExecStoreHeapTuple(&tup, leaf->slot, false);
 			spool(s, leaf, leaf->slot, &tup.t_self);

@@ -120,7 +120,6 @@ struct DPParallel
 	int			launched;		/* workers started */
 	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
 	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
-	Size		in_size;		/* bytes of each input queue, or 0 */
 };
 
 /* ---- what a worker evaluates must be parallel safe ---- */
@@ -187,17 +186,14 @@ dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh, Relation target,
 	pl->arg = arg;
 }
 
-bool
-dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
+/* Hand on every full page (with 'partial', the last one too). */
+static bool
+hand_on_pages(DPPlacer *pl, bool partial)
 {
 	Page		page;
 	bool		handed = false;
 
-	if (pl->rri->ri_RelationDesc->rd_att->constr)
-		ExecConstraints(pl->rri, row, pl->estate);
-	if (!dp_heap_add_slot_in_place(pl->builder, row))
-		pl->toast_row(pl->arg, row);
-	while ((page = dp_heap_take_page(pl->builder, false)) != NULL)
+	while ((page = dp_heap_take_page(pl->builder, partial)) != NULL)
 	{
 		pl->page(pl->arg, page);
 		pfree(page);
@@ -206,16 +202,20 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 	return handed;
 }
 
+bool
+dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
+{
+	if (pl->rri->ri_RelationDesc->rd_att->constr)
+		ExecConstraints(pl->rri, row, pl->estate);
+	if (!dp_heap_add_slot_in_place(pl->builder, row))
+		pl->toast_row(pl->arg, row);
+	return hand_on_pages(pl, false);
+}
+
 void
 dp_placer_end(DPPlacer *pl)
 {
-	Page		page;
-
-	while ((page = dp_heap_take_page(pl->builder, true)) != NULL)
-	{
-		pl->page(pl->arg, page);
-		pfree(page);
-	}
+	hand_on_pages(pl, true);
 	FreeExecutorState(pl->estate);
 }
 
@@ -554,17 +554,16 @@ dp_parallel_launch(const DPParallelShared *sh, const char *entry,
 	par->launched = pcxt->nworkers_launched;
 	par->out = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
 	par->in = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
-	par->in_size = sh->in_queue_size;
 	outq = shm_toc_lookup(pcxt->toc, DP_KEY_OUT, false);
 	for (int i = 0; i < par->launched; i++)
 		par->out[i] = shm_mq_attach((shm_mq *) (outq + i * DP_OUT_QUEUE_SIZE),
 									pcxt->seg, pcxt->worker[i].bgwhandle);
-	if (par->in_size > 0)
+	if (sh->in_queue_size > 0)
 	{
 		char	   *inq = shm_toc_lookup(pcxt->toc, DP_KEY_IN, false);
 
 		for (int i = 0; i < par->launched; i++)
-			par->in[i] = shm_mq_attach((shm_mq *) (inq + i * par->in_size),
+			par->in[i] = shm_mq_attach((shm_mq *) (inq + i * sh->in_queue_size),
 									   pcxt->seg, pcxt->worker[i].bgwhandle);
 	}
 	return par;

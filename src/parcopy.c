@@ -696,9 +696,8 @@ restore_progress(void *arg)
 	DPCopyFeed *f = arg;
 
 	pgstat_progress_start_command(PROGRESS_COMMAND_COPY, f->relid);
-	f->progress[3] = f->ch.consumed;
-	f->progress[4] = dp_load_report(f->load)->rows;
-	pgstat_progress_update_multi_param(5, progress_index, f->progress);
+	pgstat_progress_update_multi_param(3, progress_index, f->progress);
+	update_progress(f);
 }
 
 /* Send worker i's waiting chunk, or cut one for it; true if one went. */
@@ -766,6 +765,14 @@ leader_step(void *arg)
 	return true;
 }
 
+/* Is the input a server file (not a program or the client)?  *st its stat. */
+static bool
+input_file(CopyFromState cstate, struct stat *st)
+{
+	return cstate->copy_src == COPY_FILE && !cstate->is_program &&
+		fstat(fileno(cstate->copy_file), st) == 0;
+}
+
 /* Why this COPY's input or columns cannot be split, or NULL. */
 static const char *
 input_refusal(CopyFromState cstate, Relation rel)
@@ -790,9 +797,8 @@ input_refusal(CopyFromState cstate, Relation rel)
 		if (func_parallel(func) != PROPARALLEL_SAFE)
 			return "a column's input function is not parallel safe";
 	}
-	if (cstate->copy_src == COPY_FILE && !cstate->is_program &&
-		fstat(fileno(cstate->copy_file), &st) == 0 &&
-		S_ISREG(st.st_mode) && st.st_size < dp_min_bytes)
+	if (input_file(cstate, &st) && S_ISREG(st.st_mode) &&
+		st.st_size < dp_min_bytes)
 		return "the file is smaller than directpath.min_bytes";
 	return NULL;
 }
@@ -806,10 +812,7 @@ save_progress(DPCopyFeed *f, CopyFromState cstate)
 	f->progress[0] = PROGRESS_COPY_COMMAND_FROM;
 	f->progress[1] = cstate->copy_src != COPY_FILE ? PROGRESS_COPY_TYPE_PIPE :
 		cstate->is_program ? PROGRESS_COPY_TYPE_PROGRAM : PROGRESS_COPY_TYPE_FILE;
-	f->progress[2] = 0;
-	if (cstate->copy_src == COPY_FILE && !cstate->is_program &&
-		fstat(fileno(cstate->copy_file), &st) == 0)
-		f->progress[2] = st.st_size;
+	f->progress[2] = input_file(cstate, &st) ? st.st_size : 0;
 }
 
 /* Steps 1 and 2: chunks to the workers and to the leader's own parser. */
