@@ -20,21 +20,27 @@
 #   3. regress.so (and contrib/spi's autoinc.so, refint.so) built from that
 #      tree against the installed server headers (PGXS), for pg_regress
 #      --dlpath.
-#   4. The suite run twice by the wheel's pg_regress, each on its own
+#   4. The suite run three times by the wheel's pg_regress, each on its own
 #      --temp-instance (unix socket in a temporary directory) with
 #      shared_preload_libraries = 'directpath' and directpath.min_bytes = 0:
 #        baseline:  directpath.mode = off
 #        direct:    directpath.mode = always
-#   5. A test is a *directpath difference* when it fails in the direct run
+#        parallel:  directpath.mode = always, directpath.parallel_workers = 2
+#   5. A test is a *directpath difference* when it fails in a direct run
 #      and its output there differs from its output in the baseline run.
 #      Failures that both runs share identically (tests of a Debian minor
 #      that is not the server's, the locale, the machine) are not ours and
-#      are only counted.  Directpath differences are compared with
-#      test/core-regress/expected-differences.txt:
+#      are only counted.  Directpath differences are compared with a list:
+#      test/core-regress/expected-differences.txt for the direct run,
+#      test/core-regress/expected-differences-parallel.txt for the parallel
+#      one (the same format, its own reasons):
 #        - a difference not listed for this major fails (its diff, baseline
 #          output -> direct output, is printed);
 #        - a difference listed as "order" (row order only) whose direct
-#          output no longer has the baseline's lines, sorted, fails;
+#          output no longer has the baseline's lines, sorted, fails, and so
+#          does one listed as "context" whose direct output is not the
+#          baseline's once the "parallel worker" context lines core adds to
+#          a worker's error are left out;
 #        - a listed difference that no longer shows is reported (warning), so
 #          the list stays honest;
 #        - whether listed or not, a direct-run diff that adds an ERROR,
@@ -53,6 +59,7 @@ set -uo pipefail
 
 cache=${DP_CORE_REGRESS_CACHE:-$top/.cache/core-regress}
 list="$top/test/core-regress/expected-differences.txt"
+list_parallel="$top/test/core-regress/expected-differences-parallel.txt"
 mirror=${DP_DEBIAN_MIRROR:-http://deb.debian.org}
 # Lines that never count as an explained difference when the direct run
 # adds them (and does not merely move them).
@@ -195,11 +202,13 @@ statuses() {
 	}' "$1"
 }
 
-# Listed tests for MAJOR: "test<TAB>kind<TAB>reason" lines.  Entry format,
+# listed MAJOR LIST: LIST's tests for MAJOR, "test<TAB>kind<TAB>reason" lines.  Entry format,
 # one per line: TEST MAJORS KIND REASON; MAJORS a comma list of majors or
 # ranges (15-18); KIND "order" (checked: the direct run's output has the
-# baseline's lines, in another order) or "plan" / "other" (not checked
-# beyond the test's name).
+# baseline's lines, in another order), "context" (checked: the direct run's
+# output is the baseline's with "parallel worker" context lines added) or
+# "plan" / "other" (not checked beyond the test's name).  "order" also
+# allows "parallel worker" lines.
 listed() {
 	awk -v m="$1" '
 	/^[ \t]*(#|$)/ { next }
@@ -214,7 +223,7 @@ listed() {
 		reason = $0
 		sub(/^[ \t]*[^ \t]+[ \t]+[^ \t]+[ \t]+[^ \t]+[ \t]+/, "", reason)
 		print $1 "\t" $3 "\t" reason
-	}' "$list"
+	}' "$2"
 }
 
 # The lines of a diff (baseline -> direct) matching $never_re that the
@@ -225,6 +234,99 @@ added_never() {
 	/^-/ { removed[substr($0, 2)]++; next }
 	/^\+/ && $0 ~ re { added[++n] = substr($0, 2) }
 	END { for (i = 1; i <= n; i++) if (removed[added[i]]-- <= 0) print "+" added[i] }' "$1"
+}
+
+# A test's output without the context line core's leader adds to an error
+# that a parallel worker raised ("parallel worker").
+no_worker_context() { grep -vx 'parallel worker' "$1"; }
+
+# compare_run MAJOR DIR WHAT LIST: the run in DIR/results against the
+# baseline run ($base), its differences checked against LIST.  Appends to
+# problems[]; sets run_line to its one-line summary.
+compare_run() {
+	local m=$1 dp=$2 what=$3 list=$4
+	local cdir="$dp.compare" t kind reason
+	mkdir -p "$cdir"
+	# Directpath differences.
+	: >"$cdir/differences"
+	: >"$cdir/shared-failures"
+	while read -r t st; do
+		[ "$st" = FAILED ] || continue
+		if grep -qx "$t FAILED" "$base/status" && cmp -s "$base/results/$t.out" "$dp/results/$t.out"; then
+			echo "$t" >>"$cdir/shared-failures"
+			continue
+		fi
+		echo "$t" >>"$cdir/differences"
+		diff -U3 --label "$t (directpath.mode = off)" --label "$t ($what)" \
+			"$base/results/$t.out" "$dp/results/$t.out" >"$cdir/$t.diff" 2>&1
+	done <"$dp/status"
+	listed "$m" "$list" >"$cdir/listed"
+
+	new=()
+	gone=()
+	known=()
+	bad=()
+	misordered=()
+	while read -r t; do
+		kind=$(awk -F'\t' -v t="$t" '$1 == t { print $2 }' "$cdir/listed")
+		if [ -z "$kind" ]; then
+			new+=("$t")
+		elif [ "$kind" = order ] && ! cmp -s <(no_worker_context "$base/results/$t.out" | sort) \
+			<(no_worker_context "$dp/results/$t.out" | sort); then
+			misordered+=("$t")
+		elif [ "$kind" = context ] && ! cmp -s <(no_worker_context "$base/results/$t.out") \
+			<(no_worker_context "$dp/results/$t.out"); then
+			misordered+=("$t")
+		else
+			known+=("$t")
+		fi
+		[ -z "$(added_never "$cdir/$t.diff")" ] || bad+=("$t")
+	done <"$cdir/differences"
+	while IFS=$'\t' read -r t kind reason; do
+		grep -qx "$t" "$cdir/differences" || gone+=("$t")
+	done <"$cdir/listed"
+	crash=$(grep -E 'TRAP:|PANIC:|terminated by signal' "$dp"/log/postmaster.log 2>/dev/null | head -n 5)
+
+	nshared=$(wc -l <"$cdir/shared-failures")
+	if [ "$nshared" -gt 0 ]; then
+		dp_log "not counted (fail identically with directpath.mode = off: Debian's $(cat "$src/.debian-version") vs server $server, or the environment): $(tr '\n' ' ' <"$cdir/shared-failures")"
+	fi
+	for t in "${known[@]}"; do
+		dp_log "expected difference: $t ($(grep "^$t	" "$cdir/listed" | cut -f3-))"
+	done
+	for t in "${gone[@]}"; do
+		dp_log "WARNING: listed difference no longer shows: $t ($(grep "^$t	" "$cdir/listed" | cut -f3-)); remove it from ${list#$top/}"
+	done
+	for t in "${new[@]}"; do
+		echo "---------------- NEW difference: $t (PostgreSQL $m, $what) ----------------"
+		cat "$cdir/$t.diff"
+		problems+=("new difference $t")
+	done
+	for t in "${misordered[@]}"; do
+		echo "---------------- $t (PostgreSQL $m, $what): listed as row order or context lines only, but the direct run's output has other lines ----------------"
+		diff <(no_worker_context "$base/results/$t.out" | sort) <(no_worker_context "$dp/results/$t.out" | sort) | head -n 100
+		echo "---- (the diff, baseline -> direct) ----"
+		cat "$cdir/$t.diff"
+		problems+=("$t differs in more than row order or context lines")
+	done
+	for t in "${bad[@]}"; do
+		echo "---------------- $t (PostgreSQL $m, $what): the direct run adds an ERROR, WARNING, FATAL/PANIC, assertion failure or lost connection ----------------"
+		added_never "$cdir/$t.diff"
+		problems+=("$t adds an error, warning or crash")
+	done
+	missing=$(join -v1 <(cut -d' ' -f1 "$base/status" | sort) <(cut -d' ' -f1 "$dp/status" | sort) | tr '\n' ' ')
+	if [ -n "$missing" ]; then
+		echo "---------------- tests the direct run did not report (PostgreSQL $m, $what): $missing----------------"
+		tail -n 20 "$dp/pg_regress.log"
+		problems+=("the direct run did not report $missing")
+	fi
+	if [ -n "$crash" ]; then
+		echo "---------------- server log of the direct run (PostgreSQL $m, $what) ----------------"
+		echo "$crash"
+		problems+=("server crashed")
+	fi
+	ndiff=$(wc -l <"$cdir/differences")
+	run_line="$what: $ndiff differ (${#known[@]} as listed, ${#new[@]} new, ${#misordered[@]} more than listed), ${#gone[@]} listed ones gone, $nshared fail in both runs"
 }
 
 npass=0
@@ -292,16 +394,19 @@ for m in "${majors[@]}"; do
 
 	# The two runs.
 	ok_runs=1
-	for mode in off always; do
-		rd="$mdir/$mode"
+	for run in off always parallel; do
+		rd="$mdir/$run"
 		dp_user_dir "$rd"
+		mode=$run workers=0
+		[ $run = parallel ] && mode=always workers=2
 		cat >"$rd/extra.conf" <<-EOF
 			shared_preload_libraries = 'directpath'
 			directpath.mode = $mode
+			directpath.parallel_workers = $workers
 			directpath.min_bytes = 0
 			fsync = off
 		EOF
-		dp_log "pg_regress parallel_schedule, directpath.mode = $mode ($rd)"
+		dp_log "pg_regress parallel_schedule, directpath.mode = $mode, parallel_workers = $workers ($rd)"
 		t1=$(date +%s)
 		(cd "$rd" && dp_as_user env LD_LIBRARY_PATH="$pgdir/lib" \
 			"$pg_regress" \
@@ -324,85 +429,12 @@ for m in "${majors[@]}"; do
 		continue
 	fi
 	base="$mdir/off"
-	dp="$mdir/always"
 
-	# Directpath differences.
-	: >"$mdir/differences"
-	: >"$mdir/shared-failures"
-	while read -r t st; do
-		[ "$st" = FAILED ] || continue
-		if grep -qx "$t FAILED" "$base/status" && cmp -s "$base/results/$t.out" "$dp/results/$t.out"; then
-			echo "$t" >>"$mdir/shared-failures"
-			continue
-		fi
-		echo "$t" >>"$mdir/differences"
-		diff -U3 --label "$t (directpath.mode = off)" --label "$t (directpath.mode = always)" \
-			"$base/results/$t.out" "$dp/results/$t.out" >"$mdir/$t.diff" 2>&1
-	done <"$dp/status"
-	listed "$m" >"$mdir/listed"
-
-	new=()
-	gone=()
-	known=()
-	bad=()
-	misordered=()
-	while read -r t; do
-		kind=$(awk -F'\t' -v t="$t" '$1 == t { print $2 }' "$mdir/listed")
-		if [ -z "$kind" ]; then
-			new+=("$t")
-		elif [ "$kind" = order ] && ! cmp -s <(sort "$base/results/$t.out") <(sort "$dp/results/$t.out"); then
-			misordered+=("$t")
-		else
-			known+=("$t")
-		fi
-		[ -z "$(added_never "$mdir/$t.diff")" ] || bad+=("$t")
-	done <"$mdir/differences"
-	while IFS=$'\t' read -r t kind reason; do
-		grep -qx "$t" "$mdir/differences" || gone+=("$t")
-	done <"$mdir/listed"
-	crash=$(grep -E 'TRAP:|PANIC:|terminated by signal' "$dp"/log/postmaster.log 2>/dev/null | head -n 5)
-
-	nshared=$(wc -l <"$mdir/shared-failures")
-	if [ "$nshared" -gt 0 ]; then
-		dp_log "not counted (fail identically with directpath.mode = off: Debian's $(cat "$src/.debian-version") vs server $server, or the environment): $(tr '\n' ' ' <"$mdir/shared-failures")"
-	fi
-	for t in "${known[@]}"; do
-		dp_log "expected difference: $t ($(grep "^$t	" "$mdir/listed" | cut -f3-))"
-	done
-	for t in "${gone[@]}"; do
-		dp_log "WARNING: listed difference no longer shows: $t ($(grep "^$t	" "$mdir/listed" | cut -f3-)); remove it from test/core-regress/expected-differences.txt"
-	done
 	problems=()
-	for t in "${new[@]}"; do
-		echo "---------------- NEW difference: $t (PostgreSQL $m) ----------------"
-		cat "$mdir/$t.diff"
-		problems+=("new difference $t")
-	done
-	for t in "${misordered[@]}"; do
-		echo "---------------- $t (PostgreSQL $m): listed as row order only, but the direct run's output has other lines ----------------"
-		diff <(sort "$base/results/$t.out") <(sort "$dp/results/$t.out") | head -n 100
-		echo "---- (the diff, baseline -> direct) ----"
-		cat "$mdir/$t.diff"
-		problems+=("$t differs in more than row order")
-	done
-	for t in "${bad[@]}"; do
-		echo "---------------- $t (PostgreSQL $m): the direct run adds an ERROR, WARNING, FATAL/PANIC, assertion failure or lost connection ----------------"
-		added_never "$mdir/$t.diff"
-		problems+=("$t adds an error, warning or crash")
-	done
-	missing=$(join -v1 <(cut -d' ' -f1 "$base/status" | sort) <(cut -d' ' -f1 "$dp/status" | sort) | tr '\n' ' ')
-	if [ -n "$missing" ]; then
-		echo "---------------- tests the direct run did not report (PostgreSQL $m): $missing----------------"
-		tail -n 20 "$dp/pg_regress.log"
-		problems+=("the direct run did not report $missing")
-	fi
-	if [ -n "$crash" ]; then
-		echo "---------------- server log of the direct run (PostgreSQL $m) ----------------"
-		echo "$crash"
-		problems+=("server crashed")
-	fi
-	ndiff=$(wc -l <"$mdir/differences")
-	line="PostgreSQL $m: $(wc -l <"$dp/status") tests, $ndiff differ with the direct path forced (${#known[@]} as listed, ${#new[@]} new, ${#misordered[@]} more than listed), ${#gone[@]} listed ones gone, $nshared fail in both runs"
+	compare_run "$m" "$mdir/always" "directpath.mode = always" "$list"
+	line="PostgreSQL $m: $(wc -l <"$mdir/always/status") tests; $run_line"
+	compare_run "$m" "$mdir/parallel" "directpath.mode = always, parallel_workers = 2" "$list_parallel"
+	line="$line; $run_line"
 	if [ ${#problems[@]} -eq 0 ]; then
 		npass=$((npass + 1))
 		summary+=("$line: ok ($(($(date +%s) - t0))s)")

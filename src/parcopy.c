@@ -8,8 +8,9 @@
  *
  * Asked for as a parallel INSERT is (/\*+ APPEND PARALLEL(n) *\/ before
  * COPY, or directpath.parallel_workers), for text, CSV and binary input
- * from a file, a program or the client, text and CSV in an encoding in
- * which a newline byte is always a newline, into a target dp_parallel_target_refusal accepts, when
+ * from a file, a program or the client, text and CSV in an ASCII-safe
+ * encoding (not SJIS, BIG5, GBK, UHC or GB18030, whose second bytes can be
+ * a backslash or a quote), into a target dp_parallel_target_refusal accepts, when
  * every column's input function, every default COPY evaluates and the
  * WHERE clause are parallel safe, there is no ON_ERROR other than stop and
  * no rejects table (copy.c), and a file is not smaller than
@@ -46,6 +47,10 @@
  *	  force, so a row's errors carry the file's line number ("COPY t, line
  *	  N"), and NextCopyFrom for every row; the WHERE clause filters, and a
  *	  placer (parallel.c) checks constraints and forms the row on a page.
+ *	  Every parser reads the input in the encoding the leader's COPY chose
+ *	  (make_payload), and binary input's text values in the leader's
+ *	  client encoding (database_encoding_callback): a worker's own client
+ *	  encoding is the database's.
  *
  * Invariants.
  * - Every byte of the input is in exactly one chunk, chunks are cut only
@@ -79,6 +84,7 @@
 #include "executor/executor.h"
 #include "libpq/pqformat.h"
 #include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
 #include "miscadmin.h"
 #include "parser/parse_node.h"
 #include "pgstat.h"
@@ -541,7 +547,8 @@ typedef struct DPChunkParser
 	Relation	target;
 	ParseState *pstate;
 	List	   *attlist;		/* the COPY's column list */
-	List	   *options;		/* its options, core's only */
+	List	   *options;		/* its options, core's only, ENCODING set */
+	int			client_encoding;	/* the leader's, for binary input */
 	ExprState  *qual;			/* its WHERE clause, or NULL */
 	TupleTableSlot *slot;
 	DPPlacer	placer;
@@ -550,7 +557,45 @@ typedef struct DPChunkParser
 	void	   *progress_arg;
 } DPChunkParser;
 
-/* 'payload' is the leader's: the WHERE clause, column list and options. */
+/*
+ * The leader's payload for every parser: the WHERE clause, the column list,
+ * the options and the leader's client encoding.
+ *
+ * Encodings.  A parallel worker's client encoding is the database's (core's
+ * ParallelWorkerMain sets it so, since the messages a worker sends are read
+ * by the leader as server text), so a worker's BeginCopyFrom would take the
+ * client's bytes as database text.  Every parser is therefore given the
+ * encoding the leader's BeginCopyFrom chose (the ENCODING option, else the
+ * client encoding) as an explicit ENCODING option: core's reader then
+ * converts and verifies each chunk exactly as it does serially.  Chunks are
+ * cut at newline bytes, which in the encodings allowed here (not
+ * PG_ENCODING_IS_CLIENT_ONLY) never occur inside a character, so no
+ * character spans two chunks.  Binary input ignores ENCODING; there the
+ * receive functions of text types convert from the session's client
+ * encoding (pq_getmsgtext): see database_encoding_callback.
+ */
+static List *
+make_payload(Node *where, List *attlist, List *options, CopyFromState cstate)
+{
+	List	   *opts = NIL;
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst_node(DefElem, lc);
+
+		if (cstate->opts.binary || strcmp(d->defname, "encoding") != 0)
+			opts = lappend(opts, d);
+	}
+	if (!cstate->opts.binary)
+		opts = lappend(opts,
+					   makeDefElem("encoding",
+								   (Node *) makeString(pstrdup(pg_encoding_to_char(cstate->file_encoding))),
+								   -1));
+	return list_make4(where, attlist, opts,
+					  makeInteger(pg_get_client_encoding()));
+}
+
 static void
 parser_begin(DPChunkParser *p, Relation target, List *payload)
 {
@@ -558,6 +603,11 @@ parser_begin(DPChunkParser *p, Relation target, List *payload)
 	p->pstate = make_parsestate(NULL);
 	p->attlist = (List *) lsecond(payload);
 	p->options = (List *) lthird(payload);
+	p->client_encoding = intVal(lfourth(payload));
+	if (p->client_encoding != pg_get_client_encoding() &&
+		PrepareClientEncoding(p->client_encoding) < 0)
+		elog(ERROR, "could not prepare client encoding %s",
+			 pg_encoding_to_char(p->client_encoding));
 	p->qual = linitial(payload) ? ExecInitQual((List *) linitial(payload), NULL) : NULL;
 	p->slot = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
 	p->restore_progress = NULL;
@@ -571,9 +621,29 @@ parser_end(DPChunkParser *p)
 	free_parsestate(p->pstate);
 }
 
-/* Read the next row of the chunk into the slot; false at its end. */
+/*
+ * Binary input in a worker whose leader's client encoding is not the
+ * database's: the receive functions of text types convert from the
+ * session's client encoding (pq_getmsgtext), so the worker takes the
+ * leader's while core's reader reads a row, and the database's again
+ * after it.  A message raised meanwhile (any level) must still reach the
+ * leader as server text: errfinish runs this error context callback before
+ * the message is sent, and it puts the database's encoding back.
+ */
+static void
+database_encoding_callback(void *arg)
+{
+	SetClientEncoding(GetDatabaseEncoding());
+}
+
+/*
+ * Read the next row of the chunk into the slot; false at its end.
+ * 'client_encoding': the encoding to read it in (database_encoding_callback),
+ * or -1.
+ */
 static bool
-parse_row(DPChunkParser *p, CopyFromState cstate, ExprContext *econtext)
+parse_row(DPChunkParser *p, CopyFromState cstate, ExprContext *econtext,
+		  int client_encoding)
 {
 	MemoryContext old;
 	bool		more;
@@ -581,8 +651,12 @@ parse_row(DPChunkParser *p, CopyFromState cstate, ExprContext *econtext)
 	ResetExprContext(econtext);
 	ExecClearTuple(p->slot);
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	if (client_encoding >= 0)
+		SetClientEncoding(client_encoding);
 	more = NextCopyFrom(cstate, econtext, p->slot->tts_values,
 						p->slot->tts_isnull);
+	if (client_encoding >= 0)
+		SetClientEncoding(GetDatabaseEncoding());
 	MemoryContextSwitchTo(old);
 	if (more)
 	{
@@ -599,7 +673,9 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	DPChunkHeader h;
 	ExprContext *econtext = GetPerTupleExprContext(p->placer.estate);
 	ErrorContextCallback errcallback;
+	ErrorContextCallback enccallback;
 	CopyFromState cstate;
+	int			client_encoding = -1;
 
 	memcpy(&h, msg, sizeof(h));
 	chunk_data = msg + sizeof(h);
@@ -618,7 +694,15 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	errcallback.arg = (void *) cstate;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
-	while (parse_row(p, cstate, econtext))
+	if (cstate->opts.binary && p->client_encoding != pg_get_client_encoding())
+	{
+		client_encoding = p->client_encoding;
+		enccallback.callback = database_encoding_callback;
+		enccallback.arg = NULL;
+		enccallback.previous = error_context_stack;
+		error_context_stack = &enccallback;
+	}
+	while (parse_row(p, cstate, econtext, client_encoding))
 	{
 		CHECK_FOR_INTERRUPTS();
 		econtext->ecxt_scantuple = p->slot;
@@ -784,7 +868,8 @@ input_refusal(CopyFromState cstate, Relation rel)
 	if (dp_copy_skips_errors(cstate))
 		return "it has ON_ERROR";
 	if (!cstate->opts.binary && PG_ENCODING_IS_CLIENT_ONLY(cstate->file_encoding))
-		return "its encoding can hide a newline byte inside a character";
+		return psprintf("its encoding %s is not ASCII-safe (a character's second byte can be a backslash, quote or delimiter)",
+						pg_encoding_to_char(cstate->file_encoding));
 	foreach(lc, cstate->attnumlist)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, lfirst_int(lc) - 1);
@@ -842,7 +927,7 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 	const char *why = dp_parallel_target_refusal(mt);
 	DPParallelShared sh = {0};
 	DPCopyFeed	f = {0};
-	List	   *payload = list_make3(where, attlist, options);
+	List	   *payload = make_payload(where, attlist, options, cstate);
 	DPParallel *par;
 	int			launched;
 
