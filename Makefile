@@ -13,29 +13,29 @@ OBJS = \
 	src/directpath.o \
 	src/fault.o \
 	src/report.o \
-	src/hint.o \
-	src/eligibility.o \
-	src/admission.o \
-	src/plan.o \
-	src/exec.o \
-	src/parallel.o \
-	src/parcopy.o \
-	src/copy.o \
-	src/rejects.o \
-	src/load.o \
-	src/leaf.o \
-	src/queue.o \
-	src/foreign.o \
-	src/fkeys.o \
-	src/indexes.o \
-	src/btree.o \
-	src/btappend.o \
-	src/btmerge.o \
-	src/brin.o \
-	src/pages.o \
-	src/append.o \
-	src/wal.o \
-	src/visibility.o
+	src/statement/plan.o \
+	src/statement/exec.o \
+	src/statement/copy.o \
+	src/admission/hint.o \
+	src/admission/eligibility.o \
+	src/admission/admission.o \
+	src/load/load.o \
+	src/load/leaf.o \
+	src/load/queue.o \
+	src/load/foreign.o \
+	src/load/fkeys.o \
+	src/load/rejects.o \
+	src/parallel/parallel.o \
+	src/parallel/parcopy.o \
+	src/index/indexes.o \
+	src/index/btree.o \
+	src/index/btappend.o \
+	src/index/btmerge.o \
+	src/index/brin.o \
+	src/heap/pages.o \
+	src/heap/append.o \
+	src/heap/wal.o \
+	src/heap/visibility.o
 
 EXTENSION = directpath
 DATA = directpath--0.1.sql

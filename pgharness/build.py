@@ -42,13 +42,15 @@ def _copy_sources(bdir):
         if p.is_file() and (name == "Makefile" or name.endswith(".control")
                             or (name.startswith("directpath--") and name.endswith(".sql"))):
             shutil.copy2(p, bdir / name)
-    (bdir / "src").mkdir()
-    for p in (REPO / "src").iterdir():
+    for p in (REPO / "src").rglob("*"):
         if p.suffix in (".c", ".h"):
-            shutil.copy2(p, bdir / "src" / p.name)
+            dest = bdir / p.relative_to(REPO)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dest)
     h = hashlib.sha256()
-    for p in sorted((bdir / "src").iterdir()):
-        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    for p in sorted((bdir / "src").rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(bdir)).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 
 
