@@ -32,7 +32,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "statement/statement.h"
 
 #include "utils/guc.h"
 

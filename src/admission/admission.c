@@ -46,7 +46,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "admission/admission.h"
 
 #include "access/relation.h"
 #include "access/table.h"

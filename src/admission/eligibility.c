@@ -39,7 +39,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "admission/admission.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"

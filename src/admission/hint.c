@@ -32,7 +32,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "admission/admission.h"
 
 #include <ctype.h>
 

@@ -76,7 +76,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "heap/heap.h"
 
 #include <fcntl.h>
 

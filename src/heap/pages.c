@@ -36,7 +36,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "heap/heap.h"
 
 #include "access/heapam.h"
 #include "catalog/catalog.h"

@@ -32,7 +32,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "heap/heap.h"
 
 #include "access/htup_details.h"
 #include "access/visibilitymap.h"

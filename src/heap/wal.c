@@ -57,7 +57,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "heap/heap.h"
 
 #include "access/heapam_xlog.h"
 #include "access/htup_details.h"

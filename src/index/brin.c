@@ -40,7 +40,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "index/index.h"
 
 #include "access/brin.h"
 #include "access/brin_revmap.h"

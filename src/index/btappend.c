@@ -118,7 +118,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "index/index.h"
 
 #include "access/genam.h"
 #include "access/heapam.h"

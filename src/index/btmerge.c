@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "index/index.h"
 
 #include "access/genam.h"
 #include "access/nbtree.h"

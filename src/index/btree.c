@@ -46,7 +46,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "index/index.h"
 
 #include "access/nbtree.h"
 #include "access/xloginsert.h"

@@ -85,7 +85,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "index/index.h"
 
 #include "access/genam.h"
 #include "access/xact.h"

@@ -58,7 +58,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "load/load.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

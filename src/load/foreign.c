@@ -30,7 +30,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "load/load.h"
 
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"

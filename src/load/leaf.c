@@ -31,7 +31,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "load/load.h"
 
 #include "executor/executor.h"
 #include "storage/lmgr.h"

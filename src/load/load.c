@@ -50,7 +50,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "load/load.h"
 
 #include "access/xact.h"
 #include "executor/execPartition.h"

@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "load/load.h"
 
 #include "access/heapam.h"
 #include "catalog/catalog.h"

@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "load/load.h"
 
 #include "access/genam.h"
 #include "catalog/index.h"

@@ -74,7 +74,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "parallel/parallel.h"
 
 #include "access/parallel.h"
 #include "access/relation.h"

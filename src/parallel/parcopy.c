@@ -73,7 +73,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "parallel/parallel.h"
 
 #include <sys/stat.h>
 

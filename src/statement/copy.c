@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "statement/statement.h"
 
 #include "access/table.h"
 #include "access/xact.h"

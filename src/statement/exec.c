@@ -27,7 +27,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "statement/statement.h"
 
 #include "access/relation.h"
 #include "commands/trigger.h"

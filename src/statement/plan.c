@@ -31,7 +31,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "statement/statement.h"
 
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"

@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * index/index.h
+ *	  The index stage: every index strategy of a load (indexes.c), the btree
+ *	  page builder (btree.c) and its uses on existing trees (btappend.c,
+ *	  btmerge.c), BRIN summaries (brin.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DP_INDEX_H
+#define DP_INDEX_H
+
+#include "heap/heap.h"
+
+typedef struct DPIndexes DPIndexes;
+typedef struct DPBtreeBuild DPBtreeBuild;
+
+/* COPY's input position, owned by copy.c; NULL for INSERT. */
+typedef struct DPInputLine
+{
+	uint64	   *lineno;			/* current line number */
+	bool	   *line_valid;		/* is raw_line the current line's text? */
+	StringInfo	raw_line;		/* the current line's text */
+} DPInputLine;
+
+/* ---------- brin.c: BRIN ranges summarized at the end ---------- */
+
+/* May index i of the leaf skip its per-row calls, summarized at the end? */
+extern bool dp_brin_can_defer(ResultRelInfo *rri, int i);
+
+/* Summarize every range from the one holding 'first_new' (see brin.c). */
+extern void dp_brin_summarize_new(Relation heap, Relation idx,
+								  BlockNumber first_new);
+
+/* ---------- indexes.c ---------- */
+
+typedef enum DPIndexStrategy
+{
+	DP_INDEX_NONE,				/* no index */
+	DP_INDEX_ROW,				/* per batch, row by row */
+	DP_INDEX_SORTED,			/* per batch, sorted by key per index */
+	DP_INDEX_BUILD,				/* built at the end from sorted entries */
+	DP_INDEX_REBUILD,			/* rebuilt once at the end (REINDEX) */
+	DP_INDEX_APPEND,			/* reported only: a DP_INDEX_SORTED batch
+								 * appended at an index's right edge */
+	DP_INDEX_MERGE,				/* reported only: a DP_INDEX_SORTED index
+								 * rewritten with its entries merged in */
+	DP_INDEX_SUMMARIZE,			/* reported only: BRIN ranges summarized
+								 * at the end (brin.c) */
+	DP_INDEX_RUNS,				/* reported only: a DP_INDEX_SORTED batch
+								 * written run by run into leaves */
+	DP_INDEX_LEAF_MERGE,		/* reported only: a DP_INDEX_SORTED batch
+								 * merged into a leaf's items */
+} DPIndexStrategy;
+
+/* Choose the leaf's strategy (its indexes are open). */
+extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates);
+extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
+
+/* The strategies used so far: bit (1 << DPIndexStrategy) per one. */
+extern uint32 dp_indexes_used(DPIndexes *ix);
+extern bool dp_indexes_has_unique(DPIndexes *ix);
+
+/* From now on, entries row by row (rows go the normal path). */
+extern void dp_indexes_row_by_row(DPIndexes *ix);
+
+/*
+ * DP_INDEX_ROW: one written row's entries; returns the recheck list.  With
+ * 'conflict', a unique violation sets it instead of raising.
+ */
+extern List *dp_indexes_row(DPIndexes *ix, TupleTableSlot *slot,
+							EState *estate, bool *conflict);
+
+/*
+ * DP_INDEX_SORTED: the entries of 'ntuples' written rows (t_self set, in
+ * ascending TID order; 'linenos' their input lines or NULL), each index in
+ * key order.  'slot' is a heap-tuple slot of the leaf's row type.
+ */
+extern void dp_indexes_batch(DPIndexes *ix, EState *estate,
+							 TupleTableSlot *slot, HeapTuple *tuples,
+							 uint64 *linenos, int ntuples, DPInputLine *input);
+
+/*
+ * DP_INDEX_BUILD: a placed row (values in 'slot', at 'tid') gives each
+ * index its entry, sorted at the end.
+ */
+extern void dp_indexes_spool(DPIndexes *ix, EState *estate,
+							 TupleTableSlot *slot, ItemPointer tid);
+
+/* DP_INDEX_BUILD, _REBUILD: build every index; returns how many (else 0). */
+extern int	dp_indexes_finish(DPIndexes *ix);
+
+/* ---------- btree.c: the btree page builder ---------- */
+
+/*
+ * Begin collecting 'index's entries, sorted in 'workmem' kB; with
+ * 'check_unique', the sort raises a unique index's duplicates.
+ */
+extern DPBtreeBuild *dp_btree_begin(Relation heap, Relation index,
+									int workmem, bool check_unique);
+
+/* One entry (copied into the sort). */
+extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
+						 bool *isnull);
+
+/*
+ * The entries in btree order: dp_btree_peek reads the next one ahead (NULL
+ * when there is none) and dp_btree_next returns it, then the rest.  An
+ * entry either returns lives in the sort and is valid until a later call
+ * reads past it (copy it to keep it).
+ */
+extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
+extern IndexTuple dp_btree_next(DPBtreeBuild *b);
+
+/* How many entries were added. */
+extern double dp_btree_count(DPBtreeBuild *b);
+
+/*
+ * Build the index (storage new in this transaction, empty or only its
+ * metapage so far) from the entries: the tree, then the metapage;
+ * releases the build.  dp_btree_build takes the sorted stream from 'next'
+ * (NULL at its end) instead.
+ */
+extern void dp_btree_finish(DPBtreeBuild *b);
+typedef IndexTuple (*DPBtStream) (void *arg);
+extern void dp_btree_build(DPBtreeBuild *b, DPBtStream next, void *arg);
+
+/* Release a build (finished or not); an unfinished index stays as it was. */
+extern void dp_btree_discard(DPBtreeBuild *b);
+
+/*
+ * The leaf level alone, for the right-edge append (btappend.c): the sink
+ * gives each page started its memory and block, and takes each finished
+ * page (high key, right link set) in order.
+ */
+typedef struct DPBtSink
+{
+	Page		(*new_page) (void *arg, BlockNumber *blkno);
+	void		(*page_done) (void *arg, Page page, BlockNumber blkno);
+	void	   *arg;
+} DPBtSink;
+
+/* 'hikey_room': bytes every leaf keeps free for a high key set later. */
+extern void dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink,
+								  Size hikey_room);
+
+/* An existing leaf item, as it is (posting lists included). */
+extern void dp_btree_put_item(DPBtreeBuild *b, IndexTuple itup);
+
+/* A new entry, merged with equal keys where the index deduplicates. */
+extern void dp_btree_put_entry(DPBtreeBuild *b, IndexTuple itup);
+
+/*
+ * No more items: the last pending posting list goes onto the page still
+ * filling, which stays unfinished (the sink's owner knows it).
+ */
+extern void dp_btree_leaves_end(DPBtreeBuild *b);
+
+/* A filling page made rightmost, in place: no high key slot. */
+extern void dp_btree_rightmost_image(Page page);
+
+/* A filling page given 'hikey' as its high key, in place. */
+extern void dp_btree_high_key_image(Page page, IndexTuple hikey);
+
+/*
+ * Compare leaf tuples as the btree orders them: key columns (opclass order,
+ * collation, DESC, NULLS FIRST), then heap TID unless 'keys_only'.  'b' may
+ * be a pivot: its truncated columns and missing heap TID are minus
+ * infinity, as for _bt_compare.
+ */
+extern int	dp_btree_compare(Relation index, IndexTuple a, IndexTuple b,
+							 bool keys_only);
+
+/* ---------- btappend.c: sorted entries at an existing btree's right edge ---------- */
+
+/*
+ * Called back with the heap TID of the entry about to be reported as a
+ * duplicate (so COPY's context can name its line).
+ */
+typedef void (*DPNameRow) (void *arg, ItemPointer tid);
+
+/*
+ * Append b's entries (sorted, their rows' pages on disk) at the right edge
+ * of the existing btree b->index, when the first sorts after every entry
+ * of the index; returns false, with nothing written and the entries still
+ * to be read (dp_btree_next), when it does not.  A unique index's
+ * duplicate among the entries raises INSERT's error.
+ */
+extern bool dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg);
+
+/* Insert one entry the core way (index_insert), for dp_btree_insert_runs. */
+typedef void (*DPBtInsert) (void *arg, IndexTuple itup);
+
+/*
+ * Write b's entries (sorted, their rows' pages on disk) into the existing
+ * btree b->index run by run: a run of entries after the last item of one
+ * leaf and below its high key becomes new leaf pages there, or entries
+ * among a leaf's items are merged with them into the leaf and new pages
+ * after it (a leaf merge, counted in '*merges'; the heap pages it reads
+ * go through 'ring'); entries that start
+ * neither go to 'insert'.  A unique index's duplicate within a run raises
+ * INSERT's error.  Returns how many runs (leaf merges included) were
+ * written.
+ */
+extern int	dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
+								 DPBtInsert insert, void *iarg,
+								 BufferAccessStrategy ring, int *merges);
+
+/* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
+
+/*
+ * Rewrite b->index (non-unique) into new storage, its entries merged with
+ * b's, under AccessExclusiveLock; releases the build.
+ */
+extern void dp_btree_merge(DPBtreeBuild *b);
+
+/* The index b builds or appends to. */
+extern Relation dp_btree_index(DPBtreeBuild *b);
+extern Relation dp_btree_heap(DPBtreeBuild *b);
+
+#endif							/* DP_INDEX_H */

@@ -1,0 +1,243 @@
+/*-------------------------------------------------------------------------
+ *
+ * load/load.h
+ *	  The load stage: the row loop (load.c) and its parts - the relations
+ *	  written (leaf.c), the after-insert queue (queue.c), foreign partitions
+ *	  (foreign.c), foreign keys per batch (fkeys.c), COPY's rejects
+ *	  (rejects.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DP_LOAD_H
+#define DP_LOAD_H
+
+#include "admission/admission.h"
+#include "index/index.h"
+
+/* ---------- load.c and its parts ---------- */
+
+typedef struct DPLoad DPLoad;
+typedef struct DPQueue DPQueue;
+typedef struct DPForeign DPForeign;
+typedef struct DPRejects DPRejects;
+
+/* One relation the load writes (leaf.c). */
+typedef struct DPForeignKeys DPForeignKeys;
+
+/* A row's first violated foreign key (an index into the leaf's), or -1. */
+typedef struct DPFkeyViolation
+{
+	int			key;
+	bool		mixed;			/* by MATCH FULL's mixed NULLs */
+} DPFkeyViolation;
+
+
+typedef struct DPLeaf
+{
+	ResultRelInfo *rri;			/* its result relation, indexes open */
+	DPForeignKeys *fkeys;		/* its foreign keys checked per batch, or
+								 * NULL */
+	DPHeapBuilder *writer;		/* its page builder once direct, else NULL */
+	DPForeign  *foreign;		/* a foreign partition's batch, else NULL */
+	DPIndexes  *indexes;		/* its index strategy */
+	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
+	bool		needs_post;		/* anything to do after the heap insert? */
+	int			full_pages;		/* writer's full pages last counted */
+	struct DPLeaf *next;
+} DPLeaf;
+
+/* The leaves of a load and what they share (leaf.c). */
+typedef struct DPLeafSet
+{
+	EState	   *estate;
+	ModifyTableState *mtstate;
+	bool		reject_duplicates;	/* COPY's rejects table takes them */
+	bool		freeze_allowed; /* by the statement (admission.c) */
+	TransactionId xid;			/* of the rows written */
+	CommandId	cid;
+	DPToastWait toast_wait;		/* shared by the leaves' writers */
+	StringInfoData fk_batched;	/* foreign keys checked per batch */
+	StringInfoData fk_rowwise;	/* those left per row, with why */
+	DPLeaf	   *list;			/* every leaf, newest first */
+	DPLeaf	   *last;			/* the leaf of the previous row */
+	int			count;
+} DPLeafSet;
+
+/* A row held, or waiting for its page to be written (queue.c). */
+typedef struct DPRow
+{
+	DPLeaf	   *leaf;
+	HeapTuple	tuple;			/* t_self set once placed */
+	uint64		lineno;			/* input line (COPY), for error context */
+	char	   *raw;			/* input line text, kept only for rejects */
+	DPFkeyViolation fk;			/* its foreign-key violation found per
+								 * batch, key -1 if none */
+} DPRow;
+
+/*
+ * load.c.  dp_load_begin: the caller owns estate and mtstate and fires
+ * statement triggers; RETURNING rows go to 'retstore' (or NULL); 'input'
+ * and 'rejects' are COPY's (or NULL).  dp_load_row: one row in the target's
+ * format; false if it was rejected.  dp_load_end_rows: writes every row and
+ * does their work (errors still name their row).  dp_load_finish: builds
+ * the indexes of new storage, publishes the report.
+ */
+extern DPLoad *dp_load_begin(const char *kind, EState *estate,
+							 ModifyTableState *mtstate, bool hinted,
+							 bool freeze_allowed, Tuplestorestate *retstore,
+							 DPInputLine *input, DPRejects *rejects);
+extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
+extern void dp_load_end_rows(DPLoad *load);
+extern void dp_load_finish(DPLoad *load);
+
+/* The load's report (valid after dp_load_finish for EXPLAIN ANALYZE). */
+extern const DPReport *dp_load_report(DPLoad *load);
+
+/* Rows accepted by dp_load_row and later rejected as duplicates. */
+extern uint64 dp_load_deleted(DPLoad *load);
+
+/*
+ * A parallel load's leader (parallel.c): dp_load_pages_begin makes the load
+ * direct with 'rri' its leaf and returns whether its pages go out frozen;
+ * dp_load_page takes a worker's finished page as the leaf's next block
+ * (its rows counted, their index entries spooled or queued as a placed
+ * row's are); dp_load_note_parallel records the workers used, or why none
+ * were.
+ */
+extern bool dp_load_pages_begin(DPLoad *load, ResultRelInfo *rri);
+extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
+extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
+
+/* ---------- leaf.c, queue.c ---------- */
+
+/* The leaf of 'rri', set up (checked, locked) on first use. */
+extern DPLeaf *dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri);
+
+/* Start the leaf's page builder; returns whether it freezes. */
+extern bool dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf);
+
+/* Release every leaf's slot and foreign batch. */
+extern void dp_leaf_end_all(DPLeafSet *set);
+
+/*
+ * queue.c.  The queue owns the rows added (their tuples must be allocated
+ * in dp_queue_memory()) until they are processed or taken.
+ */
+extern DPQueue *dp_queue_create(EState *estate, ModifyTableState *mtstate,
+								Tuplestorestate *retstore, DPInputLine *input,
+								DPRejects *rejects);
+extern MemoryContext dp_queue_memory(DPQueue *q);
+extern int	dp_queue_length(DPQueue *q);
+extern uint64 dp_queue_deleted(DPQueue *q);
+
+/* The current line's text if a row of 'leaf' must keep it, else NULL. */
+extern const char *dp_queue_line_text(DPQueue *q, DPLeaf *leaf);
+
+/* Queue a row ('raw' is copied); its work runs at dp_queue_process. */
+extern void dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup,
+						 uint64 lineno, const char *raw);
+
+/* The queued rows' after-insert work, in input order; empties the queue. */
+extern void dp_queue_process(DPQueue *q, DPLeaf *leaves);
+
+/* ExecInsert's work after the insert, for one row in 'slot', now. */
+extern void dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot);
+
+/* Hand the held rows back (with their memory, the caller's to delete). */
+extern DPRow *dp_queue_take(DPQueue *q, int *nrows, MemoryContext *cxt);
+
+/* Insert the held rows on the normal path, then do their work. */
+extern void dp_queue_insert_normal(DPQueue *q, CommandId cid);
+
+/* ---------- foreign.c ---------- */
+
+/* Begin batching rows for a foreign partition (routing began the insert). */
+extern DPForeign *dp_foreign_begin(ResultRelInfo *rri, EState *estate);
+
+/* Send or batch a row; returns how many rows the wrapper did not insert. */
+extern uint64 dp_foreign_insert(DPLeaf *leaf, EState *estate,
+								TupleTableSlot *slot, DPQueue *q);
+
+/* Must the rows before a row of this leaf be done before it is sent? */
+extern bool dp_foreign_needs_order(DPLeaf *leaf);
+
+/* Send every foreign leaf's waiting rows; returns the rows not inserted. */
+extern uint64 dp_foreign_flush_all(DPLeafSet *set, DPQueue *q);
+
+/* Release the batch's slots (empty by now). */
+extern void dp_foreign_end(DPForeign *f);
+
+/* ---------- rejects.c ---------- */
+
+/* Open the rejects table 'name' (checked) for a load into 'target'. */
+extern DPRejects *dp_rejects_open(const char *name, int64 limit, Relation target);
+
+/*
+ * Record a rejected row ('raw' its line text or NULL; strings copied);
+ * raises when more than the limit were rejected.
+ */
+extern void dp_rejects_add(DPRejects *r, uint64 lineno, const char *raw,
+						   int sqlerrcode, const char *message,
+						   const char *detail);
+
+/* Rows rejected so far. */
+extern uint64 dp_rejects_count(DPRejects *r);
+
+/* Keep rejects in memory while *hold > 0 (TOAST barrier, append.c). */
+extern void dp_rejects_hold_while(DPRejects *r, int *hold);
+
+/* Write the rejects kept in memory. */
+extern void dp_rejects_write_queued(DPRejects *r);
+
+/* Rejects kept in memory; the load drains at DP_REJECTS_QUEUE_MAX. */
+extern int	dp_rejects_queued(DPRejects *r);
+
+#define DP_REJECTS_QUEUE_MAX 1000
+
+/* May a row be rejected for an error of this SQLSTATE while reading? */
+extern bool dp_rejects_error_ok(int sqlerrcode);
+
+/*
+ * NOT NULL, CHECK and partition constraints without raising: false and
+ * core's SQLSTATE, message and detail (palloc'd) when one fails.
+ */
+extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
+								EState *estate, int *sqlerrcode,
+								char **message, char **detail);
+
+/* INSERT's message and detail for a duplicate found by a partial check. */
+extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
+								  TupleTableSlot *slot, EState *estate,
+								  char **message, char **detail);
+
+/* ---------- fkeys.c: foreign keys checked per batch ---------- */
+
+/*
+ * The leaf's foreign keys that can be checked per batch, or NULL; their
+ * names go to 'batched', the others' with the reason to 'rowwise'.
+ */
+extern DPForeignKeys *dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched,
+									 StringInfo rowwise);
+
+/*
+ * Check the keys of 'ntuples' directly written rows (in input order, their
+ * pages written): v[r] gets the first constraint (in trigger order) row r
+ * violates; with 'all' false only the first violating row is sure to be
+ * marked.  Returns the first violating row, or -1.
+ */
+extern int	dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples,
+						   bool all, DPFkeyViolation *v);
+
+/* Core's error for that violation of 'row', raised or as text. */
+extern void dp_fkeys_report(DPForeignKeys *f, DPFkeyViolation v,
+							HeapTuple row);
+extern void dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v,
+							  HeapTuple row, char **message, char **detail);
+
+/*
+ * Give the leaf the trigger descriptor without the batched checks
+ * ('rowwise'), or its own back.
+ */
+extern void dp_fkeys_swap(DPForeignKeys *f, bool rowwise);
+
+#endif							/* DP_LOAD_H */
