@@ -27,6 +27,7 @@ OBJS = \
 	src/load/rejects.o \
 	src/parallel/parallel.o \
 	src/parallel/parcopy.o \
+	src/parallel/chunker.o \
 	src/index/indexes.o \
 	src/index/btree.o \
 	src/index/btappend.o \

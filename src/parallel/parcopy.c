@@ -20,22 +20,9 @@
  * Algorithm.
  * 1. The leader has opened the input with core's BeginCopyFrom (its
  *	  errors, privileges and progress row are core's; for STDIN it has told
- *	  the client to start sending) and reads the raw bytes itself: from the
- *	  file or pipe core opened, or the client's CopyData messages, read as
- *	  core reads them (Flush and Sync ignored, CopyFail an error, CopyDone
- *	  the end).  The chunker
- *	  (DPChunker) scans them as core's CopyReadLineText does, byte by byte:
- *	  the end-of-line style fixed by the first line (\n, \r or \r\n), in
- *	  text format a backslash escaping the next byte, in CSV the quote and
- *	  escape state, so that a newline inside a quoted field does not end a
- *	  line.  It cuts a chunk at the first line end at least a chunk's size
- *	  past the chunk's start, and gives it the number of physical lines
- *	  before it (counted as core counts cur_lineno, quoted newlines
- *	  included) and the end-of-line style in force.  Binary input is cut
- *	  after whole tuples (a field count, then each field's length and
- *	  bytes), each chunk given a file header of its own; the input's own
- *	  header was read and checked by BeginCopyFrom, and what it read ahead
- *	  seeds the chunker.
+ *	  the client to start sending); the chunker (chunker.c) reads the rest
+ *	  and cuts it into chunks of whole lines (binary: whole tuples), each
+ *	  with the number of lines before it and the end-of-line style in force.
  * 2. Chunks of DP_WORKER_CHUNK bytes go to the workers, each through its
  *	  own input queue, sent without waiting; whenever nothing else is to be
  *	  done the leader parses a smaller chunk itself (dp_parallel_receive's
@@ -53,16 +40,10 @@
  *	  encoding is the database's.
  *
  * Invariants.
- * - Every byte of the input is in exactly one chunk, chunks are cut only
- *	 at line ends (never inside a quoted field or after an escaping
- *	 backslash), and a chunk's rows are parsed exactly as core would parse
- *	 them at that place of the input: same bytes, same line numbers, same
- *	 end-of-line rule, the header (if any) only in the first chunk, which
- *	 alone starts at line 0.
- * - Once a possible end-of-copy marker (\. where core looks for one; in
- *	 binary the trailer or a malformed length) is seen, the rest of the
- *	 input goes into one chunk, so what follows the
- *	 marker is handled exactly as core handles it, in every release.
+ * - A chunk's rows are parsed exactly as core would parse them at that
+ *	 place of the input (chunker.c's invariants say why its cuts allow
+ *	 that): same bytes, same line numbers, same end-of-line rule, the
+ *	 header (if any) only in the first chunk, which alone starts at line 0.
  * - The leader never waits on an input queue: a chunk that does not fit
  *	 waits in the leader's memory (one per worker) and is sent later.
  *
@@ -74,6 +55,7 @@
  *-------------------------------------------------------------------------
  */
 #include "parallel/parallel.h"
+#include "parallel/chunker.h"
 
 #include <sys/stat.h>
 
@@ -82,7 +64,6 @@
 #include "catalog/pg_type.h"
 #include "commands/progress.h"
 #include "executor/executor.h"
-#include "libpq/pqformat.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "miscadmin.h"
@@ -98,431 +79,6 @@
 
 /* Bytes of each worker's input queue: two chunks. */
 #define DP_IN_QUEUE_SIZE	(2 * DP_WORKER_CHUNK + 1024)
-
-/* Bytes read from the input at a time. */
-#define DP_READ_SIZE		(1024 * 1024)
-
-/* What precedes a chunk's bytes in its message. */
-typedef struct DPChunkHeader
-{
-	uint64		offset;			/* bytes of the input before it */
-	uint64		lines_before;	/* physical lines of the input before it */
-	int			eol;			/* EolType in force at its start */
-} DPChunkHeader;
-
-/* ---- the chunker (leader) ---- */
-
-typedef struct DPChunker
-{
-	FILE	   *file;			/* core's, opened by BeginCopyFrom; NULL: the
-								 * client's CopyData messages */
-	StringInfoData msg;			/* the client's current message */
-	bool		copy_done;		/* the client's CopyDone was read */
-	bool		csv;
-	bool		binary;			/* chunks of whole tuples, each chunk after
-								 * a file header of its own */
-	char		quotec;			/* CSV only */
-	char		escapec;		/* CSV only; '\0' when it is quotec */
-	char	   *buf;			/* input bytes [start, end) not yet cut */
-	Size		cap;
-	Size		start;
-	Size		pos;			/* scanned up to here */
-	Size		end;
-	bool		eof;			/* nothing more to read */
-	bool		whole;			/* possible end marker seen: rest is one chunk */
-	bool		special[256];	/* bytes the scan must look at one by one */
-	uint64		consumed;		/* bytes cut into chunks so far */
-	/* the scan's state at 'pos', as CopyReadLineText keeps it */
-	int			eol;
-	bool		in_quote;
-	bool		last_was_esc;
-	bool		line_start;
-	uint64		lines;			/* lines (binary: tuples) before 'pos' */
-	/* the next chunk's start: its lines before and end-of-line style */
-	uint64		start_lines;
-	int			start_eol;
-} DPChunker;
-
-static void
-chunker_init(DPChunker *ch, CopyFromState cstate)
-{
-	memset(ch, 0, sizeof(DPChunker));
-	ch->file = cstate->copy_src == COPY_FILE ? cstate->copy_file : NULL;
-	initStringInfo(&ch->msg);
-	ch->csv = cstate->opts.csv_mode;
-	if (ch->csv)
-	{
-		ch->quotec = cstate->opts.quote[0];
-		ch->escapec = cstate->opts.escape[0];
-		if (ch->escapec == ch->quotec)
-			ch->escapec = '\0';
-	}
-	/* newlines, escapes and quotes; the others are skipped in a run */
-	ch->special[(unsigned char) '\r'] = ch->special[(unsigned char) '\n'] = true;
-	ch->special[(unsigned char) '\\'] = true;
-	if (ch->csv)
-		ch->special[(unsigned char) ch->quotec] =
-			ch->special[(unsigned char) ch->escapec] = true;
-	ch->binary = cstate->opts.binary;
-	ch->cap = 2 * DP_READ_SIZE;
-	ch->buf = palloc(ch->cap);
-	ch->eol = ch->start_eol = EOL_UNKNOWN;
-	ch->line_start = true;
-
-	/*
-	 * What BeginCopyFrom read ahead (a binary file's header is read there):
-	 * the bytes buffered after it, the rest of the client's message, the
-	 * end of the input if it was reached.
-	 */
-	ch->end = RAW_BUF_BYTES(cstate);
-	memcpy(ch->buf, cstate->raw_buf + cstate->raw_buf_index, ch->end);
-	if (ch->file == NULL && cstate->fe_msgbuf != NULL &&
-		cstate->fe_msgbuf->cursor < cstate->fe_msgbuf->len)
-		appendBinaryStringInfo(&ch->msg,
-							   cstate->fe_msgbuf->data + cstate->fe_msgbuf->cursor,
-							   cstate->fe_msgbuf->len - cstate->fe_msgbuf->cursor);
-	ch->copy_done = ch->eof = cstate->raw_reached_eof;
-}
-
-/*
- * A byte's effect on the CSV quote state and on the line count (core
- * counts a newline inside quotes as a line).  Returns whether the byte
- * starts a possible end-of-copy marker.
- */
-static bool
-scan_csv_byte(DPChunker *ch, char c, char next)
-{
-	if (ch->line_start && c == '\\' && next == '.')
-		return true;
-	ch->line_start = false;
-	if (ch->in_quote && c == ch->escapec)
-		ch->last_was_esc = !ch->last_was_esc;
-	if (c == ch->quotec && !ch->last_was_esc)
-		ch->in_quote = !ch->in_quote;
-	if (c != ch->escapec)
-		ch->last_was_esc = false;
-	if (ch->in_quote && c == (ch->eol == EOL_NL ? '\n' : '\r'))
-		ch->lines++;
-	return false;
-}
-
-/*
- * Does the byte 'c' (followed by 'next') end a line, outside quotes and
- * escapes?  Sets the end-of-line style on the first line, as core does;
- * *step gets the bytes the line end takes.  A newline byte that does not
- * match the style is left for the parser to report, on its line.
- */
-static bool
-is_line_end(DPChunker *ch, char c, char next, Size *step)
-{
-	if (c == '\r')
-	{
-		if (ch->eol == EOL_UNKNOWN || ch->eol == EOL_CRNL)
-		{
-			if (next == '\n')
-			{
-				*step = 2;
-				ch->eol = EOL_CRNL;
-				return true;
-			}
-			if (ch->eol == EOL_UNKNOWN)
-			{
-				ch->eol = EOL_CR;
-				return true;
-			}
-			return false;
-		}
-		return ch->eol == EOL_CR;
-	}
-	if (c == '\n' && (ch->eol == EOL_UNKNOWN || ch->eol == EOL_NL))
-	{
-		ch->eol = EOL_NL;
-		return true;
-	}
-	return false;
-}
-
-/*
- * Skip a run of bytes that are neither newlines, escapes nor quotes: all
- * they do to the scan's state is end a line's first byte and a CSV escape
- * (core: "if (c != escapec) last_was_esc = false").
- */
-static void
-skip_ordinary(DPChunker *ch)
-{
-	const char *p = ch->buf + ch->pos;
-	const char *e = ch->buf + ch->end;
-
-	while (p < e && !ch->special[(unsigned char) *p])
-		p++;
-	ch->pos = p - ch->buf;
-	ch->line_start = false;
-	ch->last_was_esc = false;
-}
-
-/*
- * Scan from 'pos' to the first line end at least 'target' bytes past
- * 'start'; true if found ('pos' is there).  False when the bytes read are
- * used up (a byte whose meaning depends on the next one stays unscanned
- * until that is read) or a possible end marker was seen ('whole').
- */
-static bool
-scan_lines(DPChunker *ch, Size target)
-{
-	while (ch->pos < ch->end)
-	{
-		char		c = ch->buf[ch->pos];
-		bool		has_next;
-		char		next;
-		Size		step = 1;
-
-		if (!ch->special[(unsigned char) c])
-		{
-			skip_ordinary(ch);
-			continue;
-		}
-		has_next = ch->pos + 1 < ch->end;
-		next = has_next ? ch->buf[ch->pos + 1] : '\0';
-		if (!has_next && !ch->eof && (c == '\r' || c == '\\'))
-			return false;
-		if (ch->csv)
-		{
-			if (scan_csv_byte(ch, c, next))
-			{
-				ch->whole = true;
-				return false;
-			}
-		}
-		else if (c == '\\')
-		{
-			if (next == '.')
-			{
-				ch->whole = true;
-				return false;
-			}
-			/* the escaped byte is data, a newline too */
-			ch->pos += has_next ? 2 : 1;
-			continue;
-		}
-		if (!ch->in_quote && is_line_end(ch, c, next, &step))
-		{
-			ch->pos += step;
-			ch->lines++;
-			ch->line_start = true;
-			if (ch->pos - ch->start >= target)
-				return true;
-			continue;
-		}
-		ch->pos += step;
-	}
-	return false;
-}
-
-/*
- * The client's next CopyData message into ch->msg; false at CopyDone.  The
- * protocol as core's COPY FROM STDIN reads it: Flush and Sync are ignored,
- * CopyFail fails the statement, anything else is a protocol violation.
- */
-static bool
-next_copy_message(DPChunker *ch)
-{
-	for (;;)
-	{
-		int			mtype;
-
-		HOLD_CANCEL_INTERRUPTS();
-		pq_startmsgread();
-		mtype = pq_getbyte();
-		if (mtype == EOF)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("unexpected EOF on client connection with an open transaction")));
-		if (mtype != 'd' && mtype != 'c' && mtype != 'f' && mtype != 'H' &&
-			mtype != 'S')
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("unexpected message type 0x%02X during COPY from stdin",
-							mtype)));
-		if (pq_getmessage(&ch->msg, mtype == 'd' ? PQ_LARGE_MESSAGE_LIMIT :
-						  PQ_SMALL_MESSAGE_LIMIT))
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("unexpected EOF on client connection with an open transaction")));
-		RESUME_CANCEL_INTERRUPTS();
-		if (mtype == 'd')
-			return true;
-		if (mtype == 'c')
-			return false;
-		if (mtype == 'f')
-			ereport(ERROR,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("COPY from stdin failed: %s",
-							pq_getmsgstring(&ch->msg))));
-		/* Flush, Sync: clients may send them without noticing the COPY */
-	}
-}
-
-/* Up to 'max' bytes of the client's COPY data; 0 at its end. */
-static size_t
-read_frontend(DPChunker *ch, char *buf, size_t max)
-{
-	size_t		n = 0;
-
-	while (n < max && !ch->copy_done)
-	{
-		int			avail;
-
-		if (ch->msg.cursor >= ch->msg.len)
-		{
-			ch->copy_done = !next_copy_message(ch);
-			continue;
-		}
-		avail = Min(ch->msg.len - ch->msg.cursor, (int) (max - n));
-		pq_copymsgbytes(&ch->msg, buf + n, avail);
-		n += avail;
-	}
-	return n;
-}
-
-/* A big-endian integer of 'n' bytes at 'p' (2 or 4). */
-static int32
-get_int(const char *p, int n)
-{
-	uint32		v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = (v << 8) | (unsigned char) p[i];
-	return n == 2 ? (int32) (int16) v : (int32) v;
-}
-
-/*
- * Binary format: scan whole tuples (a field count, then per field a
- * length and that many bytes, -1 for NULL) from 'pos' until at least
- * 'target' bytes past 'start'; true if there.  False when the bytes read
- * end inside a tuple, or at the trailer or a malformed length ('whole':
- * the rest of the input is one chunk, whose parser reports what core
- * reports).
- */
-static bool
-scan_tuples(DPChunker *ch, Size target)
-{
-	while (ch->end - ch->pos >= 2)
-	{
-		Size		p = ch->pos + 2;
-		int32		nfields = get_int(ch->buf + ch->pos, 2);
-
-		if (nfields < 0)
-		{
-			ch->whole = true;
-			return false;
-		}
-		for (int i = 0; i < nfields; i++)
-		{
-			int32		len;
-
-			if (ch->end - p < 4)
-				return false;
-			len = get_int(ch->buf + p, 4);
-			p += 4;
-			if (len < -1)
-			{
-				ch->whole = true;
-				return false;
-			}
-			if (len > 0 && ch->end - p < (Size) len)
-				return false;
-			p += Max(len, 0);
-		}
-		ch->pos = p;
-		ch->lines++;
-		if (ch->pos - ch->start >= target)
-			return true;
-	}
-	return false;
-}
-
-/* Read more input after what is there, keeping [start, end). */
-static void
-read_more(DPChunker *ch)
-{
-	size_t		n;
-
-	if (ch->start > 0)
-	{
-		memmove(ch->buf, ch->buf + ch->start, ch->end - ch->start);
-		ch->end -= ch->start;
-		ch->pos -= ch->start;
-		ch->start = 0;
-	}
-	if (ch->cap - ch->end < DP_READ_SIZE)
-	{
-		ch->cap *= 2;
-		ch->buf = repalloc_huge(ch->buf, ch->cap);
-	}
-	if (ch->file == NULL)
-		n = read_frontend(ch, ch->buf + ch->end, DP_READ_SIZE);
-	else
-		n = fread(ch->buf + ch->end, 1, ch->cap - ch->end, ch->file);
-	if (n == 0)
-	{
-		if (ch->file != NULL && ferror(ch->file))
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read from COPY file: %m")));
-		ch->eof = true;
-	}
-	ch->end += n;
-}
-
-/*
- * A binary file's header for each chunk (core's reader expects one): the
- * signature, no flags, no extension.  The input's own was checked by the
- * leader's BeginCopyFrom.
- */
-static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
-
-/*
- * The message for the chunk [start, upto): its header, (binary: a file
- * header,) then its bytes.
- */
-static char *
-cut(DPChunker *ch, Size upto, Size *len)
-{
-	DPChunkHeader h = {ch->consumed, ch->start_lines, ch->start_eol};
-	Size		prefix = ch->binary ? sizeof(binary_header) : 0;
-	char	   *msg;
-
-	*len = sizeof(h) + prefix + (upto - ch->start);
-	msg = palloc(*len);
-	memcpy(msg, &h, sizeof(h));
-	memcpy(msg + sizeof(h), binary_header, prefix);
-	memcpy(msg + sizeof(h) + prefix, ch->buf + ch->start, upto - ch->start);
-	ch->consumed += upto - ch->start;
-	ch->start = upto;
-	ch->start_lines = ch->lines;
-	ch->start_eol = ch->eol;
-	return msg;
-}
-
-/*
- * The next chunk of whole lines, at least 'target' bytes unless it is the
- * last, as a message (palloc'd; *len its size); NULL at the end of the
- * input.
- */
-static char *
-next_chunk(DPChunker *ch, Size target, Size *len)
-{
-	for (;;)
-	{
-		if (!ch->whole &&
-			(ch->binary ? scan_tuples(ch, target) : scan_lines(ch, target)))
-			return cut(ch, ch->pos, len);
-		if (ch->eof)
-			return ch->end > ch->start ? cut(ch, ch->end, len) : NULL;
-		CHECK_FOR_INTERRUPTS();
-		read_more(ch);
-	}
-}
 
 /* ---- parsing a chunk (workers and the leader) ---- */
 
@@ -744,7 +300,7 @@ dp_parcopy_main(dsm_segment *seg, shm_toc *toc)
 /* The leader's COPY: its chunker, the chunks waiting to be sent, its own parser. */
 typedef struct DPCopyFeed
 {
-	DPChunker	ch;
+	DPChunker  *ch;
 	bool		input_done;		/* every byte is in a chunk */
 	bool		worker_lost;	/* a worker's input queue detached early */
 	char	  **pending;		/* per worker: a chunk not sent yet, or NULL */
@@ -764,7 +320,7 @@ static const int progress_index[5] = {
 static void
 update_progress(DPCopyFeed *f)
 {
-	f->progress[3] = f->ch.consumed;
+	f->progress[3] = dp_chunker_consumed(f->ch);
 	f->progress[4] = dp_load_report(f->load)->rows;
 	pgstat_progress_update_multi_param(2, progress_index + 3, f->progress + 3);
 }
@@ -793,7 +349,7 @@ feed_one(DPCopyFeed *f, DPParallel *par, int i)
 
 	if (f->pending[i] == NULL && !f->input_done)
 	{
-		f->pending[i] = next_chunk(&f->ch, DP_WORKER_CHUNK, &f->pending_len[i]);
+		f->pending[i] = dp_chunker_next(f->ch, DP_WORKER_CHUNK, &f->pending_len[i]);
 		f->input_done = f->pending[i] == NULL;
 		update_progress(f);
 	}
@@ -838,7 +394,7 @@ leader_step(void *arg)
 
 	if (f->input_done)
 		return false;
-	msg = next_chunk(&f->ch, DP_LEADER_CHUNK, &len);
+	msg = dp_chunker_next(f->ch, DP_LEADER_CHUNK, &len);
 	if (msg == NULL)
 	{
 		f->input_done = true;
@@ -949,7 +505,7 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 	launched = dp_parallel_workers_launched(par);
 	if (launched > 0)
 	{
-		chunker_init(&f.ch, cstate);
+		f.ch = dp_chunker_begin(cstate);
 		f.load = load;
 		f.relid = sh.target;
 		save_progress(&f, cstate);
