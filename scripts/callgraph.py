@@ -12,7 +12,8 @@ or around a circle (no stage reaches back up), when a file includes the
 header of a unit it may not call (its own unit's, those it reaches by
 calls, and directpath.h/compat.h are allowed), or when a function body is
 longer than 60 lines without a comment line starting "Long:" somewhere in
-the comment above it saying why.
+the comment above it saying why, or a file is longer than 700 lines
+without "Long:" in its top comment saying why.
 """
 import glob
 import os
@@ -20,6 +21,7 @@ import re
 import sys
 
 MAX_LINES = 60
+MAX_FILE_LINES = 700
 
 
 def strip_comments(text):
@@ -131,6 +133,18 @@ def long_functions(src):
     return out
 
 
+def long_files(src):
+    """Files over MAX_FILE_LINES whose top comment gives no reason ("Long:")."""
+    out = []
+    for path in sources(src):
+        text = open(path).read()
+        n = text.count("\n")
+        top = text[:text.find("*/") + 2]
+        if n > MAX_FILE_LINES and "Long:" not in top:
+            out.append(f"{os.path.relpath(path, src)} ({n} lines)")
+    return out
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else "src"
     graph = call_graph(src)
@@ -144,6 +158,8 @@ def main():
     problems += [f"stage cycle: {' -> '.join(c + (c[0],))}" for c in cycles(units)]
     problems += [f"include against the stage order: {x}" for x in bad_includes(src, units)]
     problems += [f"long function without a reason: {x}" for x in long_functions(src)]
+    problems += [f"file over {MAX_FILE_LINES} lines without a reason at its top: {x}"
+                 for x in long_files(src)]
     for p in problems:
         print(p)
     print("callgraph:", "ok" if not problems else f"{len(problems)} problem(s)")

@@ -116,6 +116,12 @@
  *	 checks for conflicts on the leaf, and every new page inherits the
  *	 leaf's predicate locks, as the right half of a split does.
  *
+ * Long: over 700 lines.  One algorithm (find a run, judge a leaf's
+ * repeated keys, build the run's pages, write them in chunks, complete the
+ * splits) whose steps share one state (DPBtAppend) and one locking protocol
+ * for a leaf and its right sibling; split across files, that state and
+ * protocol would have to be exposed to each part.
+ *
  *-------------------------------------------------------------------------
  */
 #include "index/index.h"

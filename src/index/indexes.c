@@ -83,6 +83,11 @@
  * executor's index relations are closed around the rebuild and reopened
  * for ExecEndModifyTable to close as usual.
  *
+ * Long: over 700 lines.  The three strategies share one per-leaf state
+ * (DPIndexes: the open indexes, their expression states, their sorts) and
+ * the choice among them; the callers see only dp_indexes_*, and keeping the
+ * strategies together keeps that state private.
+ *
  *-------------------------------------------------------------------------
  */
 #include "index/index.h"

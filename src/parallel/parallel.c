@@ -72,6 +72,11 @@
  *	 waiting and sleeps on its latch only when nothing moved, so a worker
  *	 blocked on a full queue towards it cannot deadlock with it.
  *
+ * Long: over 700 lines.  The machinery every parallel load shares (the
+ * context, the placers, the pages' way to the leader) and its first input
+ * (a scan) are kept together because the scan's producer is the placers'
+ * reference user; parcopy.c and chunker.c are the COPY input.
+ *
  *-------------------------------------------------------------------------
  */
 #include "parallel/parallel.h"
