@@ -5,7 +5,7 @@
  *
  * The library must be loaded before the statements it should handle are
  * parsed: shared_preload_libraries, session_preload_libraries or LOAD.
- * Settings (documented in README.md):
+ * Settings (documented in docs/settings.md):
  *
  *	directpath.mode				hint | always | off
  *	directpath.fallback_message_level	level of "uses the normal path"
