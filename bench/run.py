@@ -29,6 +29,9 @@ Scenarios (--only takes the name or the number):
              tables, by INSERT ... SELECT and COPY (default 2M rows)
  11 parallel INSERT ... SELECT from a staging table: plain, serial direct,
              PARALLEL(1), (2), (4) (default 2M rows)
+ 12 parse    COPY's input parsing: seed (text), ETL (csv) and wide (csv) rows
+             by plain, serial direct and PARALLEL(1) COPY, input MB/s
+             (default 3M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -83,6 +86,7 @@ from dpbench.s8_fallback import FallbackScenario  # noqa: E402
 from dpbench.s9_etl import EtlScenario  # noqa: E402
 from dpbench.s10_fkeys import FkeyScenario  # noqa: E402
 from dpbench.s11_parallel import ParallelScenario  # noqa: E402
+from dpbench.s12_parse import ParseScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -90,7 +94,7 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
-             ParallelScenario]
+             ParallelScenario, ParseScenario]
 
 
 def parse_args(argv=None):

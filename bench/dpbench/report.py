@@ -753,6 +753,41 @@ def parallel_text(agg):
     return titled_table("Parallel direct path", PARALLEL_HEADER, parallel_rows(agg))
 
 
+# ---------------------------------------------------------- parse (12) ----
+
+PARSE_HEADER = ["input: load", "load + CHECKPOINT s", "/ plain", "input MB/s"]
+
+
+def parse_rows(agg):
+    def mbps(a):
+        t = a.st("load_ckpt_s")
+        size = a.first("input_bytes")
+        if not t or not size:
+            return "–"
+        return f"{size / t['med'] / 1e6:.0f}"
+
+    return load_rows(agg, "parse", mbps)
+
+
+def section_parse(agg, meta, out, figs):
+    cases = agg.cases("parse", "replica")
+    if not cases:
+        return []
+    return ["## 12. COPY's input parsing", "",
+            f"{cases[0].first('rows'):,} rows of three shapes (seed rows: 4 int, text; ETL "
+            "rows: timestamptz, int, numeric, md5 text, csv; wide rows: 16 columns of 12 "
+            "types, csv) by COPY from a server-side file into an empty table without "
+            "indexes (created in an earlier transaction): plain, the serial direct path and "
+            "`/*+ APPEND PARALLEL(1) */` (the leader and one worker parse). Time is the COPY "
+            "plus the CHECKPOINT after it; ratios against the plain COPY of the same input "
+            "in the same run; *input MB/s*: the file's size over that time.", "",
+            md_table(PARSE_HEADER, parse_rows(agg)), ""]
+
+
+def parse_text(agg):
+    return titled_table("COPY's input parsing", PARSE_HEADER, parse_rows(agg))
+
+
 # --------------------------------------------------------------- summary ----
 
 def summary_rows(agg, meta):
@@ -871,7 +906,7 @@ def summary_text(agg, meta):
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
-            fkey_text(agg) + parallel_text(agg))
+            fkey_text(agg) + parallel_text(agg) + parse_text(agg))
     return "\n".join(out)
 
 
@@ -947,7 +982,7 @@ def write_all(out, meta, records):
            "WAL that later runs recycle.", ""]
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
-               section_fkeys, section_parallel):
+               section_fkeys, section_parallel, section_parse):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

@@ -1,0 +1,111 @@
+"""Scenario 12: COPY's input parsing, the part of a direct COPY that is
+still core's.
+
+Three inputs, each written once per run of the suite by the server into a
+server-side file, loaded into an empty table without indexes (created in
+an earlier transaction) by plain COPY, the serial direct path and
+/*+ APPEND PARALLEL(1) */:
+
+  seed  the seed rows: 4 int columns, text format
+  etl   ETL rows: timestamptz, int, numeric(12,2), md5 text; csv
+  wide  16 columns of 12 types (int2, int4, int8, float4, float8, numeric,
+        bool, date, timestamp, timestamptz, text, varchar(40), bpchar(8),
+        uuid, and two more text and int8); csv
+
+Time is the COPY plus the CHECKPOINT after it; ratios against the plain
+COPY of the same input in the same run.  Each record also has the input's
+size, so the report shows input MB per second of the load (for PARALLEL(1)
+the leader and one worker share the parsing: two processes).  This is the
+measure of the row former planned in issue 24: today's direct COPY spends
+most of its time in core's COPY reader.
+"""
+
+import time
+
+from .measure import check_direct
+from .scenario import Case, Scenario
+
+MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
+         ("p1", "direct, PARALLEL(1)", 1))
+
+INPUTS = {
+    "seed": {
+        "label": "seed rows (4 int, text)",
+        "columns": "timeid int, insid int, indid int, value int",
+        "select": "SELECT g % 50, g % 10000, g, g FROM generate_series(1, {n}) g",
+        "options": "",
+    },
+    "etl": {
+        "label": "ETL rows (timestamptz, int, numeric, md5 text; csv)",
+        "columns": "ts timestamptz, customer int, amount numeric(12,2), note text",
+        "select": ("SELECT timestamptz '2026-01-01 00:00+00' + g * interval '1 second', "
+                   "g % 100000, (g % 1000000) / 100.0, md5(g::text) "
+                   "FROM generate_series(1, {n}) g"),
+        "options": " WITH (FORMAT csv)",
+    },
+    "wide": {
+        "label": "wide rows (16 columns of 12 types; csv)",
+        "columns": ("a int2, b int4, c int8, d float4, e float8, f numeric(14,4), g bool, "
+                    "h date, i timestamp, j timestamptz, k text, l varchar(40), m char(8), "
+                    "n uuid, o text, p int8"),
+        "select": ("SELECT (g % 30000)::int2, g, g::int8 * 1000003, g / 7.0::float4, "
+                   "g / 13.0::float8, (g % 100000) / 10000.0, g % 2 = 0, "
+                   "date '2000-01-01' + g % 9000, timestamp '2020-01-01' + g * interval '1 min', "
+                   "timestamptz '2020-01-01 00:00+00' + g * interval '1 s', md5(g::text), "
+                   "'customer ' || g, 'c' || g % 1000, "
+                   "md5(g::text)::uuid, repeat('x', g % 20), g::int8 * g "
+                   "FROM generate_series(1, {n}) g"),
+        "options": " WITH (FORMAT csv)",
+    },
+}
+
+
+class ParseScenario(Scenario):
+    key = "parse"
+    number = 12
+    title = "COPY's input parsing: plain, direct serial and PARALLEL(1) COPY by input shape"
+    phases = ("replica",)
+    alone = True
+    default_rows = 3_000_000
+
+    def prepare(self, ctx, phase):
+        self.files = {}
+        with ctx.server.conn() as c:
+            for key, inp in INPUTS.items():
+                f = ctx.workdir / f"parse_{key}_{ctx.rows}.dat"
+                if not f.exists():
+                    c.execute(f"COPY ({inp['select'].format(n=ctx.rows)}) TO '{f}'"
+                              + inp["options"])
+                self.files[key] = f
+
+    def cases(self, ctx, phase):
+        return [Case(f"{inp}_{key}", f"{INPUTS[inp]['label']}: {label}",
+                     "plain" if workers is None else "direct",
+                     twin=None if workers is None else f"{inp}_plain", group="parse",
+                     params={"input": inp, "workers": workers, "mode": label})
+                for inp in INPUTS for key, label, workers in MODES]
+
+    def run(self, ctx, case, run_no):
+        inp = INPUTS[case.params["input"]]
+        f = self.files[case.params["input"]]
+        workers = case.params["workers"]
+        hint = ("" if workers is None else "/*+ APPEND */ " if workers == 0
+                else f"/*+ APPEND PARALLEL({workers}) */ ")
+        rec = {"rows": ctx.rows, "mode": case.params["mode"], "input": case.params["input"],
+               "input_bytes": f.stat().st_size}
+        with ctx.server.conn() as c:
+            c.execute("DROP TABLE IF EXISTS parse_t")
+            c.execute(f"CREATE TABLE parse_t ({inp['columns']})")
+            c.execute("CHECKPOINT")
+            time.sleep(0.5)
+            t0 = time.perf_counter()
+            c.execute(f"{hint}COPY parse_t FROM '{f}'{inp['options']}")
+            if workers is not None:
+                ls = check_direct(c, case.id, ctx.rows)
+                rec["parallel_workers"] = ls.get("parallel_workers")
+                if workers > 0 and not ls.get("parallel_workers"):
+                    raise AssertionError(f"{case.id}: ran serially: {ls.get('parallel')}")
+            c.execute("CHECKPOINT")
+            rec["load_ckpt_s"] = time.perf_counter() - t0
+            c.execute("DROP TABLE parse_t")
+        return rec
