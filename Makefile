@@ -39,7 +39,7 @@ OBJS = \
 	src/heap/visibility.o
 
 EXTENSION = directpath
-DATA = directpath--0.1.sql
+DATA = $(notdir $(wildcard $(srcdir)/directpath--*.sql))
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
 REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy
@@ -67,6 +67,12 @@ REGRESS += copy17
 endif
 
 include $(PGXS)
+
+# A VPATH build (pg_buildext: make -C build-<major> -f ../Makefile VPATH=..):
+# PGXS makes no directory for an object file, so make them here.
+ifneq ($(srcdir),.)
+$(shell mkdir -p $(sort $(dir $(OBJS))))
+endif
 
 # Benchmarks (not tests): bench/run.py, all scenarios or one (bench-wal: scenario wal,
 # bench-indexes: scenario indexes); reports in bench/results/.
