@@ -28,6 +28,7 @@ OBJS = \
 	src/parallel/parallel.o \
 	src/parallel/parcopy.o \
 	src/parallel/chunker.o \
+	src/input/fastin.o \
 	src/index/indexes.o \
 	src/index/btree.o \
 	src/index/btappend.o \

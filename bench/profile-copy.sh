@@ -3,13 +3,15 @@
 # and direct serial, on a throwaway PostgreSQL 18 cluster.
 #
 #   bench/profile-copy.sh [--rows N] [--input seed|etl|wide] [--major M]
+#                         [--set NAME=VALUE ...]
 #
 # Defaults: 1,000,000 rows of the ETL shape (timestamptz, int, numeric, md5
 # text; csv), the shapes of bench scenario 12.  Needs perf (Debian's
 # linux-perf) and root or kernel.perf_event_paranoid <= 1.  Prints, for the
 # plain and the direct COPY, the functions with the most samples (self and
 # with children) and writes perf.data files to a temporary directory that
-# it names at the end.  The server runs as the unprivileged user dptest
+# it names at the end.  --set adds a server setting (for instance
+# --set directpath.copy_fast_input=off for the profile before fastin.c).  The server runs as the unprivileged user dptest
 # when started as root, on a Unix socket in the temporary directory, and is
 # stopped at exit.
 set -euo pipefail
@@ -18,12 +20,14 @@ set -euo pipefail
 rows=1000000
 input=etl
 major=18
+settings=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rows) rows=$2; shift 2 ;;
 	--input) input=$2; shift 2 ;;
 	--major) major=$2; shift 2 ;;
-	*) echo "usage: $0 [--rows N] [--input seed|etl|wide] [--major M]" >&2; exit 2 ;;
+	--set) settings+=("$2"); shift 2 ;;
+	*) echo "usage: $0 [--rows N] [--input seed|etl|wide] [--major M] [--set NAME=VALUE]" >&2; exit 2 ;;
 	esac
 done
 command -v perf >/dev/null || { echo "profile-copy.sh: perf is missing (apt-get install linux-perf)" >&2; exit 1; }
@@ -70,6 +74,7 @@ shared_buffers = 1GB
 max_wal_size = 8GB
 checkpoint_timeout = 1h
 EOF
+for s in "${settings[@]}"; do echo "${s%%=*} = '${s#*=}'" >>"$data/postgresql.conf"; done
 dp_as_user "$bin/pg_ctl" -D "$data" -l "$work/server.log" -w start >/dev/null
 psql() { dp_as_user "$bin/psql" -X -q -h "$work" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 psql -c "CREATE EXTENSION directpath"

@@ -6,7 +6,9 @@
 The spec's rules (required keys, the types and forms of their values) and,
 beyond the spec, that the tree agrees with META.json: each extension in
 "provides" has a .control file whose default_version is the extension's
-version (0.1 -> 0.1.0), its "file" and "docfile" exist, and
+version (0.1 -> 0.1.0) and which CREATE EXTENSION can install (an install
+script of it, or of an older version and update scripts to it), its "file"
+and "docfile" exist, and
 debian/changelog's version (when there is one) is the distribution's.
 Standard library only.  Prints "check-meta: ok", or one line per problem
 and exits 1 (2 when the file cannot be read at all).
@@ -298,10 +300,10 @@ class Checker:
             if e.get("version") != want:
                 self.bad(w + ".version", "%r, but %s.control's default_version "
                          "is %r (%s)" % (e.get("version"), ext, default, want))
-            script = "%s--%s.sql" % (ext, default)
-            if not os.path.isfile(os.path.join(root, script)):
-                self.bad(w, "%s, the install script of default_version, does "
-                         "not exist" % script)
+            if not installable(root, ext, default):
+                self.bad(w, "no install script reaches default_version %s "
+                         "(%s--%s.sql, or an older one and update scripts "
+                         "to it)" % (default, ext, default))
         changelog = os.path.join(root, "debian", "changelog")
         if os.path.isfile(changelog) and isinstance(m.get("version"), str):
             with open(changelog, encoding="utf-8") as f:
@@ -314,6 +316,30 @@ class Checker:
             if upstream != m["version"]:
                 self.bad("version", "%r, but debian/changelog's version is %r"
                          % (m["version"], deb))
+
+
+def installable(root, ext, version):
+    """Whether CREATE EXTENSION can reach 'version': its install script, or
+    an install script of another version and a chain of update scripts
+    (ext--from--to.sql) from it, as PostgreSQL finds one."""
+    names = os.listdir(root)
+    installs = set()
+    updates = {}
+    for n in names:
+        mo = re.fullmatch(re.escape(ext) + r"--([^-]+)--([^-]+)\.sql", n)
+        if mo:
+            updates.setdefault(mo.group(1), set()).add(mo.group(2))
+            continue
+        mo = re.fullmatch(re.escape(ext) + r"--([^-]+)\.sql", n)
+        if mo:
+            installs.add(mo.group(1))
+    seen, todo = set(installs), list(installs)
+    while todo:
+        for nxt in updates.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return version in seen
 
 
 def control_default_version(path):

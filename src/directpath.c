@@ -24,6 +24,7 @@
  *	directpath.brin_summarize	summarize a load's BRIN ranges at its end (brin.c)
  *	directpath.fkey_batches		check foreign keys per batch (fkeys.c)
  *	directpath.wal_format		image | records (wal.c)
+ *	directpath.copy_fast_input	on | off | check (fastin.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
  *								fault injection for the crash tests (fault.c)
  *
@@ -53,6 +54,14 @@ int			dp_parallel_workers = 0;
 bool		dp_fkey_batches = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
+int			dp_copy_fast_input = DP_FASTIN_ON;
+
+static const struct config_enum_entry fast_input_options[] = {
+	{"on", DP_FASTIN_ON, false},
+	{"off", DP_FASTIN_OFF, false},
+	{"check", DP_FASTIN_CHECK, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry wal_formats[] = {
 	{"image", DP_WAL_IMAGE, false},
@@ -162,6 +171,11 @@ _PG_init(void)
 							 "How appended pages are WAL-logged.",
 							 "image: full-page images; records: heap multi-insert records that initialise the page.",
 							 &dp_wal_format, DP_WAL_RECORDS, wal_formats,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("directpath.copy_fast_input",
+							 "Whether a direct COPY parses common types' text itself.",
+							 "on: exact fast parsers for int2, int4, int8, bool, date, timestamp, timestamptz and uuid in their plain forms, the type's input function for everything else; off: the input functions only; check: both, failing on any difference.",
+							 &dp_copy_fast_input, DP_FASTIN_ON, fast_input_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	dp_fault_init();
 	MarkGUCPrefixReserved("directpath");

@@ -23,6 +23,8 @@
  *	index/			index maintenance: indexes.c (every strategy),
  *					btree.c (the btree page builder), btappend.c, btmerge.c,
  *					brin.c
+ *	input/			how a direct COPY's text becomes values: fastin.c (exact
+ *					fast input of common types)
  *	heap/			heap pages: pages.c (the page builder), append.c
  *					(crash-safe appends), wal.c, visibility.c
  *	report.c		last_statement(), EXPLAIN lines, fallback messages
@@ -81,6 +83,15 @@ extern bool dp_index_merge;
 extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
 extern bool dp_index_spool;
+/* directpath.copy_fast_input (input/fastin.c) */
+typedef enum DPFastInMode
+{
+	DP_FASTIN_OFF,
+	DP_FASTIN_ON,
+	DP_FASTIN_CHECK				/* both, failing on any difference */
+} DPFastInMode;
+
+extern int	dp_copy_fast_input;
 extern int	dp_wal_format;
 
 

@@ -777,7 +777,8 @@ def section_parse(agg, meta, out, figs):
             f"{cases[0].first('rows'):,} rows of three shapes (seed rows: 4 int, text; ETL "
             "rows: timestamptz, int, numeric, md5 text, csv; wide rows: 16 columns of 12 "
             "types, csv) by COPY from a server-side file into an empty table without "
-            "indexes (created in an earlier transaction): plain, the serial direct path and "
+            "indexes (created in an earlier transaction): plain, the serial direct path "
+            "(with `directpath.copy_fast_input` off and on) and "
             "`/*+ APPEND PARALLEL(1) */` (the leader and one worker parse). Time is the COPY "
             "plus the CHECKPOINT after it; ratios against the plain COPY of the same input "
             "in the same run; *input MB/s*: the file's size over that time.", "",

@@ -3,7 +3,8 @@ still core's.
 
 Three inputs, each written once per run of the suite by the server into a
 server-side file, loaded into an empty table without indexes (created in
-an earlier transaction) by plain COPY, the serial direct path and
+an earlier transaction) by plain COPY, the serial direct path (with the
+exact fast input of common types off, and on: src/input/fastin.c) and
 /*+ APPEND PARALLEL(1) */:
 
   seed  the seed rows: 4 int columns, text format
@@ -25,8 +26,11 @@ import time
 from .measure import check_direct
 from .scenario import Case, Scenario
 
-MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
-         ("p1", "direct, PARALLEL(1)", 1))
+# (key, label, workers: None plain, 0 serial; directpath.copy_fast_input)
+MODES = (("plain", "plain", None, "on"),
+         ("serial_nofast", "direct, serial, copy_fast_input off", 0, "off"),
+         ("serial", "direct, serial", 0, "on"),
+         ("p1", "direct, PARALLEL(1)", 1, "on"))
 
 INPUTS = {
     "seed": {
@@ -82,8 +86,8 @@ class ParseScenario(Scenario):
         return [Case(f"{inp}_{key}", f"{INPUTS[inp]['label']}: {label}",
                      "plain" if workers is None else "direct",
                      twin=None if workers is None else f"{inp}_plain", group="parse",
-                     params={"input": inp, "workers": workers, "mode": label})
-                for inp in INPUTS for key, label, workers in MODES]
+                     params={"input": inp, "workers": workers, "mode": label, "fast": fast})
+                for inp in INPUTS for key, label, workers, fast in MODES]
 
     def run(self, ctx, case, run_no):
         inp = INPUTS[case.params["input"]]
@@ -96,6 +100,7 @@ class ParseScenario(Scenario):
         with ctx.server.conn() as c:
             c.execute("DROP TABLE IF EXISTS parse_t")
             c.execute(f"CREATE TABLE parse_t ({inp['columns']})")
+            c.execute(f"SET directpath.copy_fast_input = {case.params['fast']}")
             c.execute("CHECKPOINT")
             time.sleep(0.5)
             t0 = time.perf_counter()

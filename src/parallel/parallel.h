@@ -9,6 +9,7 @@
 #ifndef DP_PARALLEL_H
 #define DP_PARALLEL_H
 
+#include "input/input.h"
 #include "load/load.h"
 
 /* ---------- parallel.c: a parallel load's workers and leader ---------- */

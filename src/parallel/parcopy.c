@@ -243,6 +243,7 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	cstate->cur_lineno = h.lines_before;
 	cstate->eol_type = (EolType) h.eol;
 	cstate->bytes_processed = h.offset;
+	dp_fastin_install(cstate);
 	if (p->restore_progress)
 		p->restore_progress(p->progress_arg);
 

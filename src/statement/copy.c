@@ -528,6 +528,8 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,
 						   stmt->is_program, NULL, stmt->attlist,
 						   opts.core_options);
+	dp_fastin_reset();
+	dp_fastin_install(cstate);
 	processed = copy_rows(cstate, rel, &a, &opts, stmt, where, exprs);
 	EndCopyFrom(cstate);
 

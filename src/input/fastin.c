@@ -1,0 +1,465 @@
+/*-------------------------------------------------------------------------
+ *
+ * fastin.c
+ *	  Exact fast input for the common types of a direct COPY's text and CSV
+ *	  columns: the first piece of the COPY row former.
+ *
+ * Core's COPY reader calls each column's input function through the
+ * FmgrInfo in cstate->in_functions[] (InputFunctionCall, or
+ * InputFunctionCallSafe under ON_ERROR), after it has split and de-escaped
+ * the line.  dp_fastin_install, called once after BeginCopyFrom, replaces
+ * the FmgrInfo of each column whose type has a fast parser here with one
+ * that calls fast_input: it parses the field's text itself when the text
+ * has a form whose result it can prove identical, bit for bit, to the type's
+ * input function under any setting the function consults, and otherwise
+ * calls the type's own input function with the very same call (arguments,
+ * escontext, its own FmgrInfo and cache), so every other value, and every
+ * error with its message and context, stays core's.
+ *
+ * The forms taken (anything else, including whitespace, a '+' sign,
+ * underscores, other bases, another spelling, a value out of range, a
+ * typmod, is the input function's):
+ *
+ *	int2, int4, int8	-?[0-9]{1,n}, n = 4, 9, 18 (no overflow possible)
+ *	bool				t, f, true, false
+ *	date				YYYY-MM-DD, year 0001-9999, a real day (with 4 year
+ *						digits core reads Y-M-D under every DateStyle)
+ *	timestamp			YYYY-MM-DD HH:MM:SS[.f{1,6}], hour 00-23, second
+ *						00-59 (typmod -1)
+ *	timestamptz			the same, then an optional offset +HH, +HH:MM or
+ *						+HH:MM:SS (hour at most 15, as core's limit); without
+ *						one the session's TimeZone decides, by the same call
+ *						core makes (DetermineTimeZoneOffset)
+ *	uuid				the canonical 8-4-4-4-12 hex digits, either case
+ *
+ * For these forms the result is computed by the functions core's own path
+ * ends in (date2j, tm2timestamp, DetermineTimeZoneOffset), so it cannot
+ * differ; fractional seconds of at most 6 digits are exact integers where
+ * core rounds (rint) a double.  directpath.copy_fast_input = check runs
+ * both and fails on any difference (the tests' oracle); off leaves
+ * in_functions alone.
+ *
+ * Counts of fields taken and handed on, per type, are kept for the last
+ * COPY of this process (directpath.last_copy_input()); a parallel COPY's
+ * workers count for themselves, so there the counts are the leader's own
+ * chunks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "input/input.h"
+
+#include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "pgtime.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+typedef enum DPFastKind
+{
+	FAST_INT2,
+	FAST_INT4,
+	FAST_INT8,
+	FAST_BOOL,
+	FAST_DATE,
+	FAST_TIMESTAMP,
+	FAST_TIMESTAMPTZ,
+	FAST_UUID,
+	FAST_KINDS
+} DPFastKind;
+
+/* The input function each kind stands in for, and its type. */
+static const struct
+{
+	Oid			func;
+	Oid			type;
+}			kinds[FAST_KINDS] = {
+	{F_INT2IN, INT2OID},
+	{F_INT4IN, INT4OID},
+	{F_INT8IN, INT8OID},
+	{F_BOOLIN, BOOLOID},
+	{F_DATE_IN, DATEOID},
+	{F_TIMESTAMP_IN, TIMESTAMPOID},
+	{F_TIMESTAMPTZ_IN, TIMESTAMPTZOID},
+	{F_UUID_IN, UUIDOID},
+};
+
+/* A column's stand-in: what fast_input needs (the FmgrInfo's fn_extra). */
+typedef struct DPFastIn
+{
+	FmgrInfo	orig;			/* the type's input function, its own cache */
+	DPFastKind	kind;
+	bool		check;			/* also call orig, and compare */
+} DPFastIn;
+
+/* Fields of the last COPY: taken here, handed to the input function. */
+static uint64 n_fast[FAST_KINDS];
+static uint64 n_slow[FAST_KINDS];
+
+/* n decimal digits at s as a number; false unless all are digits. */
+static inline bool
+digits(const char *s, int n, int64 *v)
+{
+	int64		r = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		r = r * 10 + (s[i] - '0');
+	}
+	*v = r;
+	return true;
+}
+
+/* -?[0-9]{1,maxdigits} and nothing else. */
+static bool
+read_int(const char *s, int maxdigits, int64 *v)
+{
+	bool		neg = (*s == '-');
+	int			n;
+
+	if (neg)
+		s++;
+	n = strlen(s);
+	if (n < 1 || n > maxdigits || !digits(s, n, v))
+		return false;
+	if (neg)
+		*v = -*v;
+	return true;
+}
+
+/* YYYY-MM-DD, a real day of years 1-9999, into tm; the rest at *end. */
+static bool
+read_date(const char *s, struct pg_tm *tm, const char **end)
+{
+	int64		y,
+				m,
+				d;
+
+	if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &m) ||
+		s[7] != '-' || !digits(s + 8, 2, &d))
+		return false;
+	if (y < 1 || m < 1 || m > MONTHS_PER_YEAR || d < 1 ||
+		d > day_tab[isleap(y)][m - 1])
+		return false;
+	memset(tm, 0, sizeof(*tm));
+	tm->tm_year = (int) y;
+	tm->tm_mon = (int) m;
+	tm->tm_mday = (int) d;
+	*end = s + 10;
+	return true;
+}
+
+/*
+ * " HH:MM:SS[.f{1,6}]" after a date, hour 0-23 and second 0-59, into tm
+ * and *fsec; the rest at *end.
+ */
+static bool
+read_time(const char *s, struct pg_tm *tm, fsec_t *fsec, const char **end)
+{
+	int64		h,
+				mi,
+				sec,
+				f = 0;
+	int			n = 0;
+
+	if (s[0] != ' ' || !digits(s + 1, 2, &h) || s[3] != ':' ||
+		!digits(s + 4, 2, &mi) || s[6] != ':' || !digits(s + 7, 2, &sec))
+		return false;
+	if (h > 23 || mi > 59 || sec > 59)
+		return false;
+	s += 9;
+	if (*s == '.')
+	{
+		s++;
+		while (s[n] >= '0' && s[n] <= '9')
+			n++;
+		if (n < 1 || n > 6)
+			return false;
+		(void) digits(s, n, &f);
+		for (int i = n; i < 6; i++)
+			f *= 10;
+		s += n;
+	}
+	tm->tm_hour = (int) h;
+	tm->tm_min = (int) mi;
+	tm->tm_sec = (int) sec;
+	*fsec = (fsec_t) f;
+	*end = s;
+	return true;
+}
+
+/* "+HH", "+HH:MM" or "+HH:MM:SS" (or '-') and nothing after: *tz as core's. */
+static bool
+read_offset(const char *s, int *tz)
+{
+	int64		h,
+				mi = 0,
+				sec = 0;
+	int			secs;
+
+	if ((s[0] != '+' && s[0] != '-') || !digits(s + 1, 2, &h))
+		return false;
+	if (s[3] == ':')
+	{
+		if (!digits(s + 4, 2, &mi))
+			return false;
+		if (s[6] == ':')
+		{
+			if (!digits(s + 7, 2, &sec) || s[9] != '\0')
+				return false;
+		}
+		else if (s[6] != '\0')
+			return false;
+	}
+	else if (s[3] != '\0')
+		return false;
+	if (h > 15 || mi > 59 || sec > 59)
+		return false;
+	secs = (int) ((h * MINS_PER_HOUR + mi) * SECS_PER_MINUTE + sec);
+	/* core's DecodeTimezone: seconds west of Greenwich */
+	*tz = s[0] == '-' ? secs : -secs;
+	return true;
+}
+
+static bool
+read_timestamp(const char *s, bool with_tz, Timestamp *result)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	const char *p;
+
+	if (!read_date(s, &tm, &p) || !read_time(p, &tm, &fsec, &p))
+		return false;
+	if (!with_tz)
+		return *p == '\0' && tm2timestamp(&tm, fsec, NULL, result) == 0;
+	if (*p == '\0')
+		tz = DetermineTimeZoneOffset(&tm, session_timezone);
+	else if (!read_offset(p, &tz))
+		return false;
+	return tm2timestamp(&tm, fsec, &tz, result) == 0;
+}
+
+static inline int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool
+read_uuid(const char *s, pg_uuid_t *u)
+{
+	int			i = 0;
+
+	for (int pos = 0; pos < 36; pos += 2)
+	{
+		int			hi,
+					lo;
+
+		if (pos == 8 || pos == 13 || pos == 18 || pos == 23)
+		{
+			if (s[pos] != '-')
+				return false;
+			pos--;				/* the next pair starts after the hyphen */
+			continue;
+		}
+		hi = hexval(s[pos]);
+		lo = hexval(s[pos + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		u->data[i++] = (unsigned char) (hi << 4 | lo);
+	}
+	return i == UUID_LEN && s[36] == '\0';
+}
+
+/* The value of 's' as 'kind', if it has a form taken here. */
+static bool
+read_value(DPFastKind kind, const char *s, Datum *d)
+{
+	int64		v;
+	struct pg_tm tm;
+	const char *end;
+	Timestamp	ts;
+	pg_uuid_t  *u;
+
+	switch (kind)
+	{
+		case FAST_INT2:
+			if (!read_int(s, 4, &v))
+				return false;
+			*d = Int16GetDatum((int16) v);
+			return true;
+		case FAST_INT4:
+			if (!read_int(s, 9, &v))
+				return false;
+			*d = Int32GetDatum((int32) v);
+			return true;
+		case FAST_INT8:
+			if (!read_int(s, 18, &v))
+				return false;
+			*d = Int64GetDatum(v);
+			return true;
+		case FAST_BOOL:
+			if (strcmp(s, "t") == 0 || strcmp(s, "true") == 0)
+				*d = BoolGetDatum(true);
+			else if (strcmp(s, "f") == 0 || strcmp(s, "false") == 0)
+				*d = BoolGetDatum(false);
+			else
+				return false;
+			return true;
+		case FAST_DATE:
+			if (!read_date(s, &tm, &end) || *end != '\0')
+				return false;
+			*d = DateADTGetDatum(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday) -
+								 POSTGRES_EPOCH_JDATE);
+			return true;
+		case FAST_TIMESTAMP:
+		case FAST_TIMESTAMPTZ:
+			if (!read_timestamp(s, kind == FAST_TIMESTAMPTZ, &ts))
+				return false;
+			*d = TimestampGetDatum(ts);
+			return true;
+		case FAST_UUID:
+			u = palloc(sizeof(pg_uuid_t));
+			if (!read_uuid(s, u))
+			{
+				pfree(u);
+				return false;
+			}
+			*d = UUIDPGetDatum(u);
+			return true;
+		case FAST_KINDS:
+			break;
+	}
+	return false;
+}
+
+/* Call the type's own input function, as core would have. */
+static Datum
+call_orig(FunctionCallInfo fcinfo, DPFastIn *f)
+{
+	FmgrInfo   *mine = fcinfo->flinfo;
+	Datum		d;
+
+	fcinfo->flinfo = &f->orig;
+	d = FunctionCallInvoke(fcinfo);
+	fcinfo->flinfo = mine;
+	return d;
+}
+
+/* The stand-in input function (args: cstring, typioparam, typmod). */
+static Datum
+fast_input(PG_FUNCTION_ARGS)
+{
+	DPFastIn   *f = (DPFastIn *) fcinfo->flinfo->fn_extra;
+	char	   *s = PG_GETARG_CSTRING(0);
+	Datum		d;
+
+	if (PG_GETARG_INT32(2) != -1 || !read_value(f->kind, s, &d))
+	{
+		n_slow[f->kind]++;
+		return call_orig(fcinfo, f);
+	}
+	n_fast[f->kind]++;
+	if (f->check)
+	{
+		Datum		want = InputFunctionCall(&f->orig, s, PG_GETARG_OID(1),
+											 PG_GETARG_INT32(2));
+		int16		typlen;
+		bool		typbyval;
+
+		get_typlenbyval(kinds[f->kind].type, &typlen, &typbyval);
+		if (!datumIsEqual(d, want, typbyval, typlen))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("directpath: fast input of \"%s\" as %s differs from the type's input function",
+							s, format_type_be(kinds[f->kind].type)),
+					 errhint("Set directpath.copy_fast_input to off and report this.")));
+	}
+	return d;
+}
+
+/* A COPY begins: its counts start from zero. */
+void
+dp_fastin_reset(void)
+{
+	memset(n_fast, 0, sizeof(n_fast));
+	memset(n_slow, 0, sizeof(n_slow));
+}
+
+/*
+ * Put the stand-ins in place of the input functions of a text or CSV COPY
+ * just begun (BeginCopyFrom).
+ */
+void
+dp_fastin_install(CopyFromState cstate)
+{
+	TupleDesc	desc = RelationGetDescr(cstate->rel);
+	ListCell   *lc;
+
+	if (dp_copy_fast_input == DP_FASTIN_OFF || cstate->opts.binary)
+		return;
+	foreach(lc, cstate->attnumlist)
+	{
+		int			m = lfirst_int(lc) - 1;
+		FmgrInfo   *fi = &cstate->in_functions[m];
+		DPFastIn   *f;
+		int			k;
+
+		for (k = 0; k < FAST_KINDS; k++)
+			if (fi->fn_oid == kinds[k].func &&
+				TupleDescAttr(desc, m)->atttypid == kinds[k].type)
+				break;
+		if (k == FAST_KINDS)
+			continue;
+		f = MemoryContextAlloc(fi->fn_mcxt, sizeof(DPFastIn));
+		f->orig = *fi;
+		f->kind = (DPFastKind) k;
+		f->check = dp_copy_fast_input == DP_FASTIN_CHECK;
+		fi->fn_addr = fast_input;
+		fi->fn_extra = f;
+	}
+}
+
+PG_FUNCTION_INFO_V1(directpath_last_copy_input);
+
+/*
+ * directpath.last_copy_input(): per type, the fields of this process's
+ * last direct text or CSV COPY that the fast input took, and those it
+ * handed to the type's input function.
+ */
+Datum
+directpath_last_copy_input(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int k = 0; k < FAST_KINDS; k++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {0};
+
+		if (n_fast[k] == 0 && n_slow[k] == 0)
+			continue;
+		values[0] = ObjectIdGetDatum(kinds[k].type);
+		values[1] = Int64GetDatum((int64) n_fast[k]);
+		values[2] = Int64GetDatum((int64) n_slow[k]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
