@@ -4,7 +4,7 @@
 
 -- Per type, the fields of this session's last direct text or CSV COPY that
 -- the exact fast input took (fast) and those it handed to the type's input
--- function (fallback); in a parallel COPY, the leader's own chunks.
+-- function (fallback), a parallel COPY's workers' included.
 CREATE FUNCTION last_copy_input(
 	OUT type regtype,
 	OUT fast bigint,

@@ -212,11 +212,14 @@ def test_fast_input_equals_input_functions(cluster, tmp_path, fmt):
                 assert got[how][0] == plain, (how, settings)
                 assert got[how][1]["path"] == "direct", got[how][1]
             assert got["parallel"][1]["parallel_workers"] > 0, got["parallel"][1]
-            counts = got["direct"][2]
-            for t in TYPES:
-                fast, slow = counts[t]
-                assert fast + slow > 0.9 * ROWS and fast > 0.6 * ROWS, (t, counts)
-                assert slow > 0, (t, counts)
+            for how in ("direct", "parallel"):
+                counts = got[how][2]
+                for t in TYPES:
+                    fast, slow = counts[t]
+                    assert fast + slow > 0.9 * ROWS and fast > 0.6 * ROWS, (how, t, counts)
+                    assert slow > 0, (how, t, counts)
+            # every field counted once, whichever process parsed it
+            assert got["parallel"][2] == got["direct"][2]
 
 
 @pytest.mark.parametrize("t", TYPES)

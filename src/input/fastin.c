@@ -41,8 +41,7 @@
  *
  * Counts of fields taken and handed on, per type, are kept for the last
  * COPY of this process (directpath.last_copy_input()); a parallel COPY's
- * workers count for themselves, so there the counts are the leader's own
- * chunks.
+ * workers hand theirs to the leader at their end (parallel.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -98,6 +97,8 @@ typedef struct DPFastIn
 	DPFastKind	kind;
 	bool		check;			/* also call orig, and compare */
 } DPFastIn;
+
+StaticAssertDecl(FAST_KINDS == DP_FASTIN_KINDS, "DP_FASTIN_KINDS is the kinds' count");
 
 /* Fields of the last COPY: taken here, handed to the input function. */
 static uint64 n_fast[FAST_KINDS];
@@ -400,6 +401,23 @@ dp_fastin_reset(void)
 {
 	memset(n_fast, 0, sizeof(n_fast));
 	memset(n_slow, 0, sizeof(n_slow));
+}
+
+void
+dp_fastin_get_counts(DPFastInCounts *counts)
+{
+	memcpy(counts->fast, n_fast, sizeof(n_fast));
+	memcpy(counts->fallback, n_slow, sizeof(n_slow));
+}
+
+void
+dp_fastin_add_counts(const DPFastInCounts *counts)
+{
+	for (int k = 0; k < FAST_KINDS; k++)
+	{
+		n_fast[k] += counts->fast[k];
+		n_slow[k] += counts->fallback[k];
+	}
 }
 
 /*

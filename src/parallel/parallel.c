@@ -110,6 +110,7 @@
 #define DP_KEY_PAYLOAD	UINT64CONST(0xD1E4C7A000000003)
 #define DP_KEY_OUT		UINT64CONST(0xD1E4C7A000000004)
 #define DP_KEY_IN		UINT64CONST(0xD1E4C7A000000005)
+#define DP_KEY_COUNTS	UINT64CONST(0xD1E4C7A000000006)
 
 /* Bytes of each worker's queue towards the leader: about 32 pages. */
 #define DP_OUT_QUEUE_SIZE	(32 * (BLCKSZ + 64))
@@ -447,6 +448,10 @@ dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 void
 dp_worker_end(DPWorker *w)
 {
+	DPFastInCounts *counts = shm_toc_lookup(w->toc, DP_KEY_COUNTS, false);
+
+	/* the fast input's counts, for the leader's last_copy_input() */
+	dp_fastin_get_counts(&counts[ParallelWorkerNumber]);
 	table_close(w->target, ShareRowExclusiveLock);
 	if (w->in != NULL)
 		shm_mq_detach(w->in);
@@ -484,8 +489,11 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
 	char	   *text = shm_toc_allocate(pcxt->toc, strlen(payload) + 1);
 	char	   *outq = shm_toc_allocate(pcxt->toc,
 										(Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
+	DPFastInCounts *counts = shm_toc_allocate(pcxt->toc,
+											  sizeof(DPFastInCounts) * pcxt->nworkers);
 
 	*shared = *sh;
+	memset(counts, 0, sizeof(DPFastInCounts) * pcxt->nworkers);
 	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)
 		shm_mq_set_receiver(shm_mq_create(outq + i * DP_OUT_QUEUE_SIZE,
@@ -493,6 +501,7 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
 	shm_toc_insert(pcxt->toc, DP_KEY_SHARED, shared);
 	shm_toc_insert(pcxt->toc, DP_KEY_PAYLOAD, text);
 	shm_toc_insert(pcxt->toc, DP_KEY_OUT, outq);
+	shm_toc_insert(pcxt->toc, DP_KEY_COUNTS, counts);
 	if (source != NULL)
 	{
 		ParallelTableScanDesc pscan =
@@ -518,9 +527,11 @@ static void
 estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 			 Relation source, const char *payload)
 {
-	int			keys = 3;
+	int			keys = 4;
 
 	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(DPParallelShared));
+	shm_toc_estimate_chunk(&pcxt->estimator,
+						   sizeof(DPFastInCounts) * pcxt->nworkers);
 	shm_toc_estimate_chunk(&pcxt->estimator, strlen(payload) + 1);
 	shm_toc_estimate_chunk(&pcxt->estimator,
 						   (Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
@@ -678,7 +689,12 @@ dp_parallel_receive(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
 void
 dp_parallel_finish(DPParallel *par)
 {
+	DPFastInCounts *counts;
+
 	WaitForParallelWorkersToFinish(par->pcxt);
+	counts = shm_toc_lookup(par->pcxt->toc, DP_KEY_COUNTS, false);
+	for (int i = 0; i < par->pcxt->nworkers; i++)
+		dp_fastin_add_counts(&counts[i]);
 	DestroyParallelContext(par->pcxt);
 	ExitParallelMode();
 }
