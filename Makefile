@@ -27,7 +27,8 @@ OBJS = \
 	src/load/rejects.o \
 	src/parallel/parallel.o \
 	src/parallel/parcopy.o \
-	src/parallel/chunker.o \
+	src/input/chunker.o \
+	src/input/rowform.o \
 	src/input/fastin.o \
 	src/index/indexes.o \
 	src/index/btree.o \

@@ -359,6 +359,18 @@ extern int	pq_getbyte(void);
 extern int	pq_getmessage(StringInfo s, int maxlen);
 #endif
 
+/*
+ * COPY FROM's DEFAULT marker (16+), and the default expression of the i-th
+ * column COPY fills by default: 16 indexes defexprs by attribute.
+ */
+#if PG_VERSION_NUM >= 160000
+#define DP_COPY_DEFAULT_PRINT(cstate)	((cstate)->opts.default_print)
+#define DP_COPY_DEFEXPR(cstate, i)	((cstate)->defexprs[(cstate)->defmap[i]])
+#else
+#define DP_COPY_DEFAULT_PRINT(cstate)	((char *) NULL)
+#define DP_COPY_DEFEXPR(cstate, i)	((cstate)->defexprs[i])
+#endif
+
 /* COPY FROM ... ON_ERROR other than stop (17+): rows may be skipped. */
 static inline bool
 dp_copy_skips_errors(CopyFromState cstate)

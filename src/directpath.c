@@ -25,6 +25,7 @@
  *	directpath.fkey_batches		check foreign keys per batch (fkeys.c)
  *	directpath.wal_format		image | records (wal.c)
  *	directpath.copy_fast_input	on | off | check (fastin.c)
+ *	directpath.copy_row_former	form text and CSV rows in one pass (rowform.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
  *								fault injection for the crash tests (fault.c)
  *
@@ -55,6 +56,7 @@ bool		dp_fkey_batches = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 int			dp_copy_fast_input = DP_FASTIN_ON;
+bool		dp_copy_row_former = true;
 
 static const struct config_enum_entry fast_input_options[] = {
 	{"on", DP_FASTIN_ON, false},
@@ -176,6 +178,11 @@ _PG_init(void)
 							 "Whether a direct COPY parses common types' text itself.",
 							 "on: exact fast parsers for int2, int4, int8, bool, date, timestamp, timestamptz and uuid in their plain forms, the type's input function for everything else; off: the input functions only; check: both, failing on any difference.",
 							 &dp_copy_fast_input, DP_FASTIN_ON, fast_input_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.copy_row_former",
+							 "Whether a direct text or CSV COPY forms its rows itself.",
+							 "on: directpath's reader splits the input into rows and fields in one pass and hands what it does not reproduce to core's; off: core's reader.",
+							 &dp_copy_row_former, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	dp_fault_init();
 	MarkGUCPrefixReserved("directpath");

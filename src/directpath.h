@@ -92,6 +92,7 @@ typedef enum DPFastInMode
 } DPFastInMode;
 
 extern int	dp_copy_fast_input;
+extern bool dp_copy_row_former;	/* directpath.copy_row_former (input/rowform.c) */
 extern int	dp_wal_format;
 
 

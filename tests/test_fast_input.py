@@ -12,7 +12,7 @@ function and fails on any difference: the rows must be equal, under several
 DateStyle and TimeZone settings (DST gaps and overlaps included).  Values
 that are invalid fail each COPY with the same SQLSTATE, message and
 context.  directpath.last_copy_input() counts fields taken and handed on.
-Also: ALTER EXTENSION directpath UPDATE from 0.1 brings the function.
+Also: ALTER EXTENSION directpath UPDATE from 0.1 brings the functions.
 """
 
 import random
@@ -262,7 +262,8 @@ def test_off_and_counts(cluster, tmp_path):
 
 
 def test_update_from_0_1(cluster):
-    """A database created at 0.1 updates to 0.2 and gains last_copy_input()."""
+    """A database created at 0.1 updates to the current version and gains
+    last_copy_input() (0.2) and last_copy_reader() (0.3)."""
     with cluster.conn() as conn:
         conn.execute("DROP DATABASE IF EXISTS fi_upgrade")
         conn.execute("CREATE DATABASE fi_upgrade")
@@ -271,5 +272,6 @@ def test_update_from_0_1(cluster):
         assert conn.execute("SELECT to_regproc('directpath.last_copy_input')").fetchone()[0] is None
         conn.execute("ALTER EXTENSION directpath UPDATE")
         assert conn.execute("SELECT extversion FROM pg_extension "
-                            "WHERE extname = 'directpath'").fetchone()[0] == "0.2"
+                            "WHERE extname = 'directpath'").fetchone()[0] == "0.3"
+        assert conn.execute("SELECT formed, core FROM directpath.last_copy_reader()").fetchone() == (0, 0)
         assert conn.execute("SELECT count(*) FROM directpath.last_copy_input()").fetchone()[0] == 0

@@ -103,6 +103,9 @@ StaticAssertDecl(FAST_KINDS == DP_FASTIN_KINDS, "DP_FASTIN_KINDS is the kinds' c
 /* Fields of the last COPY: taken here, handed to the input function. */
 static uint64 n_fast[FAST_KINDS];
 static uint64 n_slow[FAST_KINDS];
+static uint64 n_rows_formed;
+static uint64 n_rows_core;
+static char reader_refusal[DP_REASON_LEN];	/* why core's reader read it all */
 
 /* n decimal digits at s as a number; false unless all are digits. */
 static inline bool
@@ -397,27 +400,47 @@ fast_input(PG_FUNCTION_ARGS)
 
 /* A COPY begins: its counts start from zero. */
 void
-dp_fastin_reset(void)
+dp_input_reset_counts(void)
 {
 	memset(n_fast, 0, sizeof(n_fast));
 	memset(n_slow, 0, sizeof(n_slow));
+	n_rows_formed = n_rows_core = 0;
 }
 
 void
-dp_fastin_get_counts(DPFastInCounts *counts)
+dp_input_get_counts(DPInputCounts *counts)
 {
 	memcpy(counts->fast, n_fast, sizeof(n_fast));
 	memcpy(counts->fallback, n_slow, sizeof(n_slow));
+	counts->rows_formed = n_rows_formed;
+	counts->rows_core = n_rows_core;
 }
 
 void
-dp_fastin_add_counts(const DPFastInCounts *counts)
+dp_input_add_counts(const DPInputCounts *counts)
 {
 	for (int k = 0; k < FAST_KINDS; k++)
 	{
 		n_fast[k] += counts->fast[k];
 		n_slow[k] += counts->fallback[k];
 	}
+	n_rows_formed += counts->rows_formed;
+	n_rows_core += counts->rows_core;
+}
+
+/* Why core's reader reads the whole COPY (NULL: the row former reads it). */
+void
+dp_input_note_reader(const char *why)
+{
+	strlcpy(reader_refusal, why ? why : "", sizeof(reader_refusal));
+}
+
+/* Rows the row former (rowform.c) formed, and rows core's reader read. */
+void
+dp_input_count_rows(uint64 formed, uint64 core)
+{
+	n_rows_formed += formed;
+	n_rows_core += core;
 }
 
 /*
@@ -480,4 +503,30 @@ directpath_last_copy_input(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(directpath_last_copy_reader);
+
+/*
+ * directpath.last_copy_reader(): the rows of this process's last direct
+ * COPY that the row former formed and those core's reader read (a
+ * parallel COPY's workers' included), and why core's reader read them all
+ * (NULL when the former read the input).
+ */
+Datum
+directpath_last_copy_reader(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int64GetDatum((int64) n_rows_formed);
+	values[1] = Int64GetDatum((int64) n_rows_core);
+	if (reader_refusal[0])
+		values[2] = CStringGetTextDatum(reader_refusal);
+	else
+		nulls[2] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

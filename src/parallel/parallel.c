@@ -448,10 +448,10 @@ dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 void
 dp_worker_end(DPWorker *w)
 {
-	DPFastInCounts *counts = shm_toc_lookup(w->toc, DP_KEY_COUNTS, false);
+	DPInputCounts *counts = shm_toc_lookup(w->toc, DP_KEY_COUNTS, false);
 
 	/* the fast input's counts, for the leader's last_copy_input() */
-	dp_fastin_get_counts(&counts[ParallelWorkerNumber]);
+	dp_input_get_counts(&counts[ParallelWorkerNumber]);
 	table_close(w->target, ShareRowExclusiveLock);
 	if (w->in != NULL)
 		shm_mq_detach(w->in);
@@ -489,11 +489,11 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
 	char	   *text = shm_toc_allocate(pcxt->toc, strlen(payload) + 1);
 	char	   *outq = shm_toc_allocate(pcxt->toc,
 										(Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
-	DPFastInCounts *counts = shm_toc_allocate(pcxt->toc,
-											  sizeof(DPFastInCounts) * pcxt->nworkers);
+	DPInputCounts *counts = shm_toc_allocate(pcxt->toc,
+											  sizeof(DPInputCounts) * pcxt->nworkers);
 
 	*shared = *sh;
-	memset(counts, 0, sizeof(DPFastInCounts) * pcxt->nworkers);
+	memset(counts, 0, sizeof(DPInputCounts) * pcxt->nworkers);
 	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)
 		shm_mq_set_receiver(shm_mq_create(outq + i * DP_OUT_QUEUE_SIZE,
@@ -531,7 +531,7 @@ estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 
 	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(DPParallelShared));
 	shm_toc_estimate_chunk(&pcxt->estimator,
-						   sizeof(DPFastInCounts) * pcxt->nworkers);
+						   sizeof(DPInputCounts) * pcxt->nworkers);
 	shm_toc_estimate_chunk(&pcxt->estimator, strlen(payload) + 1);
 	shm_toc_estimate_chunk(&pcxt->estimator,
 						   (Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
@@ -689,12 +689,12 @@ dp_parallel_receive(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
 void
 dp_parallel_finish(DPParallel *par)
 {
-	DPFastInCounts *counts;
+	DPInputCounts *counts;
 
 	WaitForParallelWorkersToFinish(par->pcxt);
 	counts = shm_toc_lookup(par->pcxt->toc, DP_KEY_COUNTS, false);
 	for (int i = 0; i < par->pcxt->nworkers; i++)
-		dp_fastin_add_counts(&counts[i]);
+		dp_input_add_counts(&counts[i]);
 	DestroyParallelContext(par->pcxt);
 	ExitParallelMode();
 }

@@ -55,13 +55,13 @@
  *-------------------------------------------------------------------------
  */
 #include "parallel/parallel.h"
-#include "parallel/chunker.h"
 
 #include <sys/stat.h>
 
 #include "access/xact.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/progress.h"
 #include "executor/executor.h"
 #include "mb/pg_wchar.h"
@@ -108,6 +108,9 @@ typedef struct DPChunkParser
 	ExprState  *qual;			/* its WHERE clause, or NULL */
 	TupleTableSlot *slot;
 	DPPlacer	placer;
+	/* text and CSV: the row former and the COPY state it forms rows for */
+	CopyFromState rows_cstate;
+	DPRowFormer *rf;
 	/* the leader's: put COPY's progress row back (BeginCopyFrom resets it) */
 	void		(*restore_progress) (void *arg);
 	void	   *progress_arg;
@@ -152,6 +155,23 @@ make_payload(Node *where, List *attlist, List *options, CopyFromState cstate)
 					  makeInteger(pg_get_client_encoding()));
 }
 
+/* FORMAT binary among the options (BeginCopyFrom would read a header). */
+static bool
+binary_format(List *options)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst_node(DefElem, lc);
+
+		if (strcmp(d->defname, "format") == 0 &&
+			strcmp(defGetString(d), "binary") == 0)
+			return true;
+	}
+	return false;
+}
+
 static void
 parser_begin(DPChunkParser *p, Relation target, List *payload)
 {
@@ -167,11 +187,32 @@ parser_begin(DPChunkParser *p, Relation target, List *payload)
 	p->qual = linitial(payload) ? ExecInitQual((List *) linitial(payload), NULL) : NULL;
 	p->slot = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
 	p->restore_progress = NULL;
+	p->rows_cstate = NULL;
+	p->rf = NULL;
+	if (dp_copy_row_former && !binary_format(p->options))
+	{
+		/* core's state for the COPY's columns and options, reading nothing */
+		chunk_len = chunk_pos = 0;
+		p->rows_cstate = BeginCopyFrom(p->pstate, target, NULL, NULL, false,
+									   read_chunk, p->attlist, p->options);
+		if (dp_rowform_refusal(p->rows_cstate) == NULL)
+		{
+			dp_fastin_install(p->rows_cstate);
+			p->rf = dp_rowform_begin(p->rows_cstate, p->pstate, p->attlist,
+									 p->options);
+		}
+	}
 }
 
 static void
 parser_end(DPChunkParser *p)
 {
+	if (p->rows_cstate)
+	{
+		EndCopyFrom(p->rows_cstate);
+		if (p->restore_progress)
+			p->restore_progress(p->progress_arg);
+	}
 	dp_placer_end(&p->placer);
 	ExecDropSingleTupleTableSlot(p->slot);
 	free_parsestate(p->pstate);
@@ -222,7 +263,47 @@ parse_row(DPChunkParser *p, CopyFromState cstate, ExprContext *econtext,
 	return more;
 }
 
-/* Parse one chunk message with core's COPY reader; place its rows. */
+/* Form the rows of a text or CSV chunk with the row former; place them. */
+static void
+form_chunk(DPChunkParser *p, const DPChunkHeader *h, const char *data,
+		   Size len)
+{
+	ExprContext *econtext = GetPerTupleExprContext(p->placer.estate);
+	ErrorContextCallback errcallback;
+
+	errcallback.callback = dp_rowform_error_callback;
+	errcallback.arg = (void *) p->rf;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	dp_rowform_chunk(p->rf, data, len, h);
+	for (;;)
+	{
+		MemoryContext old;
+		bool		more;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(econtext);
+		ExecClearTuple(p->slot);
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		more = dp_rowform_next(p->rf, econtext, p->slot->tts_values,
+							   p->slot->tts_isnull);
+		MemoryContextSwitchTo(old);
+		if (!more)
+			break;
+		ExecStoreVirtualTuple(p->slot);
+		p->slot->tts_tableOid = RelationGetRelid(p->target);
+		econtext->ecxt_scantuple = p->slot;
+		if (p->qual != NULL && !ExecQual(p->qual, econtext))
+			continue;
+		dp_placer_add(&p->placer, p->slot);
+	}
+	error_context_stack = errcallback.previous;
+}
+
+/*
+ * Parse one chunk message, with the row former or core's COPY reader;
+ * place its rows.
+ */
 static void
 parse_chunk(DPChunkParser *p, const char *msg, Size len)
 {
@@ -234,6 +315,11 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	int			client_encoding = -1;
 
 	memcpy(&h, msg, sizeof(h));
+	if (p->rf)
+	{
+		form_chunk(p, &h, msg + sizeof(h), len - sizeof(h));
+		return;
+	}
 	chunk_data = msg + sizeof(h);
 	chunk_len = len - sizeof(h);
 	chunk_pos = 0;
@@ -471,6 +557,7 @@ run(DPCopyFeed *f, DPParallel *par, DPParallelShared *sh, DPLoad *load,
 	parser_begin(&f->own, rri->ri_RelationDesc, payload);
 	f->own.restore_progress = restore_progress;
 	f->own.progress_arg = f;
+	restore_progress(f);		/* parser_begin's BeginCopyFrom reset it */
 	dp_parallel_receive(par, load, rri, &share);
 	parser_end(&f->own);
 }

@@ -296,12 +296,60 @@ end_executor(CopyFromState cstate, ModifyTableState *mtstate, EState *estate)
 }
 
 /*
- * Core's CopyFrom row loop: read, skip (ON_ERROR ignore), filter (WHERE),
- * load; progress in pg_stat_progress_copy.  Returns the rows loaded.
+ * The input read by the row former (rowform.c): chunks of whole lines
+ * from the chunker, their rows formed one by one.
+ */
+typedef struct DPFormedInput
+{
+	DPChunker  *chunker;
+	DPRowFormer *rf;
+	char	   *chunk;			/* the chunk being formed, or NULL */
+} DPFormedInput;
+
+/* Bytes of a serial COPY's chunk. */
+#define DP_SERIAL_CHUNK		(256 * 1024)
+
+/* The next row of a formed input; false at the end. */
+static bool
+next_formed(DPFormedInput *in, EState *estate, TupleTableSlot *slot)
+{
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	MemoryContext oldcontext = CurrentMemoryContext;
+
+	for (;;)
+	{
+		DPChunkHeader h;
+		Size		len;
+		bool		more = false;
+
+		if (in->chunk)
+		{
+			MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+			more = dp_rowform_next(in->rf, econtext, slot->tts_values,
+								   slot->tts_isnull);
+			MemoryContextSwitchTo(oldcontext);
+			if (more)
+				return true;
+			pfree(in->chunk);
+		}
+		in->chunk = dp_chunker_next(in->chunker, DP_SERIAL_CHUNK, &len);
+		if (in->chunk == NULL)
+			return false;
+		pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED,
+									 dp_chunker_consumed(in->chunker));
+		memcpy(&h, in->chunk, sizeof(h));
+		dp_rowform_chunk(in->rf, in->chunk + sizeof(h), len - sizeof(h), &h);
+	}
+}
+
+/*
+ * Core's CopyFrom row loop: read (core's reader, or the row former when
+ * 'formed'), skip (ON_ERROR ignore), filter (WHERE), load; progress in
+ * pg_stat_progress_copy.  Returns the rows loaded.
  */
 static uint64
 read_rows(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
-		  DPLoad *load, DPRejects *rejects)
+		  DPLoad *load, DPRejects *rejects, DPFormedInput *formed)
 {
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	MemoryContext oldcontext = CurrentMemoryContext;
@@ -313,7 +361,8 @@ read_rows(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
 		ExecClearTuple(slot);
-		if (!next_row(cstate, estate, slot, rejects))
+		if (formed ? !next_formed(formed, estate, slot) :
+			!next_row(cstate, estate, slot, rejects))
 			break;
 		if (dp_copy_row_skipped(cstate))
 			continue;
@@ -362,10 +411,14 @@ copy_in_parallel(CopyFromState cstate, ModifyTableState *mtstate,
 	return false;
 }
 
-/* Core's CopyFrom, with the rows going to a direct-path load. */
+/*
+ * Core's CopyFrom, with the rows going to a direct-path load; 'rf' the row
+ * former that reads a serial COPY's input, or NULL for core's reader.
+ */
 static uint64
 copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
-		  DPCopyOptions *opts, CopyStmt *stmt, Node *where, List *exprs)
+		  DPCopyOptions *opts, CopyStmt *stmt, Node *where, List *exprs,
+		  DPRowFormer *rf)
 {
 	DPInputLine input = {&cstate->cur_lineno, &cstate->line_buf_valid,
 	&cstate->line_buf};
@@ -392,11 +445,20 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 		dp_load_end_rows(load);
 	else
 	{
+		DPFormedInput formed = {NULL, rf, NULL};
+
 		errcallback.callback = CopyFromErrorCallback;
 		errcallback.arg = (void *) cstate;
+		if (rf && !rejects)
+		{
+			formed.chunker = dp_chunker_begin(cstate);
+			errcallback.callback = dp_rowform_error_callback;
+			errcallback.arg = (void *) rf;
+		}
 		errcallback.previous = error_context_stack;
 		error_context_stack = &errcallback;
-		processed = read_rows(cstate, estate, slot, load, rejects);
+		processed = read_rows(cstate, estate, slot, load, rejects,
+							  formed.chunker ? &formed : NULL);
 		/* the last batch's errors still name their input lines */
 		dp_load_end_rows(load);
 		error_context_stack = errcallback.previous;
@@ -472,6 +534,29 @@ docopy_checks(ParseState *pstate, CopyStmt *stmt, Relation rel,
 }
 
 /*
+ * The row former for a serial text or CSV COPY, or NULL (core's reader):
+ * directpath.copy_row_former off, a rejects table (its rows are read one
+ * by one in subtransactions), or an option the former does not reproduce.
+ * The reason is kept for directpath.last_copy_input().
+ */
+static DPRowFormer *
+row_former(CopyFromState cstate, ParseState *pstate, CopyStmt *stmt,
+		   DPCopyOptions *opts)
+{
+	const char *why;
+
+	if (!dp_copy_row_former)
+		why = "directpath.copy_row_former is off";
+	else if (opts->rejects_table)
+		why = "it has a rejects table";
+	else
+		why = dp_rowform_refusal(cstate);
+	dp_input_note_reader(why);
+	return why ? NULL : dp_rowform_begin(cstate, pstate, stmt->attlist,
+										 opts->core_options);
+}
+
+/*
  * Run a COPY FROM through the direct path if admission admits it; false
  * leaves the statement to core, after recording in *report_id the
  * last_statement() entry of a COPY that admission refused.
@@ -489,6 +574,7 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 	List	   *attnums;
 	List	   *exprs;
 	CopyFromState cstate;
+	DPRowFormer *rf;
 	uint64		processed;
 
 	if (!stmt->is_from || stmt->relation == NULL)
@@ -528,9 +614,10 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,
 						   stmt->is_program, NULL, stmt->attlist,
 						   opts.core_options);
-	dp_fastin_reset();
+	dp_input_reset_counts();
 	dp_fastin_install(cstate);
-	processed = copy_rows(cstate, rel, &a, &opts, stmt, where, exprs);
+	rf = row_former(cstate, pstate, stmt, &opts);
+	processed = copy_rows(cstate, rel, &a, &opts, stmt, where, exprs, rf);
 	EndCopyFrom(cstate);
 
 	table_close(rel, NoLock);

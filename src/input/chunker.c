@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "parallel/chunker.h"
+#include "input/input.h"
 
 #include "libpq/pqformat.h"
 #include "miscadmin.h"

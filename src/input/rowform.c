@@ -1,0 +1,957 @@
+/*-------------------------------------------------------------------------
+ *
+ * rowform.c
+ *	  The COPY row former: a text or CSV chunk of whole lines (chunker.c)
+ *	  to rows, in one pass over its bytes, with core's results and errors.
+ *
+ * Core's reader copies each line into line_buf (CopyReadLine, byte by
+ * byte), then splits and de-escapes it into attribute_buf (byte by byte
+ * again), then calls each column's input function.  The row former reads
+ * the chunk where it lies:
+ *
+ * 1. Scan.  The chunk's special bytes (the delimiter, \n, \r, and the
+ *	  backslash in text format or the quote and escape in CSV) are marked in
+ *	  a bitmap, one bit per byte, by one pass over the chunk: 64 bytes at a
+ *	  time with AVX2 where the CPU has it (checked at run time), else SSE2,
+ *	  else 8 bytes at a time in a 64-bit word.  Everything after walks the
+ *	  set bits only, so an ordinary byte is looked at once.
+ * 2. Split.  From the bitmap, a record's fields (start, end, whether
+ *	  escaped or quoted) and its end, by the rules of core's line reader
+ *	  (CopyReadLineText: the end-of-line style fixed by the first line, a
+ *	  backslash taking the next byte in text, quotes and escapes in CSV,
+ *	  a newline inside quotes counted as a line) and its field splitters
+ *	  (CopyReadAttributesText / CopyReadAttributesCSV: the NULL string
+ *	  compared with the raw field, unquoted in CSV).
+ * 3. Values.  The record is copied once into a buffer where each field is
+ *	  terminated (de-escaped or de-quoted in place when it has to be), and
+ *	  each column's input function is called as NextCopyFrom calls it
+ *	  (cstate->in_functions, so fastin.c's exact fast input takes the
+ *	  common types), with cur_attname and cur_attval set for the error
+ *	  context; then the defaults of the columns not read, as core.
+ *
+ * Exactness.  Whatever the former does not reproduce goes to core's own
+ * reader: a record with a different number of fields than columns, a
+ * newline or carriage return that is not the line style's, an unterminated
+ * quote, an end-of-copy marker, an escape that makes a byte the encoding
+ * rejects (all of them errors or end-of-input rules) make the former hand
+ * the rest of the chunk, from that record on, to BeginCopyFrom over those
+ * bytes with the line counter and line style in force there, and its rows
+ * are returned as they come; a chunk whose bytes the file encoding rejects
+ * (pg_encoding_verifymbstr, core's check) goes to core whole; so does the
+ * header line (HEADER and HEADER MATCH), on its own.  Chunks are cut where
+ * core's line reader ends a line, so core reading from a record's start
+ * reads what it would have read there.  COPYs whose options change how
+ * fields become values (FORCE_NULL, FORCE_NOT_NULL, DEFAULT, ON_ERROR,
+ * encoding conversion) are not taken at all (dp_rowform_refusal).
+ *
+ * Errors.  dp_rowform_error_callback is the COPY's error context: core's
+ * CopyFromErrorCallback for the main reader (the line's text copied into
+ * line_buf only when an error needs it) or for core's reader while that
+ * reads.  A row core read leaves its line number and text in the main
+ * reader's state, so later errors of the row (constraints, deferred index
+ * work) name them as core would.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "input/input.h"
+
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "port/pg_bitutils.h"
+#include "utils/backend_progress.h"
+#include "utils/backend_status.h"
+#include "utils/memutils.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DP_HAVE_X86 1
+#endif
+
+/* What a record's split found. */
+typedef enum DPSplit
+{
+	SPLIT_ROW,					/* a record of as many fields as columns */
+	SPLIT_END,					/* no bytes left in the chunk */
+	SPLIT_CORE					/* something core's reader must see */
+} DPSplit;
+
+/* A field of the record being formed: byte offsets in the chunk. */
+typedef struct DPField
+{
+	Size		start;
+	Size		end;
+	bool		marked;			/* text: has a backslash; CSV: a quote */
+} DPField;
+
+/* A column COPY reads, in the order of its fields. */
+typedef struct DPColumn
+{
+	int			m;				/* attribute index */
+	FmgrInfo   *in;				/* cstate->in_functions[m] */
+	Oid			ioparam;
+	int32		typmod;
+	const char *name;
+} DPColumn;
+
+struct DPRowFormer
+{
+	CopyFromState cstate;		/* the COPY's; its state names the row */
+	MemoryContext mcxt;
+	ParseState *pstate;			/* for core's reader */
+	List	   *attlist;
+	List	   *options;
+	/* the format */
+	bool		csv;
+	char		delim;
+	char		quote;
+	char		escape;			/* CSV; '\0' when it is the quote */
+	const char *null_print;
+	int			null_len;
+	int			ncolumns;
+	DPColumn   *columns;
+	DPField    *fields;			/* ncolumns + 1 */
+	char	  **strings;		/* the record's field strings, NULL for NULL */
+	char		specials[5];
+	int			nspecials;
+	/* the chunk */
+	const char *data;
+	Size		len;
+	Size		pos;			/* next record */
+	uint64	   *bits;			/* special bytes of data */
+	Size		nwords;
+	Size		bits_cap;
+	uint64		lineno;			/* lines before 'pos' */
+	int			eol;			/* EolType in force at 'pos' */
+	bool		header_next;	/* the header line is at 'pos' */
+	/* the record formed: its fields' text, its line for the error context */
+	char	   *out;
+	Size		out_cap;
+	Size		line_start;
+	Size		line_len;
+	bool		line_pending;	/* not yet copied into cstate->line_buf */
+	/* core's reader over the chunk's rest (or the header), while it reads */
+	CopyFromState core;
+	bool		core_header;	/* it reads the header line only */
+	bool		in_core;		/* inside its NextCopyFrom */
+};
+
+/* ---- 1. the scan: special bytes to a bitmap ---- */
+
+/* Mark one byte at a time: the tail, and machines without vectors. */
+static void
+mark_bytes(const char *specials, int nspecials, const char *p, Size n,
+		   uint64 *bits, Size at)
+{
+	for (Size i = 0; i < n; i++)
+		for (int k = 0; k < nspecials; k++)
+			if (p[i] == specials[k])
+			{
+				bits[(at + i) >> 6] |= UINT64CONST(1) << ((at + i) & 63);
+				break;
+			}
+}
+
+#ifdef DP_HAVE_X86
+/* 64 bytes at a time with SSE2 (every x86-64 has it). */
+static Size
+mark_sse2(const char *specials, int nspecials, const char *p, Size n,
+		  uint64 *bits)
+{
+	__m128i		want[5];
+	Size		i;
+
+	for (int k = 0; k < nspecials; k++)
+		want[k] = _mm_set1_epi8(specials[k]);
+	for (i = 0; i + 64 <= n; i += 64)
+	{
+		uint64		m = 0;
+
+		for (int q = 0; q < 4; q++)
+		{
+			__m128i		v = _mm_loadu_si128((const __m128i *) (p + i + 16 * q));
+			__m128i		hit = _mm_cmpeq_epi8(v, want[0]);
+
+			for (int k = 1; k < nspecials; k++)
+				hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, want[k]));
+			m |= (uint64) (uint16) _mm_movemask_epi8(hit) << (16 * q);
+		}
+		bits[i >> 6] = m;
+	}
+	return i;
+}
+
+/* The same with AVX2, where the CPU has it. */
+__attribute__((target("avx2")))
+static Size
+mark_avx2(const char *specials, int nspecials, const char *p, Size n,
+		  uint64 *bits)
+{
+	__m256i		want[5];
+	Size		i;
+
+	for (int k = 0; k < nspecials; k++)
+		want[k] = _mm256_set1_epi8(specials[k]);
+	for (i = 0; i + 64 <= n; i += 64)
+	{
+		__m256i		lo = _mm256_loadu_si256((const __m256i *) (p + i));
+		__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + i + 32));
+		__m256i		hlo = _mm256_cmpeq_epi8(lo, want[0]);
+		__m256i		hhi = _mm256_cmpeq_epi8(hi, want[0]);
+
+		for (int k = 1; k < nspecials; k++)
+		{
+			hlo = _mm256_or_si256(hlo, _mm256_cmpeq_epi8(lo, want[k]));
+			hhi = _mm256_or_si256(hhi, _mm256_cmpeq_epi8(hi, want[k]));
+		}
+		bits[i >> 6] = (uint64) (uint32) _mm256_movemask_epi8(hlo) |
+			((uint64) (uint32) _mm256_movemask_epi8(hhi) << 32);
+	}
+	return i;
+}
+#elif !defined(WORDS_BIGENDIAN)
+/*
+ * 8 bytes at a time in a word: a byte equal to a special one becomes zero
+ * after the xor, and ((x & 7f..) + 7f..) | x has the high bit of exactly
+ * the non-zero bytes; the high bits are gathered by a multiplication.
+ */
+static Size
+mark_words(const char *specials, int nspecials, const char *p, Size n,
+		   uint64 *bits)
+{
+	const uint64 lo7 = UINT64CONST(0x7f7f7f7f7f7f7f7f);
+	Size		i;
+
+	for (i = 0; i + 64 <= n; i += 64)
+	{
+		uint64		m = 0;
+
+		for (int w = 0; w < 8; w++)
+		{
+			uint64		v;
+			uint64		hit = 0;
+
+			memcpy(&v, p + i + 8 * w, 8);
+			for (int k = 0; k < nspecials; k++)
+			{
+				uint64		x = v ^ (UINT64CONST(0x0101010101010101) * (unsigned char) specials[k]);
+
+				hit |= ~(((x & lo7) + lo7) | x | lo7);
+			}
+			m |= (((hit >> 7) * UINT64CONST(0x0102040810204080)) >> 56) << (8 * w);
+		}
+		bits[i >> 6] = m;
+	}
+	return i;
+}
+#endif
+
+/* Mark the chunk's special bytes: rf->bits, one bit per byte. */
+static void
+scan_chunk(DPRowFormer *rf)
+{
+	Size		done;
+
+	rf->nwords = (rf->len + 63) / 64;
+	if (rf->nwords > rf->bits_cap)
+	{
+		rf->bits_cap = Max(rf->nwords, 2 * rf->bits_cap);
+		if (rf->bits)
+			pfree(rf->bits);
+		rf->bits = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
+	}
+#ifdef DP_HAVE_X86
+	if (__builtin_cpu_supports("avx2"))
+		done = mark_avx2(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
+	else
+		done = mark_sse2(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
+#elif !defined(WORDS_BIGENDIAN)
+	done = mark_words(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
+#else
+	done = 0;
+#endif
+	if (done < rf->len)
+	{
+		memset(rf->bits + done / 64, 0, (rf->nwords - done / 64) * sizeof(uint64));
+		mark_bytes(rf->specials, rf->nspecials, rf->data + done,
+				   rf->len - done, rf->bits, done);
+	}
+}
+
+/* The first special byte at or after 'from'; the chunk's length if none. */
+static inline Size
+next_special(const DPRowFormer *rf, Size from)
+{
+	Size		w = from >> 6;
+	uint64		m;
+
+	if (from >= rf->len)
+		return rf->len;
+	m = rf->bits[w] & (~UINT64CONST(0) << (from & 63));
+	while (m == 0)
+	{
+		if (++w >= rf->nwords)
+			return rf->len;
+		m = rf->bits[w];
+	}
+	return (w << 6) + pg_rightmost_one_pos64(m);
+}
+
+/* ---- 2. the split: a record's fields and end ---- */
+
+/*
+ * A line ends at 'q' (an unquoted \n or \r): the bytes the end takes (in
+ * *step), with the line style as CopyReadLineText fixes and checks it; 0
+ * when core would raise an error there.
+ */
+static int
+line_end(const DPRowFormer *rf, Size q, int *eol)
+{
+	if (rf->data[q] == '\n')
+	{
+		if (*eol == EOL_CR || *eol == EOL_CRNL)
+			return 0;
+		*eol = EOL_NL;
+		return 1;
+	}
+	if (*eol == EOL_NL)
+		return 0;
+	if (*eol == EOL_CR)
+		return 1;
+	if (q + 1 < rf->len && rf->data[q + 1] == '\n')
+	{
+		*eol = EOL_CRNL;
+		return 2;
+	}
+	if (*eol == EOL_CRNL)
+		return 0;
+	*eol = EOL_CR;
+	return 1;
+}
+
+/*
+ * Split the record at rf->pos: its fields into rf->fields, *end the end of
+ * its bytes, *next where the next one starts, *nl the newlines inside its
+ * quotes, *eol the line style after it.
+ */
+static DPSplit
+split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+	int			nf = 0;
+	bool		in_quote = false;
+
+	*nl = 0;
+	*eol = rf->eol;
+	if (p >= rf->len)
+		return SPLIT_END;
+	/* an end-of-copy marker, or what core may take for one */
+	if (d[p] == '\\' && p + 1 < rf->len && d[p + 1] == '.')
+		return SPLIT_CORE;
+
+	rf->fields[0].start = p;
+	rf->fields[0].marked = false;
+	for (;;)
+	{
+		Size		q = next_special(rf, p);
+		char		c;
+		int			step;
+
+		if (q >= rf->len)
+		{
+			/* the input's last line, without a line end */
+			if (in_quote)
+				return SPLIT_CORE;
+			*end = *next = rf->len;
+			break;
+		}
+		c = d[q];
+		if (in_quote)
+		{
+			if (c == rf->quote)
+			{
+				/* a doubled quote (escape = quote) is one quote */
+				if (rf->escape == '\0' && q + 1 < rf->len && d[q + 1] == c)
+					p = q + 2;
+				else
+				{
+					in_quote = false;
+					p = q + 1;
+				}
+			}
+			else if (c == rf->escape && q + 1 < rf->len &&
+					 (d[q + 1] == rf->escape || d[q + 1] == rf->quote))
+				p = q + 2;
+			else
+			{
+				if (c == (*eol == EOL_NL ? '\n' : '\r'))
+					(*nl)++;
+				p = q + 1;
+			}
+			continue;
+		}
+		if (c == rf->delim)
+		{
+			rf->fields[nf].end = q;
+			if (++nf >= rf->ncolumns)
+				return SPLIT_CORE;	/* extra data: core's error */
+			rf->fields[nf].start = q + 1;
+			rf->fields[nf].marked = false;
+			p = q + 1;
+			continue;
+		}
+		if (c == '\n' || c == '\r')
+		{
+			step = line_end(rf, q, eol);
+			if (step == 0)
+				return SPLIT_CORE;
+			*end = q;
+			*next = q + step;
+			break;
+		}
+		if (!rf->csv)
+		{
+			/* a backslash: the next byte is data, whatever it is */
+			Assert(c == '\\');
+			rf->fields[nf].marked = true;
+			if (q + 1 < rf->len && d[q + 1] == '.')
+				return SPLIT_CORE;
+			p = Min(q + 2, rf->len);
+			continue;
+		}
+		if (c == rf->quote)
+		{
+			rf->fields[nf].marked = true;
+			in_quote = true;
+		}
+		/* else an escape outside quotes: an ordinary byte */
+		p = q + 1;
+	}
+	rf->fields[nf].end = *end;
+	if (nf + 1 != rf->ncolumns)
+		return SPLIT_CORE;		/* missing data: core's error */
+	return SPLIT_ROW;
+}
+
+/* ---- 3. values ---- */
+
+static inline int
+octal_value(char c)
+{
+	return c - '0';
+}
+
+static inline bool
+is_octal(char c)
+{
+	return c >= '0' && c <= '7';
+}
+
+static inline int
+hex_value(char c)
+{
+	return isdigit((unsigned char) c) ? c - '0' : pg_ascii_tolower(c) - 'a' + 10;
+}
+
+/*
+ * De-escape a text field in place, as CopyReadAttributesText does, and
+ * terminate it.  False when an escape made a byte the database encoding
+ * rejects (core's error, on core's reading).
+ */
+static bool
+unescape_text(char *s, Size len)
+{
+	char	   *r = s;
+	char	   *w = s;
+	char	   *e = s + len;
+	bool		non_ascii = false;
+
+	while (r < e)
+	{
+		char		c = *r++;
+
+		if (c == '\\')
+		{
+			if (r >= e)
+				break;
+			c = *r++;
+			switch (c)
+			{
+				case '0':
+				case '1':
+				case '2':
+				case '3':
+				case '4':
+				case '5':
+				case '6':
+				case '7':
+					{
+						int			val = octal_value(c);
+
+						if (r < e && is_octal(*r))
+						{
+							val = (val << 3) + octal_value(*r++);
+							if (r < e && is_octal(*r))
+								val = (val << 3) + octal_value(*r++);
+						}
+						c = val & 0377;
+						if (c == '\0' || IS_HIGHBIT_SET(c))
+							non_ascii = true;
+					}
+					break;
+				case 'x':
+					if (r < e && isxdigit((unsigned char) *r))
+					{
+						int			val = hex_value(*r++);
+
+						if (r < e && isxdigit((unsigned char) *r))
+							val = (val << 4) + hex_value(*r++);
+						c = val & 0xff;
+						if (c == '\0' || IS_HIGHBIT_SET(c))
+							non_ascii = true;
+					}
+					break;
+				case 'b':
+					c = '\b';
+					break;
+				case 'f':
+					c = '\f';
+					break;
+				case 'n':
+					c = '\n';
+					break;
+				case 'r':
+					c = '\r';
+					break;
+				case 't':
+					c = '\t';
+					break;
+				case 'v':
+					c = '\v';
+					break;
+			}
+		}
+		*w++ = c;
+	}
+	*w = '\0';
+	return !non_ascii || pg_verifymbstr(s, w - s, true);
+}
+
+/* De-quote a CSV field in place, as CopyReadAttributesCSV does. */
+static void
+unquote_csv(const DPRowFormer *rf, char *s, Size len)
+{
+	char	   *r = s;
+	char	   *w = s;
+	char	   *e = s + len;
+	char		escape = rf->escape ? rf->escape : rf->quote;
+	bool		in_quote = false;
+
+	while (r < e)
+	{
+		char		c = *r++;
+
+		if (!in_quote)
+		{
+			if (c == rf->quote)
+				in_quote = true;
+			else
+				*w++ = c;
+			continue;
+		}
+		if (c == escape && r < e && (*r == escape || *r == rf->quote))
+		{
+			*w++ = *r++;
+			continue;
+		}
+		if (c == rf->quote)
+			in_quote = false;
+		else
+			*w++ = c;
+	}
+	*w = '\0';
+}
+
+/*
+ * The record split into rf->fields, from 'start' to 'end': its fields'
+ * strings (NULL for the NULL string) into strings[].  False when core must
+ * read it.
+ */
+static bool
+field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
+{
+	Size		len = end - start;
+
+	if (len + 1 > rf->out_cap)
+	{
+		rf->out_cap = Max(len + 1, 2 * rf->out_cap);
+		pfree(rf->out);
+		rf->out = MemoryContextAlloc(rf->mcxt, rf->out_cap);
+	}
+	memcpy(rf->out, rf->data + start, len);
+	for (int i = 0; i < rf->ncolumns; i++)
+	{
+		DPField    *f = &rf->fields[i];
+		Size		flen = f->end - f->start;
+		char	   *s = rf->out + (f->start - start);
+
+		if ((!rf->csv || !f->marked) && flen == rf->null_len &&
+			memcmp(rf->data + f->start, rf->null_print, flen) == 0)
+			strings[i] = NULL;
+		else
+		{
+			strings[i] = s;
+			if (!f->marked)
+				s[flen] = '\0';
+			else if (rf->csv)
+				unquote_csv(rf, s, flen);
+			else if (!unescape_text(s, flen))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* NextCopyFrom's work after its reader: input functions, then defaults. */
+static void
+form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
+			Datum *values, bool *nulls)
+{
+	CopyFromState cstate = rf->cstate;
+	int			natts = RelationGetDescr(cstate->rel)->natts;
+
+	memset(values, 0, natts * sizeof(Datum));
+	memset(nulls, true, natts * sizeof(bool));
+	for (int i = 0; i < rf->ncolumns; i++)
+	{
+		DPColumn   *col = &rf->columns[i];
+
+		cstate->cur_attname = (char *) col->name;
+		cstate->cur_attval = strings[i];
+		values[col->m] = InputFunctionCall(col->in, strings[i], col->ioparam,
+										   col->typmod);
+		nulls[col->m] = strings[i] == NULL;
+	}
+	cstate->cur_attname = NULL;
+	cstate->cur_attval = NULL;
+	for (int i = 0; i < cstate->num_defaults; i++)
+	{
+		int			m = cstate->defmap[i];
+
+		values[m] = ExecEvalExpr(DP_COPY_DEFEXPR(cstate, i), econtext,
+								 &nulls[m]);
+	}
+}
+
+/* ---- core's reader for what the former does not take ---- */
+
+/* The bytes core's reader reads: data_source_cb has no argument. */
+static const char *core_data;
+static Size core_len;
+static Size core_pos;
+
+static int
+read_core(void *outbuf, int minread, int maxread)
+{
+	Size		n = Min((Size) maxread, core_len - core_pos);
+
+	memcpy(outbuf, core_data + core_pos, n);
+	core_pos += n;
+	return (int) n;
+}
+
+/*
+ * BeginCopyFrom and EndCopyFrom start and end the backend's COPY progress
+ * row: keep it as it was around them.
+ */
+typedef struct DPProgress
+{
+	ProgressCommandType command;
+	Oid			relid;
+	int64		param[PGSTAT_NUM_PROGRESS_PARAM];
+} DPProgress;
+
+static void
+progress_save(DPProgress *p)
+{
+	volatile PgBackendStatus *be = MyBEEntry;
+
+	p->command = be ? be->st_progress_command : PROGRESS_COMMAND_INVALID;
+	if (p->command == PROGRESS_COMMAND_INVALID)
+		return;
+	p->relid = be->st_progress_command_target;
+	for (int i = 0; i < PGSTAT_NUM_PROGRESS_PARAM; i++)
+		p->param[i] = be->st_progress_param[i];
+}
+
+static void
+progress_restore(const DPProgress *p)
+{
+	static int	index[PGSTAT_NUM_PROGRESS_PARAM];
+
+	if (p->command == PROGRESS_COMMAND_INVALID)
+	{
+		pgstat_progress_end_command();
+		return;
+	}
+	for (int i = 0; i < PGSTAT_NUM_PROGRESS_PARAM; i++)
+		index[i] = i;
+	pgstat_progress_start_command(p->command, p->relid);
+	pgstat_progress_update_multi_param(PGSTAT_NUM_PROGRESS_PARAM, index, p->param);
+}
+
+/* Core's reader over the chunk's bytes [rf->pos, to). */
+static void
+core_begin(DPRowFormer *rf, Size to, bool header)
+{
+	MemoryContext old = MemoryContextSwitchTo(rf->mcxt);
+	DPProgress	progress;
+
+	progress_save(&progress);
+	core_data = rf->data + rf->pos;
+	core_len = to - rf->pos;
+	core_pos = 0;
+	rf->core = BeginCopyFrom(rf->pstate, rf->cstate->rel, NULL, NULL, false,
+							 read_core, rf->attlist, rf->options);
+	rf->core->cur_lineno = rf->lineno;
+	rf->core->eol_type = (EolType) rf->eol;
+	rf->core_header = header;
+	dp_fastin_install(rf->core);
+	progress_restore(&progress);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+core_end(DPRowFormer *rf)
+{
+	DPProgress	progress;
+
+	progress_save(&progress);
+	EndCopyFrom(rf->core);
+	progress_restore(&progress);
+	rf->core = NULL;
+}
+
+/*
+ * The next row of core's reader; false at the end of its bytes.  The
+ * row's line and its text become the main reader's.
+ */
+static bool
+core_next(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
+{
+	CopyFromState cstate = rf->cstate;
+	bool		more;
+
+	rf->in_core = true;
+	more = NextCopyFrom(rf->core, econtext, values, nulls);
+	rf->in_core = false;
+	if (!more)
+		return false;
+	cstate->cur_lineno = rf->core->cur_lineno;
+	resetStringInfo(&cstate->line_buf);
+	appendBinaryStringInfo(&cstate->line_buf, rf->core->line_buf.data,
+						   rf->core->line_buf.len);
+	cstate->line_buf_valid = rf->core->line_buf_valid;
+	rf->line_pending = false;
+	dp_input_count_rows(0, 1);
+	return true;
+}
+
+/* ---- the interface ---- */
+
+const char *
+dp_rowform_refusal(CopyFromState cstate)
+{
+	ListCell   *lc;
+
+	if (cstate->opts.binary)
+		return "binary input";
+	if (cstate->need_transcoding)
+		return "the input is converted from another encoding";
+	if (dp_copy_skips_errors(cstate))
+		return "it has ON_ERROR";
+	if (DP_COPY_DEFAULT_PRINT(cstate) != NULL)
+		return "it has DEFAULT";
+	if (cstate->attnumlist == NIL)
+		return "it reads no columns";
+	if (cstate->convert_select_flags != NULL)
+		return "it reads some columns only";
+	if (cstate->opts.csv_mode)
+		foreach(lc, cstate->attnumlist)
+		{
+			int			m = lfirst_int(lc) - 1;
+
+			if (cstate->opts.force_notnull_flags[m] ||
+				cstate->opts.force_null_flags[m])
+				return "it has FORCE_NULL or FORCE_NOT_NULL";
+		}
+	return NULL;
+}
+
+DPRowFormer *
+dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
+				 List *options)
+{
+	DPRowFormer *rf = palloc0(sizeof(DPRowFormer));
+	TupleDesc	desc = RelationGetDescr(cstate->rel);
+	ListCell   *lc;
+	int			i = 0;
+
+	rf->cstate = cstate;
+	rf->mcxt = CurrentMemoryContext;
+	rf->pstate = pstate;
+	rf->attlist = attlist;
+	rf->options = options;
+	rf->csv = cstate->opts.csv_mode;
+	rf->delim = cstate->opts.delim[0];
+	rf->null_print = cstate->opts.null_print;
+	rf->null_len = cstate->opts.null_print_len;
+	rf->specials[rf->nspecials++] = rf->delim;
+	rf->specials[rf->nspecials++] = '\n';
+	rf->specials[rf->nspecials++] = '\r';
+	if (rf->csv)
+	{
+		rf->quote = cstate->opts.quote[0];
+		rf->escape = cstate->opts.escape[0];
+		if (rf->escape == rf->quote)
+			rf->escape = '\0';
+		rf->specials[rf->nspecials++] = rf->quote;
+		if (rf->escape != '\0')
+			rf->specials[rf->nspecials++] = rf->escape;
+	}
+	else
+		rf->specials[rf->nspecials++] = '\\';
+
+	rf->ncolumns = list_length(cstate->attnumlist);
+	rf->columns = palloc(rf->ncolumns * sizeof(DPColumn));
+	rf->fields = palloc((rf->ncolumns + 1) * sizeof(DPField));
+	rf->strings = palloc(rf->ncolumns * sizeof(char *));
+	foreach(lc, cstate->attnumlist)
+	{
+		DPColumn   *col = &rf->columns[i++];
+		Form_pg_attribute att;
+
+		col->m = lfirst_int(lc) - 1;
+		att = TupleDescAttr(desc, col->m);
+		col->in = &cstate->in_functions[col->m];
+		col->ioparam = cstate->typioparams[col->m];
+		col->typmod = att->atttypmod;
+		col->name = NameStr(att->attname);
+	}
+	rf->out_cap = 1024;
+	rf->out = palloc(rf->out_cap);
+	return rf;
+}
+
+void
+dp_rowform_chunk(DPRowFormer *rf, const char *data, Size len,
+				 const DPChunkHeader *where)
+{
+	rf->data = data;
+	rf->len = len;
+	rf->pos = 0;
+	rf->lineno = where->lines_before;
+	rf->eol = where->eol;
+	rf->header_next = where->lines_before == 0 && rf->cstate->opts.header_line;
+	rf->line_pending = false;
+	if (pg_encoding_verifymbstr(rf->cstate->file_encoding, data, len) != len)
+	{
+		/* core reads it, and reports the bad bytes on their line */
+		core_begin(rf, len, false);
+		return;
+	}
+	scan_chunk(rf);
+}
+
+bool
+dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
+				bool *nulls)
+{
+	CopyFromState cstate = rf->cstate;
+	Size		end;
+	Size		next;
+	int			nl;
+	int			eol;
+
+	for (;;)
+	{
+		if (rf->core != NULL)
+		{
+			if (core_next(rf, econtext, values, nulls))
+				return true;
+			core_end(rf);
+			if (!rf->core_header)
+				break;			/* it read the chunk's rest */
+			continue;
+		}
+		switch (split_record(rf, &end, &next, &nl, &eol))
+		{
+			case SPLIT_END:
+				goto done;
+			case SPLIT_CORE:
+				/* core reads the rest of the chunk, header included */
+				core_begin(rf, rf->len, false);
+				rf->pos = rf->len;
+				continue;
+			case SPLIT_ROW:
+				break;
+		}
+		if (rf->header_next)
+		{
+			/* core reads (and with MATCH checks) the header line */
+			rf->header_next = false;
+			core_begin(rf, next, true);
+			rf->pos = next;
+			rf->lineno += 1 + nl;
+			rf->eol = eol;
+			continue;
+		}
+
+		/* the row's place, for errors from here on */
+		cstate->cur_lineno = rf->lineno + 1 + nl;
+		cstate->line_buf_valid = true;
+		rf->line_start = rf->pos;
+		rf->line_len = end - rf->pos;
+		rf->line_pending = true;
+		if (!field_strings(rf, rf->pos, end, rf->strings))
+		{
+			rf->line_pending = false;
+			core_begin(rf, rf->len, false);
+			rf->pos = rf->len;
+			continue;
+		}
+		rf->pos = next;
+		rf->lineno += 1 + nl;
+		rf->eol = eol;
+		form_values(rf, rf->strings, econtext, values, nulls);
+		dp_input_count_rows(1, 0);
+		return true;
+	}
+done:
+	/* later errors name the line without its text, as core's at the end */
+	cstate->line_buf_valid = false;
+	rf->line_pending = false;
+	return false;
+}
+
+void
+dp_rowform_error_callback(void *arg)
+{
+	DPRowFormer *rf = arg;
+	CopyFromState cstate = rf->cstate;
+
+	if (rf->in_core)
+	{
+		CopyFromErrorCallback(rf->core);
+		return;
+	}
+	if (rf->line_pending && cstate->line_buf_valid &&
+		cstate->cur_lineno == rf->lineno)
+	{
+		resetStringInfo(&cstate->line_buf);
+		appendBinaryStringInfo(&cstate->line_buf, rf->data + rf->line_start,
+							   rf->line_len);
+		rf->line_pending = false;
+	}
+	CopyFromErrorCallback(cstate);
+}
