@@ -1,0 +1,325 @@
+"""The COPY row former (src/input/rowform.c), differentially.
+
+Random text and CSV files in many dialects (delimiters, NULL strings,
+quotes and escapes, backslash escapes of every kind, escaped and quoted
+newlines, \\n, \\r\\n and \\r line ends, a header line checked or skipped,
+a last line without its end, non-ASCII text, NULLs and empty strings) are
+loaded by plain COPY, by a direct serial COPY and by a direct parallel COPY;
+the tables must hold the same rows.  Files the former hands to core's
+reader (a wrong number of fields, a line end of the wrong style, an
+unterminated quote, bytes the encoding rejects, an escape that makes one,
+an end-of-copy marker) and rows that fail later (a bad value, a CHECK)
+fail every load with the same SQLSTATE, message and context line, or load
+the same rows.  directpath.last_copy_reader() says who read the rows, and
+why core's reader read them all when the former was not used.
+"""
+
+import random
+
+import psycopg
+import pytest
+
+from conftest import last_statement
+
+pytestmark = pytest.mark.directpath
+
+COLUMNS = "id int, a text, b text, n int, ts timestamptz, v varchar(12), c char(4)"
+LOADS = {"plain": "COPY rf_t FROM '{f}'{o}",
+         "direct": "/*+ APPEND */ COPY rf_t FROM '{f}'{o}",
+         "parallel": "/*+ APPEND PARALLEL(2) */ COPY rf_t FROM '{f}'{o}"}
+
+WORDS = ["alpha", "b", "", "naïve", "日本語", "x y", "tab\there", "nl\nhere", "cr\rhere",
+         "back\\slash", "quote\"d", "semi;colon", "comma,here", "pipe|here", "\\N", "NULL",
+         "nil", "'single'", "a" * 300, "end\\"]
+
+
+def text_escape(s, delim, r):
+    """A value in text format, escaped in one of the ways core reads."""
+    out = []
+    for ch in s:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == delim:
+            out.append("\\" + ch if r.random() < 0.5 else "\\%03o" % ord(ch))
+        elif ch == "\n":
+            out.append(r.choice(["\\n", "\\012", "\\x0a", "\\\n"]))
+        elif ch == "\r":
+            out.append(r.choice(["\\r", "\\015", "\\x0D"]))
+        elif ch == "\t":
+            out.append(r.choice(["\\t", "\\011", "\\x09"]))
+        elif ch.isalpha() and ch.isascii() and r.random() < 0.02:
+            out.append(r.choice(["\\x%02x" % ord(ch), "\\%o" % ord(ch)]))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def csv_quote(s, d, r):
+    q, e = d["quote"], d["escape"]
+    if not any(c in s for c in (d["delim"], q, e, "\n", "\r")) and s != d["null"] \
+            and s != "" and r.random() < 0.7:
+        # unquoted, or quoted in the middle of the field
+        if len(s) > 2 and r.random() < 0.1:
+            return s[0] + q + s[1:] + q
+        return s
+    body = s.replace(e, e + e).replace(q, e + q) if e != q else s.replace(q, q + q)
+    return q + body + q
+
+
+def value(r):
+    x = r.random()
+    if x < 0.08:
+        return None
+    if x < 0.6:
+        return r.choice(WORDS)
+    return "".join(r.choice("abcdefghij klmnop,;|\t\"\\'\n\r") for _ in range(r.randint(0, 40)))
+
+
+def make_rows(r, n):
+    rows = []
+    for i in range(1, n + 1):
+        ts = f"2024-0{r.randint(1, 9)}-1{r.randint(0, 9)} 0{r.randint(0, 9)}:00:00+0{r.randint(0, 5)}"
+        rows.append([str(i), value(r), value(r),
+                     None if r.random() < 0.05 else str(r.randint(-99999, 99999)),
+                     None if r.random() < 0.05 else ts,
+                     r.choice([None, "", "short", "twelve chars", "v,;|\"x"]),
+                     r.choice([None, "", "ab", "abcd", "a b"])])
+    return rows
+
+
+def render(rows, d, r, eol):
+    """The rows as a file in dialect d with line ends eol."""
+    lines = []
+    if d.get("header"):
+        lines.append(d["delim"].join(["id", "a", "b", "n", "ts", "v", "c"]))
+    for row in rows:
+        fields = []
+        for v in row:
+            if v is None:
+                fields.append(d["null"])
+            elif d["format"] == "csv":
+                fields.append(csv_quote(v, d, r))
+            else:
+                fields.append(text_escape(v, d["delim"], r))
+        lines.append(d["delim"].join(fields))
+    return eol.join(lines) + ("" if d.get("no_last_eol") else eol)
+
+
+def options(d):
+    o = [f"FORMAT {d['format']}", f"DELIMITER '{d['delim']}'",
+         "NULL '" + d["null"].replace("'", "''") + "'"]
+    if d["format"] == "csv":
+        o += ["QUOTE '" + d["quote"].replace("'", "''") + "'",
+              "ESCAPE '" + d["escape"].replace("'", "''") + "'"]
+    if d.get("header"):
+        o.append(f"HEADER {d['header']}")
+    return " WITH (" + ", ".join(o) + ")"
+
+
+DIALECTS = {
+    "text": {"format": "text", "delim": "\t", "null": "\\N"},
+    "text_pipe": {"format": "text", "delim": "|", "null": "nil"},
+    "text_header": {"format": "text", "delim": "\t", "null": "\\N", "header": "true"},
+    "csv": {"format": "csv", "delim": ",", "null": "", "quote": '"', "escape": '"'},
+    "csv_semi": {"format": "csv", "delim": ";", "null": "NULL", "quote": "'", "escape": "\\"},
+    "csv_match": {"format": "csv", "delim": ",", "null": "", "quote": '"', "escape": '"',
+                  "header": "match"},
+    "csv_no_last_eol": {"format": "csv", "delim": ",", "null": "", "quote": '"',
+                        "escape": '"', "no_last_eol": True},
+}
+EOLS = {"nl": "\n", "crnl": "\r\n", "cr": "\r"}
+
+
+def load(conn, how, path, opts, extra=None):
+    """Load into a fresh rf_t: (rows or the error, last_statement(),
+    last_copy_reader())."""
+    conn.execute("DROP TABLE IF EXISTS rf_t")
+    conn.execute(f"CREATE TABLE rf_t ({COLUMNS}{extra or ''})")
+    conn.execute("SET directpath.min_bytes = 0")
+    conn.execute("SET TimeZone = 'UTC'")
+    try:
+        conn.execute(LOADS[how].format(f=path, o=opts))
+        out = conn.execute("SELECT id, a, b, n, ts::text, v, c FROM rf_t ORDER BY id").fetchall()
+    except psycopg.Error as e:
+        ctx = (e.diag.context or "").splitlines()
+        out = ("error", e.diag.sqlstate, e.diag.message_primary, ctx[0] if ctx else None)
+    st = last_statement(conn)
+    reader = conn.execute("SELECT formed, core, reason FROM directpath.last_copy_reader()").fetchone()
+    conn.execute("RESET ALL")
+    return out, st, reader
+
+
+def write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    path.chmod(0o644)
+    return path
+
+
+def compare(conn, path, opts, extra=None, formed=True):
+    got = {how: load(conn, how, path, opts, extra) for how in LOADS}
+    plain = got["plain"][0]
+    for how in ("direct", "parallel"):
+        assert got[how][0] == plain, (how, got[how][0] if isinstance(got[how][0], tuple)
+                                      else len(got[how][0]), plain if isinstance(plain, tuple)
+                                      else len(plain))
+    if formed and isinstance(plain, list):
+        for how in ("direct", "parallel"):
+            f, c, reason = got[how][2]
+            assert reason is None and f > 0 and f + c == len(plain), (how, got[how][2])
+        assert got["parallel"][1]["parallel_workers"] > 0, got["parallel"][1]
+    return got
+
+
+@pytest.mark.parametrize("eol", list(EOLS))
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_dialects_load_the_same_rows(cluster, tmp_path, dialect, eol):
+    """3000 random rows (several chunks, serial and parallel) in each
+    dialect and line style: the same rows as plain COPY, all formed by the
+    row former (CSV quoted newlines and a header line included)."""
+    d = DIALECTS[dialect]
+    r = random.Random(hash((dialect, eol)) & 0xffff)
+    rows = make_rows(r, 3000)
+    path = write(tmp_path, f"{dialect}_{eol}.dat", render(rows, d, r, EOLS[eol]))
+    with cluster.conn() as conn:
+        got = compare(conn, path, options(d))
+        assert isinstance(got["plain"][0], list) and len(got["plain"][0]) == 3000
+        if d.get("header"):
+            # the header line was core's, alone
+            assert got["direct"][2][1] == 0
+
+
+BAD_FILES = {
+    "extra_field": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\t2\t\\N\tv\tc\textra\n",
+    "missing_field": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\n3\ta\tb\t3\t\\N\tv\tc\n",
+    "bad_int": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\tx2\t\\N\tv\tc\n",
+    "long_varchar": "1\ta\tb\t1\t\\N\tthirteen char\tc\n",
+    "long_char": "1\ta\tb\t1\t\\N\tv\tcccccc\n",
+    "cr_in_nl": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\rb\tb\t2\t\\N\tv\tc\n",
+    "nl_in_crnl": "1\ta\tb\t1\t\\N\tv\tc\r\n2\ta\nb\tb\t2\t\\N\tv\tc\r\n",
+    "escape_makes_bad_utf8": "1\ta\\377\tb\t1\t\\N\tv\tc\n",
+    "escape_makes_nul": "1\ta\\000b\tb\t1\t\\N\tv\tc\n",
+    "end_marker": "1\ta\tb\t1\t\\N\tv\tc\n\\.\n2\ta\tb\t2\t\\N\tv\tc\n",
+    "end_marker_last": "1\ta\tb\t1\t\\N\tv\tc\n\\.\n",
+    "backslash_at_eof": "1\ta\tb\t1\t\\N\tv\tc\\",
+    "empty_lines": "1\ta\tb\t1\t\\N\tv\tc\n\n",
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_core_reads_what_the_former_does_not(cluster, tmp_path, case):
+    """Bad or unusual input after 2000 good rows (so the chunk has formed
+    rows before it): every load fails with plain COPY's SQLSTATE, message
+    and context line, or loads the same rows."""
+    eol = "\r\n" if case == "nl_in_crnl" else "\n"
+    good = render(make_rows(random.Random(7), 2000), DIALECTS["text"], random.Random(8), eol)
+    body = BAD_FILES[case].replace("1\t", "90001\t").replace("2\t", "90002\t")
+    path = write(tmp_path, case + ".txt", good + body)
+    with cluster.conn() as conn:
+        got = compare(conn, path, "", formed=False)
+        plain = got["plain"][0]
+        if isinstance(plain, tuple):
+            assert plain[3] and plain[3].startswith("COPY rf_t, line "), plain
+
+
+def test_bad_bytes_fail_as_core(cluster, tmp_path):
+    """An invalid UTF-8 byte in the middle of a chunk, and a CSV field
+    whose quote never ends: core's error on core's line, all loads."""
+    good = render(make_rows(random.Random(9), 1500), DIALECTS["csv"], random.Random(10), "\n")
+    with cluster.conn() as conn:
+        for name, tail in (("bad_utf8", b'90001,x\xff\xfey,b,1,,v,c\n'),
+                           ("unterminated", b'90001,"abc,b,1,,v,c\n90002,a,b,2,,v,c\n')):
+            path = write(tmp_path, name + ".csv", good.encode() + tail)
+            got = compare(conn, path, " WITH (FORMAT csv)", formed=False)
+            plain = got["plain"][0]
+            assert plain[0] == "error", plain
+            assert plain[3].startswith("COPY rf_t, line "), plain
+
+
+def test_check_violation_names_the_line(cluster, tmp_path):
+    """A row formed by the former that a CHECK rejects: plain COPY's
+    message and context, the line's text included."""
+    rows = make_rows(random.Random(11), 1000)
+    rows[700][3] = "-1000000"
+    path = write(tmp_path, "check.txt", render(rows, DIALECTS["text"], random.Random(12), "\n"))
+    with cluster.conn() as conn:
+        conn.execute("SET TimeZone = 'UTC'")
+        got = compare(conn, path, "", extra=", CHECK (n IS NULL OR n > -100000)", formed=False)
+        plain = got["plain"][0]
+        assert plain[1] == "23514" and plain[3].startswith("COPY rf_t, line 701: \"701\t"), plain
+
+
+def test_defaults_and_column_lists(cluster, tmp_path):
+    """A column list with the other columns' defaults (a sequence, an
+    expression): the same rows as plain COPY, formed by the former."""
+    path = write(tmp_path, "cols.txt", "".join(f"x{i}\t{i}\n" for i in range(5000)))
+    with cluster.conn() as conn:
+        out = {}
+        for how in ("plain", "direct"):
+            conn.execute("DROP TABLE IF EXISTS rf_d")
+            conn.execute("CREATE TABLE rf_d (id bigserial, a text, n int, "
+                         "d text DEFAULT 'dflt', z int DEFAULT 7 * 6)")
+            stmt = "COPY rf_d (a, n) FROM '%s'" % path
+            conn.execute(stmt if how == "plain" else "/*+ APPEND */ " + stmt)
+            out[how] = conn.execute("SELECT * FROM rf_d ORDER BY id").fetchall()
+            if how == "direct":
+                assert conn.execute("SELECT formed, core, reason FROM "
+                                    "directpath.last_copy_reader()").fetchone() == (5000, 0, None)
+        assert out["direct"] == out["plain"] and len(out["plain"]) == 5000
+
+
+def test_stdin_and_program(cluster, tmp_path):
+    """COPY FROM STDIN (a driver's copy API, in small messages) and FROM
+    PROGRAM: the same rows as plain COPY, formed by the former."""
+    r = random.Random(13)
+    data = render(make_rows(r, 4000), DIALECTS["csv"], r, "\r\n")
+    path = write(tmp_path, "prog.csv", data)
+    with cluster.conn() as conn:
+        out = {}
+        for how in ("plain", "direct"):
+            conn.execute("DROP TABLE IF EXISTS rf_t")
+            conn.execute(f"CREATE TABLE rf_t ({COLUMNS})")
+            hint = "" if how == "plain" else "/*+ APPEND */ "
+            with conn.cursor() as cur:
+                with cur.copy(hint + "COPY rf_t FROM STDIN WITH (FORMAT csv)") as cp:
+                    b = data.encode()
+                    for i in range(0, len(b), 1000):
+                        cp.write(b[i:i + 1000])
+            out[how] = conn.execute("SELECT * FROM rf_t ORDER BY id").fetchall()
+            if how == "direct":
+                f, c, reason = conn.execute("SELECT * FROM directpath.last_copy_reader()").fetchone()
+                assert (f, c, reason) == (4000, 0, None)
+            conn.execute("TRUNCATE rf_t")
+            conn.execute(hint + f"COPY rf_t FROM PROGRAM 'cat {path}' WITH (FORMAT csv)")
+            assert conn.execute("SELECT * FROM rf_t ORDER BY id").fetchall() == out[how]
+        assert out["direct"] == out["plain"] and len(out["plain"]) == 4000
+
+
+def test_reasons_and_off(cluster, tmp_path):
+    """What the former does not take is read by core's reader, and
+    last_copy_reader() says why: the setting off, FORCE_NULL, a rejects
+    table, encoding conversion, ON_ERROR (17+), DEFAULT (16+)."""
+    path = write(tmp_path, "r.csv", "1,a,b,2,,v,c\n2,\"\",b,3,,v,c\n")
+    with cluster.conn() as conn:
+        ver = conn.info.server_version
+        cases = [("SET directpath.copy_row_former = off", "", "copy_row_former is off"),
+                 ("", ", FORCE_NULL (a)", "FORCE_NULL"),
+                 ("SET client_encoding = 'LATIN1'", "", "converted from another encoding")]
+        if ver >= 170000:
+            cases.append(("", ", ON_ERROR ignore", "ON_ERROR"))
+        if ver >= 160000:
+            cases.append(("", ", DEFAULT '\\D'", "DEFAULT"))
+        for setting, opt, why in cases:
+            conn.execute("DROP TABLE IF EXISTS rf_t")
+            conn.execute(f"CREATE TABLE rf_t ({COLUMNS})")
+            conn.execute("SET directpath.min_bytes = 0")
+            if setting:
+                conn.execute(setting)
+            conn.execute(f"/*+ APPEND */ COPY rf_t FROM '{path}' WITH (FORMAT csv{opt})")
+            st = last_statement(conn)
+            f, c, reason = conn.execute("SELECT * FROM directpath.last_copy_reader()").fetchone()
+            conn.execute("RESET ALL")
+            assert st["path"] == "direct", st
+            assert f == 0 and reason and why in reason, (setting, opt, reason)
+            assert conn.execute("SELECT count(*) FROM rf_t").fetchone()[0] == 2
+        conn.execute("DROP TABLE rf_t")
