@@ -489,6 +489,7 @@ leader_step(void *arg)
 	}
 	parse_chunk(&f->own, msg, len);
 	pfree(msg);
+	update_progress(f);
 	return true;
 }
 
