@@ -29,6 +29,7 @@ OBJS = \
 	src/parallel/parcopy.o \
 	src/input/chunker.o \
 	src/input/rowform.o \
+	src/input/scan.o \
 	src/input/fastin.o \
 	src/index/indexes.o \
 	src/index/btree.o \

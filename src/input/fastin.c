@@ -123,16 +123,17 @@ digits(const char *s, int n, int64 *v)
 	return true;
 }
 
-/* -?[0-9]{1,maxdigits} and nothing else. */
+/* -?[0-9]{1,maxdigits} and nothing else, in the 'n' bytes at s. */
 static bool
-read_int(const char *s, int maxdigits, int64 *v)
+read_int(const char *s, int n, int maxdigits, int64 *v)
 {
 	bool		neg = (*s == '-');
-	int			n;
 
 	if (neg)
+	{
 		s++;
-	n = strlen(s);
+		n--;
+	}
 	if (n < 1 || n > maxdigits || !digits(s, n, v))
 		return false;
 	if (neg)
@@ -293,7 +294,7 @@ read_uuid(const char *s, pg_uuid_t *u)
 
 /* The value of 's' as 'kind', if it has a form taken here. */
 static bool
-read_value(DPFastKind kind, const char *s, Datum *d)
+read_value(DPFastKind kind, const char *s, int len, Datum *d)
 {
 	int64		v;
 	struct pg_tm tm;
@@ -304,17 +305,17 @@ read_value(DPFastKind kind, const char *s, Datum *d)
 	switch (kind)
 	{
 		case FAST_INT2:
-			if (!read_int(s, 4, &v))
+			if (!read_int(s, len, 4, &v))
 				return false;
 			*d = Int16GetDatum((int16) v);
 			return true;
 		case FAST_INT4:
-			if (!read_int(s, 9, &v))
+			if (!read_int(s, len, 9, &v))
 				return false;
 			*d = Int32GetDatum((int32) v);
 			return true;
 		case FAST_INT8:
-			if (!read_int(s, 18, &v))
+			if (!read_int(s, len, 18, &v))
 				return false;
 			*d = Int64GetDatum(v);
 			return true;
@@ -374,7 +375,7 @@ fast_input(PG_FUNCTION_ARGS)
 	char	   *s = PG_GETARG_CSTRING(0);
 	Datum		d;
 
-	if (PG_GETARG_INT32(2) != -1 || !read_value(f->kind, s, &d))
+	if (PG_GETARG_INT32(2) != -1 || !read_value(f->kind, s, strlen(s), &d))
 	{
 		n_slow[f->kind]++;
 		return call_orig(fcinfo, f);
@@ -396,6 +397,27 @@ fast_input(PG_FUNCTION_ARGS)
 					 errhint("Set directpath.copy_fast_input to off and report this.")));
 	}
 	return d;
+}
+
+/*
+ * The row former's direct call, for a column whose input function is one
+ * of our stand-ins: the value of the 'len' bytes at s (a terminated
+ * string) when its fast parser takes them (counted); false when the input
+ * function must be called (which counts it).  Never takes a value in check
+ * mode, which needs the call.
+ */
+bool
+dp_fastin_try(FmgrInfo *in, const char *s, int len, int32 typmod, Datum *d)
+{
+	DPFastIn   *f;
+
+	if (in->fn_addr != fast_input)
+		return false;
+	f = (DPFastIn *) in->fn_extra;
+	if (f->check || typmod != -1 || !read_value(f->kind, s, len, d))
+		return false;
+	n_fast[f->kind]++;
+	return true;
 }
 
 /* A COPY begins: its counts start from zero. */

@@ -46,6 +46,14 @@ extern void dp_input_note_reader(const char *why);
  */
 extern void dp_fastin_install(CopyFromState cstate);
 
+/*
+ * For the row former: the value of the 'len' bytes at s (terminated) when
+ * 'in' is a stand-in whose fast parser takes them; false when the input
+ * function must be called.
+ */
+extern bool dp_fastin_try(FmgrInfo *in, const char *s, int len, int32 typmod,
+						  Datum *d);
+
 /* ---------- chunker.c: the input cut into chunks ---------- */
 
 /* What precedes a chunk's bytes in its message. */

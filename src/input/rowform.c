@@ -11,10 +11,9 @@
  *
  * 1. Scan.  The chunk's special bytes (the delimiter, \n, \r, and the
  *	  backslash in text format or the quote and escape in CSV) are marked in
- *	  a bitmap, one bit per byte, by one pass over the chunk: 64 bytes at a
- *	  time with AVX2 where the CPU has it (checked at run time), else SSE2,
- *	  else 8 bytes at a time in a 64-bit word.  Everything after walks the
- *	  set bits only, so an ordinary byte is looked at once.
+ *	  a bitmap, one bit per byte, by one vectorized pass over the chunk
+ *	  (scan.c).  Everything after walks the set bits only, so an ordinary
+ *	  byte is looked at once.
  * 2. Split.  From the bitmap, a record's fields (start, end, whether
  *	  escaped or quoted) and its end, by the rules of core's line reader
  *	  (CopyReadLineText: the end-of-line style fixed by the first line, a
@@ -51,9 +50,15 @@
  * reader's state, so later errors of the row (constraints, deferred index
  * work) name them as core would.
  *
+ * Long: over 700 lines.  Steps 2 and 3 and the hand-over to core's reader
+ * share the former's state (its chunk, position, line count and style, the
+ * record's fields); split into files, that state would be in a header for
+ * them alone.
+ *
  *-------------------------------------------------------------------------
  */
 #include "input/input.h"
+#include "input/scan.h"
 
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -61,11 +66,6 @@
 #include "utils/backend_progress.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define DP_HAVE_X86 1
-#endif
 
 /* What a record's split found. */
 typedef enum DPSplit
@@ -111,7 +111,8 @@ struct DPRowFormer
 	DPColumn   *columns;
 	DPField    *fields;			/* ncolumns + 1 */
 	char	  **strings;		/* the record's field strings, NULL for NULL */
-	char		specials[5];
+	int		   *lengths;		/* and their lengths */
+	char		specials[DP_SCAN_MAX_SPECIALS];
 	int			nspecials;
 	/* the chunk */
 	const char *data;
@@ -135,122 +136,12 @@ struct DPRowFormer
 	bool		in_core;		/* inside its NextCopyFrom */
 };
 
-/* ---- 1. the scan: special bytes to a bitmap ---- */
-
-/* Mark one byte at a time: the tail, and machines without vectors. */
-static void
-mark_bytes(const char *specials, int nspecials, const char *p, Size n,
-		   uint64 *bits, Size at)
-{
-	for (Size i = 0; i < n; i++)
-		for (int k = 0; k < nspecials; k++)
-			if (p[i] == specials[k])
-			{
-				bits[(at + i) >> 6] |= UINT64CONST(1) << ((at + i) & 63);
-				break;
-			}
-}
-
-#ifdef DP_HAVE_X86
-/* 64 bytes at a time with SSE2 (every x86-64 has it). */
-static Size
-mark_sse2(const char *specials, int nspecials, const char *p, Size n,
-		  uint64 *bits)
-{
-	__m128i		want[5];
-	Size		i;
-
-	for (int k = 0; k < nspecials; k++)
-		want[k] = _mm_set1_epi8(specials[k]);
-	for (i = 0; i + 64 <= n; i += 64)
-	{
-		uint64		m = 0;
-
-		for (int q = 0; q < 4; q++)
-		{
-			__m128i		v = _mm_loadu_si128((const __m128i *) (p + i + 16 * q));
-			__m128i		hit = _mm_cmpeq_epi8(v, want[0]);
-
-			for (int k = 1; k < nspecials; k++)
-				hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, want[k]));
-			m |= (uint64) (uint16) _mm_movemask_epi8(hit) << (16 * q);
-		}
-		bits[i >> 6] = m;
-	}
-	return i;
-}
-
-/* The same with AVX2, where the CPU has it. */
-__attribute__((target("avx2")))
-static Size
-mark_avx2(const char *specials, int nspecials, const char *p, Size n,
-		  uint64 *bits)
-{
-	__m256i		want[5];
-	Size		i;
-
-	for (int k = 0; k < nspecials; k++)
-		want[k] = _mm256_set1_epi8(specials[k]);
-	for (i = 0; i + 64 <= n; i += 64)
-	{
-		__m256i		lo = _mm256_loadu_si256((const __m256i *) (p + i));
-		__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + i + 32));
-		__m256i		hlo = _mm256_cmpeq_epi8(lo, want[0]);
-		__m256i		hhi = _mm256_cmpeq_epi8(hi, want[0]);
-
-		for (int k = 1; k < nspecials; k++)
-		{
-			hlo = _mm256_or_si256(hlo, _mm256_cmpeq_epi8(lo, want[k]));
-			hhi = _mm256_or_si256(hhi, _mm256_cmpeq_epi8(hi, want[k]));
-		}
-		bits[i >> 6] = (uint64) (uint32) _mm256_movemask_epi8(hlo) |
-			((uint64) (uint32) _mm256_movemask_epi8(hhi) << 32);
-	}
-	return i;
-}
-#elif !defined(WORDS_BIGENDIAN)
-/*
- * 8 bytes at a time in a word: a byte equal to a special one becomes zero
- * after the xor, and ((x & 7f..) + 7f..) | x has the high bit of exactly
- * the non-zero bytes; the high bits are gathered by a multiplication.
- */
-static Size
-mark_words(const char *specials, int nspecials, const char *p, Size n,
-		   uint64 *bits)
-{
-	const uint64 lo7 = UINT64CONST(0x7f7f7f7f7f7f7f7f);
-	Size		i;
-
-	for (i = 0; i + 64 <= n; i += 64)
-	{
-		uint64		m = 0;
-
-		for (int w = 0; w < 8; w++)
-		{
-			uint64		v;
-			uint64		hit = 0;
-
-			memcpy(&v, p + i + 8 * w, 8);
-			for (int k = 0; k < nspecials; k++)
-			{
-				uint64		x = v ^ (UINT64CONST(0x0101010101010101) * (unsigned char) specials[k]);
-
-				hit |= ~(((x & lo7) + lo7) | x | lo7);
-			}
-			m |= (((hit >> 7) * UINT64CONST(0x0102040810204080)) >> 56) << (8 * w);
-		}
-		bits[i >> 6] = m;
-	}
-	return i;
-}
-#endif
+/* ---- 1. the scan (scan.c) ---- */
 
 /* Mark the chunk's special bytes: rf->bits, one bit per byte. */
 static void
 scan_chunk(DPRowFormer *rf)
 {
-	Size		done;
-
 	rf->nwords = (rf->len + 63) / 64;
 	if (rf->nwords > rf->bits_cap)
 	{
@@ -259,22 +150,7 @@ scan_chunk(DPRowFormer *rf)
 			pfree(rf->bits);
 		rf->bits = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
 	}
-#ifdef DP_HAVE_X86
-	if (__builtin_cpu_supports("avx2"))
-		done = mark_avx2(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
-	else
-		done = mark_sse2(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
-#elif !defined(WORDS_BIGENDIAN)
-	done = mark_words(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
-#else
-	done = 0;
-#endif
-	if (done < rf->len)
-	{
-		memset(rf->bits + done / 64, 0, (rf->nwords - done / 64) * sizeof(uint64));
-		mark_bytes(rf->specials, rf->nspecials, rf->data + done,
-				   rf->len - done, rf->bits, done);
-	}
+	dp_scan_specials(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
 }
 
 /* The first special byte at or after 'from'; the chunk's length if none. */
@@ -332,6 +208,9 @@ line_end(const DPRowFormer *rf, Size q, int *eol)
  * Split the record at rf->pos: its fields into rf->fields, *end the end of
  * its bytes, *next where the next one starts, *nl the newlines inside its
  * quotes, *eol the line style after it.
+ *
+ * Long: one walk over the record's special bytes, a case per byte and
+ * quote state, as core's line reader and field splitter have them.
  */
 static DPSplit
 split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
@@ -455,15 +334,17 @@ hex_value(char c)
 
 /*
  * De-escape a text field in place, as CopyReadAttributesText does, and
- * terminate it.  False when an escape made a byte the database encoding
- * rejects (core's error, on core's reading).
+ * terminate it; *len becomes its new length.  False when an escape made a
+ * byte the database encoding rejects (core's error, on core's reading).
+ *
+ * Long: core's table of escapes, a case each.
  */
 static bool
-unescape_text(char *s, Size len)
+unescape_text(char *s, Size *len)
 {
 	char	   *r = s;
 	char	   *w = s;
-	char	   *e = s + len;
+	char	   *e = s + *len;
 	bool		non_ascii = false;
 
 	while (r < e)
@@ -534,11 +415,15 @@ unescape_text(char *s, Size len)
 		*w++ = c;
 	}
 	*w = '\0';
-	return !non_ascii || pg_verifymbstr(s, w - s, true);
+	*len = w - s;
+	return !non_ascii || pg_verifymbstr(s, *len, true);
 }
 
-/* De-quote a CSV field in place, as CopyReadAttributesCSV does. */
-static void
+/*
+ * De-quote a CSV field in place, as CopyReadAttributesCSV does; returns its
+ * new length.
+ */
+static Size
 unquote_csv(const DPRowFormer *rf, char *s, Size len)
 {
 	char	   *r = s;
@@ -570,6 +455,7 @@ unquote_csv(const DPRowFormer *rf, char *s, Size len)
 			*w++ = c;
 	}
 	*w = '\0';
+	return w - s;
 }
 
 /*
@@ -604,9 +490,10 @@ field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 			if (!f->marked)
 				s[flen] = '\0';
 			else if (rf->csv)
-				unquote_csv(rf, s, flen);
-			else if (!unescape_text(s, flen))
+				flen = unquote_csv(rf, s, flen);
+			else if (!unescape_text(s, &flen))
 				return false;
+			rf->lengths[i] = flen;
 		}
 	}
 	return true;
@@ -626,6 +513,13 @@ form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 	{
 		DPColumn   *col = &rf->columns[i];
 
+		if (strings[i] != NULL &&
+			dp_fastin_try(col->in, strings[i], rf->lengths[i], col->typmod,
+						  &values[col->m]))
+		{
+			nulls[col->m] = false;
+			continue;
+		}
 		cstate->cur_attname = (char *) col->name;
 		cstate->cur_attval = strings[i];
 		values[col->m] = InputFunctionCall(col->in, strings[i], col->ioparam,
@@ -757,6 +651,24 @@ core_next(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 	return true;
 }
 
+/* Core's reader reads the rest of the chunk, from the record at rf->pos. */
+static void
+core_rest(DPRowFormer *rf)
+{
+	rf->line_pending = false;
+	core_begin(rf, rf->len, false);
+	rf->pos = rf->len;
+}
+
+/* Past the record: the next one's place, line count and line style. */
+static void
+advance(DPRowFormer *rf, Size next, int nl, int eol)
+{
+	rf->pos = next;
+	rf->lineno += 1 + nl;
+	rf->eol = eol;
+}
+
 /* ---- the interface ---- */
 
 const char *
@@ -826,6 +738,7 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 	rf->columns = palloc(rf->ncolumns * sizeof(DPColumn));
 	rf->fields = palloc((rf->ncolumns + 1) * sizeof(DPField));
 	rf->strings = palloc(rf->ncolumns * sizeof(char *));
+	rf->lengths = palloc(rf->ncolumns * sizeof(int));
 	foreach(lc, cstate->attnumlist)
 	{
 		DPColumn   *col = &rf->columns[i++];
@@ -889,9 +802,7 @@ dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 			case SPLIT_END:
 				goto done;
 			case SPLIT_CORE:
-				/* core reads the rest of the chunk, header included */
-				core_begin(rf, rf->len, false);
-				rf->pos = rf->len;
+				core_rest(rf);
 				continue;
 			case SPLIT_ROW:
 				break;
@@ -901,9 +812,7 @@ dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 			/* core reads (and with MATCH checks) the header line */
 			rf->header_next = false;
 			core_begin(rf, next, true);
-			rf->pos = next;
-			rf->lineno += 1 + nl;
-			rf->eol = eol;
+			advance(rf, next, nl, eol);
 			continue;
 		}
 
@@ -915,14 +824,10 @@ dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 		rf->line_pending = true;
 		if (!field_strings(rf, rf->pos, end, rf->strings))
 		{
-			rf->line_pending = false;
-			core_begin(rf, rf->len, false);
-			rf->pos = rf->len;
+			core_rest(rf);
 			continue;
 		}
-		rf->pos = next;
-		rf->lineno += 1 + nl;
-		rf->eol = eol;
+		advance(rf, next, nl, eol);
 		form_values(rf, rf->strings, econtext, values, nulls);
 		dp_input_count_rows(1, 0);
 		return true;

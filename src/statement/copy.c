@@ -574,7 +574,6 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 	List	   *attnums;
 	List	   *exprs;
 	CopyFromState cstate;
-	DPRowFormer *rf;
 	uint64		processed;
 
 	if (!stmt->is_from || stmt->relation == NULL)
@@ -616,8 +615,8 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 						   opts.core_options);
 	dp_input_reset_counts();
 	dp_fastin_install(cstate);
-	rf = row_former(cstate, pstate, stmt, &opts);
-	processed = copy_rows(cstate, rel, &a, &opts, stmt, where, exprs, rf);
+	processed = copy_rows(cstate, rel, &a, &opts, stmt, where, exprs,
+						  row_former(cstate, pstate, stmt, &opts));
 	EndCopyFrom(cstate);
 
 	table_close(rel, NoLock);

@@ -1,0 +1,161 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.c
+ *	  The row former's first step: a buffer's special bytes marked in a
+ *	  bitmap, one bit per byte, in one vectorized pass.
+ *
+ * Algorithm.  For each 64 bytes of the buffer, one 64-bit word whose bit i
+ * says whether byte i equals one of at most DP_SCAN_MAX_SPECIALS special
+ * bytes: with AVX2 two 32-byte compares per special byte (the CPU asked at
+ * run time, __builtin_cpu_supports), else SSE2 four 16-byte ones (every
+ * x86-64 has it), else, on little-endian machines, eight 8-byte words
+ * compared in a register; the tail of fewer than 64 bytes, and big-endian
+ * machines, byte by byte.  Bits past the buffer's end are zero.
+ *
+ * The caller then walks the set bits (rowform.c's next_special), so each
+ * ordinary byte is looked at once, here, 16 to 32 at a time.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "input/scan.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DP_HAVE_X86 1
+#endif
+
+/* Mark one byte at a time: the tail, and machines without vectors. */
+static void
+mark_bytes(const char *specials, int nspecials, const char *p, Size n,
+		   uint64 *bits, Size at)
+{
+	for (Size i = 0; i < n; i++)
+		for (int k = 0; k < nspecials; k++)
+			if (p[i] == specials[k])
+			{
+				bits[(at + i) >> 6] |= UINT64CONST(1) << ((at + i) & 63);
+				break;
+			}
+}
+
+#ifdef DP_HAVE_X86
+/* 64 bytes at a time with SSE2 (every x86-64 has it). */
+static Size
+mark_sse2(const char *specials, int nspecials, const char *p, Size n,
+		  uint64 *bits)
+{
+	__m128i		want[DP_SCAN_MAX_SPECIALS];
+	Size		i;
+
+	for (int k = 0; k < nspecials; k++)
+		want[k] = _mm_set1_epi8(specials[k]);
+	for (i = 0; i + 64 <= n; i += 64)
+	{
+		uint64		m = 0;
+
+		for (int q = 0; q < 4; q++)
+		{
+			__m128i		v = _mm_loadu_si128((const __m128i *) (p + i + 16 * q));
+			__m128i		hit = _mm_cmpeq_epi8(v, want[0]);
+
+			for (int k = 1; k < nspecials; k++)
+				hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, want[k]));
+			m |= (uint64) (uint16) _mm_movemask_epi8(hit) << (16 * q);
+		}
+		bits[i >> 6] = m;
+	}
+	return i;
+}
+
+/* The same with AVX2, where the CPU has it. */
+__attribute__((target("avx2")))
+static Size
+mark_avx2(const char *specials, int nspecials, const char *p, Size n,
+		  uint64 *bits)
+{
+	__m256i		want[DP_SCAN_MAX_SPECIALS];
+	Size		i;
+
+	for (int k = 0; k < nspecials; k++)
+		want[k] = _mm256_set1_epi8(specials[k]);
+	for (i = 0; i + 64 <= n; i += 64)
+	{
+		__m256i		lo = _mm256_loadu_si256((const __m256i *) (p + i));
+		__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + i + 32));
+		__m256i		hlo = _mm256_cmpeq_epi8(lo, want[0]);
+		__m256i		hhi = _mm256_cmpeq_epi8(hi, want[0]);
+
+		for (int k = 1; k < nspecials; k++)
+		{
+			hlo = _mm256_or_si256(hlo, _mm256_cmpeq_epi8(lo, want[k]));
+			hhi = _mm256_or_si256(hhi, _mm256_cmpeq_epi8(hi, want[k]));
+		}
+		bits[i >> 6] = (uint64) (uint32) _mm256_movemask_epi8(hlo) |
+			((uint64) (uint32) _mm256_movemask_epi8(hhi) << 32);
+	}
+	return i;
+}
+#elif !defined(WORDS_BIGENDIAN)
+/*
+ * 8 bytes at a time in a word: a byte equal to a special one becomes zero
+ * after the xor, and ((x & 7f..) + 7f..) | x has the high bit of exactly
+ * the non-zero bytes; the high bits are gathered by a multiplication.
+ */
+static Size
+mark_words(const char *specials, int nspecials, const char *p, Size n,
+		   uint64 *bits)
+{
+	const uint64 lo7 = UINT64CONST(0x7f7f7f7f7f7f7f7f);
+	Size		i;
+
+	for (i = 0; i + 64 <= n; i += 64)
+	{
+		uint64		m = 0;
+
+		for (int w = 0; w < 8; w++)
+		{
+			uint64		v;
+			uint64		hit = 0;
+
+			memcpy(&v, p + i + 8 * w, 8);
+			for (int k = 0; k < nspecials; k++)
+			{
+				uint64		x = v ^ (UINT64CONST(0x0101010101010101) * (unsigned char) specials[k]);
+
+				hit |= ~(((x & lo7) + lo7) | x | lo7);
+			}
+			m |= (((hit >> 7) * UINT64CONST(0x0102040810204080)) >> 56) << (8 * w);
+		}
+		bits[i >> 6] = m;
+	}
+	return i;
+}
+#endif
+
+/*
+ * Mark the special bytes of data[0, len) in bits[0, (len + 63) / 64).
+ */
+void
+dp_scan_specials(const char *specials, int nspecials, const char *data,
+				 Size len, uint64 *bits)
+{
+	Size		nwords = (len + 63) / 64;
+	Size		done;
+
+	Assert(nspecials >= 1 && nspecials <= DP_SCAN_MAX_SPECIALS);
+#ifdef DP_HAVE_X86
+	if (__builtin_cpu_supports("avx2"))
+		done = mark_avx2(specials, nspecials, data, len, bits);
+	else
+		done = mark_sse2(specials, nspecials, data, len, bits);
+#elif !defined(WORDS_BIGENDIAN)
+	done = mark_words(specials, nspecials, data, len, bits);
+#else
+	done = 0;
+#endif
+	if (done < len)
+	{
+		memset(bits + done / 64, 0, (nwords - done / 64) * sizeof(uint64));
+		mark_bytes(specials, nspecials, data + done, len - done, bits, done);
+	}
+}
