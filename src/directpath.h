@@ -14,7 +14,8 @@
  *					planner hooks), exec.c (the DirectPath node that drives
  *					an INSERT's rows into a load), copy.c (COPY FROM)
  *	parallel/		a parallel load: parallel.c (workers build pages, the
- *					leader writes them), parcopy.c (COPY's input in chunks)
+ *					leader writes them), parcopy.c (COPY's chunks parsed by
+ *					workers and the leader)
  *	admission/		direct or not, and why: admission.c (the decision, the
  *					early lock, the freezing rule), hint.c, eligibility.c
  *	load/			the row loop: load.c (row checks, the flush rule),
@@ -23,8 +24,11 @@
  *	index/			index maintenance: indexes.c (every strategy),
  *					btree.c (the btree page builder), btappend.c, btmerge.c,
  *					brin.c
- *	input/			how a direct COPY's text becomes values: fastin.c (exact
- *					fast input of common types)
+ *	input/			how a direct COPY's bytes become rows: chunker.c (the
+ *					input cut into chunks of whole lines), rowform.c (a
+ *					chunk's rows formed in one pass), scan.c (its special
+ *					bytes found by a vectorized scan), fastin.c (exact fast
+ *					input of common types)
  *	heap/			heap pages: pages.c (the page builder), append.c
  *					(crash-safe appends), wal.c, visibility.c
  *	report.c		last_statement(), EXPLAIN lines, fallback messages

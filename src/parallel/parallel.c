@@ -75,7 +75,7 @@
  * Long: over 700 lines.  The machinery every parallel load shares (the
  * context, the placers, the pages' way to the leader) and its first input
  * (a scan) are kept together because the scan's producer is the placers'
- * reference user; parcopy.c and chunker.c are the COPY input.
+ * reference user; parcopy.c (with the input stage's chunker.c and rowform.c) is the COPY input.
  *
  *-------------------------------------------------------------------------
  */
