@@ -469,3 +469,37 @@ dp_chunker_consumed(DPChunker *ch)
 {
 	return ch->consumed;
 }
+
+/*
+ * Core's COPY reader over bytes in memory: a chunk (parcopy.c), or the rest
+ * of one that the row former hands on (rowform.c).  BeginCopyFrom's
+ * data_source_cb has no argument, so the bytes are in static variables:
+ * only the reader begun last may read, which holds because each is read to
+ * its end (or its error) before the next one begins; one begun over no
+ * bytes, for its column and option state only, never reads (a text or CSV
+ * BeginCopyFrom reads nothing).
+ */
+static const char *memory_data;
+static Size memory_len;
+static Size memory_pos;
+
+static int
+read_memory(void *outbuf, int minread, int maxread)
+{
+	Size		n = Min((Size) maxread, memory_len - memory_pos);
+
+	memcpy(outbuf, memory_data + memory_pos, n);
+	memory_pos += n;
+	return (int) n;
+}
+
+CopyFromState
+dp_copy_from_memory(ParseState *pstate, Relation rel, List *attlist,
+					List *options, const char *data, Size len)
+{
+	memory_data = data;
+	memory_len = len;
+	memory_pos = 0;
+	return BeginCopyFrom(pstate, rel, NULL, NULL, false, read_memory,
+						 attlist, options);
+}

@@ -79,6 +79,14 @@ extern char *dp_chunker_next(DPChunker *ch, Size target, Size *len);
 /* Bytes of the input cut into chunks so far. */
 extern uint64 dp_chunker_consumed(DPChunker *ch);
 
+/*
+ * BeginCopyFrom of core's reader over data[0, len) (a chunk, or part of
+ * one); one such reader reads at a time.
+ */
+extern CopyFromState dp_copy_from_memory(ParseState *pstate, Relation rel,
+										 List *attlist, List *options,
+										 const char *data, Size len);
+
 /* ---------- rowform.c: a chunk's rows formed in one pass ---------- */
 
 typedef struct DPRowFormer DPRowFormer;

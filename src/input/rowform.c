@@ -539,21 +539,6 @@ form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 
 /* ---- core's reader for what the former does not take ---- */
 
-/* The bytes core's reader reads: data_source_cb has no argument. */
-static const char *core_data;
-static Size core_len;
-static Size core_pos;
-
-static int
-read_core(void *outbuf, int minread, int maxread)
-{
-	Size		n = Min((Size) maxread, core_len - core_pos);
-
-	memcpy(outbuf, core_data + core_pos, n);
-	core_pos += n;
-	return (int) n;
-}
-
 /*
  * BeginCopyFrom and EndCopyFrom start and end the backend's COPY progress
  * row: keep it as it was around them.
@@ -602,11 +587,9 @@ core_begin(DPRowFormer *rf, Size to, bool header)
 	DPProgress	progress;
 
 	progress_save(&progress);
-	core_data = rf->data + rf->pos;
-	core_len = to - rf->pos;
-	core_pos = 0;
-	rf->core = BeginCopyFrom(rf->pstate, rf->cstate->rel, NULL, NULL, false,
-							 read_core, rf->attlist, rf->options);
+	rf->core = dp_copy_from_memory(rf->pstate, rf->cstate->rel, rf->attlist,
+								   rf->options, rf->data + rf->pos,
+								   to - rf->pos);
 	rf->core->cur_lineno = rf->lineno;
 	rf->core->eol_type = (EolType) rf->eol;
 	rf->core_header = header;

@@ -28,12 +28,14 @@
  *	  done the leader parses a smaller chunk itself (dp_parallel_receive's
  *	  'step').  At the end of the input the input queues are detached, so
  *	  each worker hands on its last partial page and ends.
- * 3. A chunk is parsed by core's own COPY reader: BeginCopyFrom with a
- *	  data_source_cb that returns the chunk's bytes, its line counter set
- *	  to the lines before the chunk and its end-of-line style to the one in
- *	  force, so a row's errors carry the file's line number ("COPY t, line
- *	  N"), and NextCopyFrom for every row; the WHERE clause filters, and a
- *	  placer (parallel.c) checks constraints and forms the row on a page.
+ * 3. A text or CSV chunk is read by the row former (input/rowform.c),
+ *	  given the lines before the chunk and the end-of-line style in force;
+ *	  a binary chunk, or one of a COPY the former does not take, by core's
+ *	  own reader over the chunk's bytes (dp_copy_from_memory), its line
+ *	  counter and end-of-line style set the same way.  Either way a row's
+ *	  errors carry the file's line number ("COPY t, line N"); the WHERE
+ *	  clause filters, and a placer (parallel.c) checks constraints and
+ *	  forms the row on a page.
  *	  Every parser reads the input in the encoding the leader's COPY chose
  *	  (make_payload), and binary input's text values in the leader's
  *	  client encoding (database_encoding_callback): a worker's own client
@@ -81,21 +83,6 @@
 #define DP_IN_QUEUE_SIZE	(2 * DP_WORKER_CHUNK + 1024)
 
 /* ---- parsing a chunk (workers and the leader) ---- */
-
-/* The chunk being parsed: data_source_cb has no argument of its own. */
-static const char *chunk_data;
-static Size chunk_len;
-static Size chunk_pos;
-
-static int
-read_chunk(void *outbuf, int minread, int maxread)
-{
-	Size		n = Min((Size) maxread, chunk_len - chunk_pos);
-
-	memcpy(outbuf, chunk_data + chunk_pos, n);
-	chunk_pos += n;
-	return (int) n;
-}
 
 /* What a process needs to parse chunks and place their rows. */
 typedef struct DPChunkParser
@@ -192,9 +179,8 @@ parser_begin(DPChunkParser *p, Relation target, List *payload)
 	if (dp_copy_row_former && !binary_format(p->options))
 	{
 		/* core's state for the COPY's columns and options, reading nothing */
-		chunk_len = chunk_pos = 0;
-		p->rows_cstate = BeginCopyFrom(p->pstate, target, NULL, NULL, false,
-									   read_chunk, p->attlist, p->options);
+		p->rows_cstate = dp_copy_from_memory(p->pstate, target, p->attlist,
+											 p->options, NULL, 0);
 		if (dp_rowform_refusal(p->rows_cstate) == NULL)
 		{
 			dp_fastin_install(p->rows_cstate);
@@ -320,11 +306,8 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 		form_chunk(p, &h, msg + sizeof(h), len - sizeof(h));
 		return;
 	}
-	chunk_data = msg + sizeof(h);
-	chunk_len = len - sizeof(h);
-	chunk_pos = 0;
-	cstate = BeginCopyFrom(p->pstate, p->target, NULL, NULL, false,
-						   read_chunk, p->attlist, p->options);
+	cstate = dp_copy_from_memory(p->pstate, p->target, p->attlist,
+								 p->options, msg + sizeof(h), len - sizeof(h));
 	/* the chunk's place in the input; only the first has the header */
 	cstate->cur_lineno = h.lines_before;
 	cstate->eol_type = (EolType) h.eol;
