@@ -275,3 +275,61 @@ def test_update_from_0_1(cluster):
                             "WHERE extname = 'directpath'").fetchone()[0] == "0.3"
         assert conn.execute("SELECT formed, core FROM directpath.last_copy_reader()").fetchone() == (0, 0)
         assert conn.execute("SELECT count(*) FROM directpath.last_copy_input()").fetchone()[0] == 0
+
+
+def test_character_types(cluster, tmp_path):
+    """text, varchar(n), character(n) and unbounded varchar and character:
+    ASCII and multibyte values at, under and over the limit (trailing spaces
+    core clips), empty strings and NULLs, loaded by plain and direct COPY in
+    check mode: the same values (padding included); a value too long fails
+    as plain COPY does; the fast input took the values within the limits."""
+    r = random.Random(42)
+    words = ["", "a", "abcd", "abcde", "abcde   ", "ab  ", "  ab", "日本", "日本語です",
+             "日本語です  ", "éé", "ééééé", "x y", "t\th"]
+    rows = []
+    for i in range(1, 3001):
+        vals = [None if r.random() < 0.05 else r.choice(words) for _ in range(5)]
+        rows.append(vals)
+    path = tmp_path / "chars.txt"
+    with open(path, "w") as f:
+        for i, vals in enumerate(rows, 1):
+            f.write("\t".join([str(i)] + [field(v, "text") for v in vals]) + "\n")
+    path.chmod(0o644)
+    cols = "id int, t text, v varchar(5), c char(5), vu varchar, cu bpchar"
+    sel = "SELECT id, t, v, c, vu, cu, octet_length(c) FROM fc_t ORDER BY id"
+    with cluster.conn() as conn:
+        out = {}
+        for how in ("plain", "direct"):
+            conn.execute("DROP TABLE IF EXISTS fc_t")
+            conn.execute(f"CREATE TABLE fc_t ({cols})")
+            conn.execute("SET directpath.copy_fast_input = 'check'")
+            conn.execute("SET directpath.min_bytes = 0")
+            stmt = f"COPY fc_t FROM '{path}'"
+            conn.execute(stmt if how == "plain" else "/*+ APPEND */ " + stmt)
+            out[how] = conn.execute(sel).fetchall()
+            counts = {t: (f, s) for t, f, s in conn.execute(
+                "SELECT typname::text, fast, fallback FROM directpath.last_copy_input() "
+                "JOIN pg_type ON pg_type.oid = type")}
+            conn.execute("RESET ALL")
+        assert out["direct"] == out["plain"] and len(out["plain"]) == 3000
+        # every non-NULL text and unbounded value taken; the clipped ones handed on
+        assert counts["text"][1] == 0 and counts["text"][0] > 2500, counts
+        assert counts["varchar"][0] > 4000 and counts["varchar"][1] > 0, counts
+        assert counts["bpchar"][0] > 4000 and counts["bpchar"][1] > 0, counts
+        # too long for varchar(5) and char(5): plain COPY's error
+        bad = tmp_path / "long.txt"
+        bad.write_text("1\tx\tabcdef\tab\tx\tx\n")
+        bad.chmod(0o644)
+        errs = []
+        for how in ("plain", "direct"):
+            conn.execute("DROP TABLE IF EXISTS fc_t")
+            conn.execute(f"CREATE TABLE fc_t ({cols})")
+            conn.execute("SET directpath.min_bytes = 0")
+            with pytest.raises(psycopg.errors.StringDataRightTruncation) as e:
+                conn.execute(("" if how == "plain" else "/*+ APPEND */ ")
+                             + f"COPY fc_t FROM '{bad}'")
+            errs.append((e.value.diag.message_primary, e.value.diag.context.splitlines()[0]))
+            conn.execute("RESET ALL")
+        assert errs[0] == errs[1], errs
+        assert errs[0][1].startswith("COPY fc_t, line 1, column v"), errs
+        conn.execute("DROP TABLE fc_t")

@@ -12,7 +12,7 @@
  * first line (\n, \r or \r\n), in text format a backslash escaping the
  * next byte, in CSV the quote and escape state, so that a newline inside a
  * quoted field does not end a line; runs of other bytes are skipped by a
- * table of the special ones.  A chunk is cut at the first line end at
+ * vectorized search for the special ones (scan.c).  A chunk is cut at the first line end at
  * least the asked size past its start, and carries (DPChunkHeader) the
  * bytes and physical lines before it (counted as core counts cur_lineno,
  * quoted newlines included) and the end-of-line style in force.  Binary
@@ -38,6 +38,7 @@
  *-------------------------------------------------------------------------
  */
 #include "input/input.h"
+#include "input/scan.h"
 
 #include "libpq/pqformat.h"
 #include "miscadmin.h"
@@ -64,6 +65,8 @@ struct DPChunker
 	bool		eof;			/* nothing more to read */
 	bool		whole;			/* possible end marker seen: rest is one chunk */
 	bool		special[256];	/* bytes the scan must look at one by one */
+	char		specials[DP_SCAN_MAX_SPECIALS]; /* the same, listed */
+	int			nspecials;
 	uint64		consumed;		/* bytes cut into chunks so far */
 	/* the scan's state at 'pos', as CopyReadLineText keeps it */
 	int			eol;
@@ -101,6 +104,9 @@ dp_chunker_begin(CopyFromState cstate)
 	if (ch->csv)
 		ch->special[(unsigned char) ch->quotec] =
 			ch->special[(unsigned char) ch->escapec] = true;
+	for (int c = 0; c < 256; c++)
+		if (ch->special[c])
+			ch->specials[ch->nspecials++] = (char) c;
 	ch->binary = cstate->opts.binary;
 	ch->cap = 2 * DP_READ_SIZE;
 	ch->buf = palloc(ch->cap);
@@ -192,8 +198,7 @@ skip_ordinary(DPChunker *ch)
 	const char *p = ch->buf + ch->pos;
 	const char *e = ch->buf + ch->end;
 
-	while (p < e && !ch->special[(unsigned char) *p])
-		p++;
+	p = dp_scan_next(ch->specials, ch->nspecials, p, e);
 	ch->pos = p - ch->buf;
 	ch->line_start = false;
 	ch->last_was_esc = false;

@@ -18,7 +18,7 @@
  *
  * The forms taken (anything else, including whitespace, a '+' sign,
  * underscores, other bases, another spelling, a value out of range, a
- * typmod, is the input function's):
+ * typmod other than a character type's, is the input function's):
  *
  *	int2, int4, int8	-?[0-9]{1,n}, n = 4, 9, 18 (no overflow possible)
  *	bool				t, f, true, false
@@ -31,6 +31,11 @@
  *						one the session's TimeZone decides, by the same call
  *						core makes (DetermineTimeZoneOffset)
  *	uuid				the canonical 8-4-4-4-12 hex digits, either case
+ *	text				any text (textin copies it)
+ *	varchar(n)			at most n bytes (so at most n characters: core's
+ *						clipping of longer values is never needed)
+ *	character(n)		at most n characters (pg_mbstrlen_with_len, as
+ *						core counts them), padded with spaces to n
  *
  * For these forms the result is computed by the functions core's own path
  * ends in (date2j, tm2timestamp, DetermineTimeZoneOffset), so it cannot
@@ -51,6 +56,7 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -71,6 +77,9 @@ typedef enum DPFastKind
 	FAST_TIMESTAMP,
 	FAST_TIMESTAMPTZ,
 	FAST_UUID,
+	FAST_TEXT,
+	FAST_VARCHAR,
+	FAST_BPCHAR,
 	FAST_KINDS
 } DPFastKind;
 
@@ -88,6 +97,9 @@ static const struct
 	{F_TIMESTAMP_IN, TIMESTAMPOID},
 	{F_TIMESTAMPTZ_IN, TIMESTAMPTZOID},
 	{F_UUID_IN, UUIDOID},
+	{F_TEXTIN, TEXTOID},
+	{F_VARCHARIN, VARCHAROID},
+	{F_BPCHARIN, BPCHAROID},
 };
 
 /* A column's stand-in: what fast_input needs (the FmgrInfo's fn_extra). */
@@ -292,9 +304,36 @@ read_uuid(const char *s, pg_uuid_t *u)
 	return i == UUID_LEN && s[36] == '\0';
 }
 
+/*
+ * character(n): the text padded with spaces to n characters, as
+ * bpchar_input makes it; a value longer than n characters (which core
+ * clips when the rest is spaces, or refuses) is the input function's.
+ */
+static bool
+read_bpchar(const char *s, int len, int32 typmod, Datum *d)
+{
+	int			charlen;
+	int			padded = len;
+	BpChar	   *result;
+
+	if (typmod >= (int32) VARHDRSZ)
+	{
+		charlen = pg_mbstrlen_with_len(s, len);
+		if (charlen > typmod - (int32) VARHDRSZ)
+			return false;
+		padded = len + (typmod - VARHDRSZ - charlen);
+	}
+	result = (BpChar *) palloc(padded + VARHDRSZ);
+	SET_VARSIZE(result, padded + VARHDRSZ);
+	memcpy(VARDATA(result), s, len);
+	memset(VARDATA(result) + len, ' ', padded - len);
+	*d = PointerGetDatum(result);
+	return true;
+}
+
 /* The value of 's' as 'kind', if it has a form taken here. */
 static bool
-read_value(DPFastKind kind, const char *s, int len, Datum *d)
+read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 {
 	int64		v;
 	struct pg_tm tm;
@@ -302,6 +341,9 @@ read_value(DPFastKind kind, const char *s, int len, Datum *d)
 	Timestamp	ts;
 	pg_uuid_t  *u;
 
+	/* a typmod changes the value of every kind but the character types */
+	if (typmod != -1 && kind != FAST_VARCHAR && kind != FAST_BPCHAR)
+		return false;
 	switch (kind)
 	{
 		case FAST_INT2:
@@ -348,6 +390,16 @@ read_value(DPFastKind kind, const char *s, int len, Datum *d)
 			}
 			*d = UUIDPGetDatum(u);
 			return true;
+		case FAST_TEXT:
+			*d = PointerGetDatum(cstring_to_text_with_len(s, len));
+			return true;
+		case FAST_VARCHAR:
+			if (typmod >= (int32) VARHDRSZ && len > typmod - VARHDRSZ)
+				return false;
+			*d = PointerGetDatum(cstring_to_text_with_len(s, len));
+			return true;
+		case FAST_BPCHAR:
+			return read_bpchar(s, len, typmod, d);
 		case FAST_KINDS:
 			break;
 	}
@@ -375,7 +427,7 @@ fast_input(PG_FUNCTION_ARGS)
 	char	   *s = PG_GETARG_CSTRING(0);
 	Datum		d;
 
-	if (PG_GETARG_INT32(2) != -1 || !read_value(f->kind, s, strlen(s), &d))
+	if (!read_value(f->kind, s, strlen(s), PG_GETARG_INT32(2), &d))
 	{
 		n_slow[f->kind]++;
 		return call_orig(fcinfo, f);
@@ -414,7 +466,7 @@ dp_fastin_try(FmgrInfo *in, const char *s, int len, int32 typmod, Datum *d)
 	if (in->fn_addr != fast_input)
 		return false;
 	f = (DPFastIn *) in->fn_extra;
-	if (f->check || typmod != -1 || !read_value(f->kind, s, len, d))
+	if (f->check || !read_value(f->kind, s, len, typmod, d))
 		return false;
 	n_fast[f->kind]++;
 	return true;

@@ -15,9 +15,15 @@
  * The caller then walks the set bits (rowform.c's next_special), so each
  * ordinary byte is looked at once, here, 16 to 32 at a time.
  *
+ * dp_scan_next finds the first special byte after a position without a
+ * bitmap, 16 bytes at a time with SSE2, for a scan whose special bytes are
+ * rare and whose buffer moves (the chunker's search for line ends).
+ *
  *-------------------------------------------------------------------------
  */
 #include "input/scan.h"
+
+#include "port/pg_bitutils.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -158,4 +164,34 @@ dp_scan_specials(const char *specials, int nspecials, const char *data,
 		memset(bits + done / 64, 0, (nwords - done / 64) * sizeof(uint64));
 		mark_bytes(specials, nspecials, data + done, len - done, bits, done);
 	}
+}
+
+/* The first byte in [p, end) that is one of specials; end if none. */
+const char *
+dp_scan_next(const char *specials, int nspecials, const char *p,
+			 const char *end)
+{
+#ifdef DP_HAVE_X86
+	__m128i		want[DP_SCAN_MAX_SPECIALS];
+
+	for (int k = 0; k < nspecials; k++)
+		want[k] = _mm_set1_epi8(specials[k]);
+	for (; p + 16 <= end; p += 16)
+	{
+		__m128i		v = _mm_loadu_si128((const __m128i *) p);
+		__m128i		hit = _mm_cmpeq_epi8(v, want[0]);
+		int			m;
+
+		for (int k = 1; k < nspecials; k++)
+			hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, want[k]));
+		m = _mm_movemask_epi8(hit);
+		if (m != 0)
+			return p + pg_rightmost_one_pos32((uint32) m);
+	}
+#endif
+	for (; p < end; p++)
+		for (int k = 0; k < nspecials; k++)
+			if (*p == specials[k])
+				return p;
+	return end;
 }

@@ -19,4 +19,8 @@
 extern void dp_scan_specials(const char *specials, int nspecials,
 							 const char *data, Size len, uint64 *bits);
 
+/* The first byte in [p, end) that is one of specials; end if none. */
+extern const char *dp_scan_next(const char *specials, int nspecials,
+								const char *p, const char *end);
+
 #endif							/* DP_SCAN_H */
