@@ -176,7 +176,7 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("directpath.copy_fast_input",
 							 "Whether a direct COPY parses common types' text itself.",
-							 "on: exact fast parsers for int2, int4, int8, bool, date, timestamp, timestamptz and uuid in their plain forms and text, varchar and character within their limits, the type's input function for everything else; off: the input functions only; check: both, failing on any difference.",
+							 "on: exact fast parsers for int2, int4, int8, bool, date, timestamp, timestamptz and uuid in their plain forms, short float4 and float8 decimals, and text, varchar and character within their limits, the type's input function for everything else; off: the input functions only; check: both, failing on any difference.",
 							 &dp_copy_fast_input, DP_FASTIN_ON, fast_input_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.copy_row_former",

@@ -1,7 +1,7 @@
 """Exact fast input of a direct COPY (src/input/fastin.c), differentially.
 
 For every type with a fast parser (int2, int4, int8, bool, date, timestamp,
-timestamptz, uuid): random values in canonical spellings (which the fast
+timestamptz, uuid, float4, float8): random values in canonical spellings (which the fast
 parsers take) and in non-canonical ones (signs, leading zeros, whitespace,
 underscores and other bases on 16+, exponents, infinity, leap days, BC
 dates, 24:00:00 and 23:59:60, time zone names, abbreviations and offsets,
@@ -25,7 +25,8 @@ from conftest import last_statement
 pytestmark = pytest.mark.directpath
 
 ROWS = 20_000
-TYPES = ["int2", "int4", "int8", "bool", "date", "timestamp", "timestamptz", "uuid"]
+TYPES = ["int2", "int4", "int8", "bool", "date", "timestamp", "timestamptz", "uuid",
+         "float4", "float8"]
 
 
 def rand_date(r):
@@ -72,6 +73,11 @@ ODD = {
                     "2020-01-01T10:00:00Z", "2026-03-08 02:30:00", "2026-11-01 01:30:00",
                     "2020-01-01 10:00:00 +05:30", "infinity", "2020-01-01 24:00:00+00",
                     "2020-01-01 10:00:00.1234567+00"],
+    "float4": ["1e10", "1.5E-3", " 1.5", "NaN", "Infinity", "-inf", "1.", ".5", "+1.5",
+               "0.123456789", "16777217", "3.4028235e38", "1.17549435e-38", "1e-45"],
+    "float8": ["1e10", "1.5E-3", "1.5 ", "nan", "-Infinity", "1.", "-.5", "+2.25",
+               "0.1234567890123456789", "9007199254740993", "1.7976931348623157e308",
+               "4.9e-324", "123456789012345678"],
     "uuid": ["{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "A0EEBC999C0B4EF8BB6D6BB9BD380A11",
              "a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"],
 }
@@ -86,6 +92,8 @@ BAD = {
     "timestamp": ["2020-01-01 25:00:00", "2020-02-30 00:00:00", "2020-01-01 10:60:00", ""],
     "timestamptz": ["2020-01-01 10:00:00+99", "2020-01-01 10:61:00+00", "2021-02-29 00:00:00+00"],
     "uuid": ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", ""],
+    "float4": ["abc", "1e39", "", "1.5x", "1..5"],
+    "float8": ["abc", "1e999", "", "-", "1.5.5"],
 }
 
 
@@ -105,6 +113,14 @@ def canonical(t, r):
     if t == "timestamptz":
         base = f"{rand_date(r)} {rand_time(r)}"
         return base if r.random() < 0.3 else base + rand_offset(r)
+    if t in ("float4", "float8"):
+        # at most 7 (float4) or 15 (float8) digits in all, or a few more
+        most = 7 if t == "float4" else 15
+        n = r.randint(1, most + 2 if r.random() < 0.1 else most)
+        digits = "".join(r.choice("0123456789") for _ in range(n))
+        at = r.randint(0, n)
+        v = digits if at in (0, n) else digits[:at] + "." + digits[at:]
+        return ("-" if r.random() < 0.3 else "") + v
     if t == "uuid":
         h = "%032x" % r.getrandbits(128)
         if r.random() < 0.3:
@@ -245,10 +261,11 @@ def test_off_and_counts(cluster, tmp_path):
     with cluster.conn() as conn:
         path = tmp_path / "counts.txt"
         make_file(path, [["1", "2", "3", "t", "2024-01-02", "2024-01-02 03:04:05",
-                          "2024-01-02 03:04:05+00", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"],
+                          "2024-01-02 03:04:05+00", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+                          "-1.5", "2.25"],
                          [" 1", "+2", "0x3" if accepted(conn, "int8", "0x3") else " 3", "yes",
                           "01/02/2024", "2024-01-02T03:04:05", "2024-01-02 03:04:05 UTC",
-                          "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}"]], "text")
+                          "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "1e3", " 2"]], "text")
         _, _, counts = load(conn, "direct", path, "", SETTINGS[0])
         # int4: the id column's two fields besides c_int4's
         assert counts == {t: (3, 1) if t == "int4" else (1, 1) for t in TYPES}, counts

@@ -31,6 +31,15 @@
  *						one the session's TimeZone decides, by the same call
  *						core makes (DetermineTimeZoneOffset)
  *	uuid				the canonical 8-4-4-4-12 hex digits, either case
+ *	float8				-?D+(.D+)? with at most 15 digits: the integer of
+ *						its digits is exact in a double, and so is 10^k for
+ *						its k decimals, so their quotient, rounded once by
+ *						the division, is the correctly rounded value that
+ *						strtod (float8in's) returns
+ *	float4				the same with at most 7 digits, divided in float
+ *						(exact operands below 2^24 and 10^7, rounded once,
+ *						as strtof rounds), where float arithmetic is done
+ *						in float (FLT_EVAL_METHOD 0)
  *	text				any text (textin copies it)
  *	varchar(n)			at most n bytes (so at most n characters: core's
  *						clipping of longer values is never needed)
@@ -51,6 +60,8 @@
  *-------------------------------------------------------------------------
  */
 #include "input/input.h"
+
+#include <float.h>
 
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
@@ -77,6 +88,8 @@ typedef enum DPFastKind
 	FAST_TIMESTAMP,
 	FAST_TIMESTAMPTZ,
 	FAST_UUID,
+	FAST_FLOAT4,
+	FAST_FLOAT8,
 	FAST_TEXT,
 	FAST_VARCHAR,
 	FAST_BPCHAR,
@@ -97,6 +110,8 @@ static const struct
 	{F_TIMESTAMP_IN, TIMESTAMPOID},
 	{F_TIMESTAMPTZ_IN, TIMESTAMPTZOID},
 	{F_UUID_IN, UUIDOID},
+	{F_FLOAT4IN, FLOAT4OID},
+	{F_FLOAT8IN, FLOAT8OID},
 	{F_TEXTIN, TEXTOID},
 	{F_VARCHARIN, VARCHAROID},
 	{F_BPCHARIN, BPCHAROID},
@@ -266,16 +281,23 @@ read_timestamp(const char *s, bool with_tz, Timestamp *result)
 	return tm2timestamp(&tm, fsec, &tz, result) == 0;
 }
 
+/* Each byte's value as a hex digit, or -1 (filled by dp_fastin_install). */
+static int8 hex_digits[256];
+
+static void
+fill_hex_digits(void)
+{
+	memset(hex_digits, -1, sizeof(hex_digits));
+	for (int c = 0; c < 10; c++)
+		hex_digits['0' + c] = c;
+	for (int c = 0; c < 6; c++)
+		hex_digits['a' + c] = hex_digits['A' + c] = 10 + c;
+}
+
 static inline int
 hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return hex_digits[(unsigned char) c];
 }
 
 static bool
@@ -302,6 +324,78 @@ read_uuid(const char *s, pg_uuid_t *u)
 		u->data[i++] = (unsigned char) (hi << 4 | lo);
 	}
 	return i == UUID_LEN && s[36] == '\0';
+}
+
+/*
+ * -?D+(.D+)? with at most 'maxdigits' digits in all: *m the integer of its
+ * digits, *k the number of decimals, *neg the sign.
+ */
+static bool
+read_decimal(const char *s, int len, int maxdigits, int64 *m, int *k,
+			 bool *neg)
+{
+	const char *e = s + len;
+	const char *dot;
+	int64		v = 0;
+	int			n = 0;
+
+	*neg = (s < e && *s == '-');
+	if (*neg)
+		s++;
+	dot = memchr(s, '.', e - s);
+	for (const char *p = s; p < e; p++)
+	{
+		if (p == dot)
+			continue;
+		if (*p < '0' || *p > '9' || ++n > maxdigits)
+			return false;
+		v = v * 10 + (*p - '0');
+	}
+	/* digits on both sides of a dot */
+	if (dot == s || dot == e - 1 || n == 0)
+		return false;
+	*m = v;
+	*k = dot ? e - dot - 1 : 0;
+	return true;
+}
+
+static const double exact_pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+/* float8 of a short decimal: see the top of the file for why it is exact. */
+static bool
+read_float8(const char *s, int len, Datum *d)
+{
+	int64		m;
+	int			k;
+	bool		neg;
+	double		v;
+
+	if (!read_decimal(s, len, 15, &m, &k, &neg))
+		return false;
+	v = (double) m / exact_pow10[k];
+	*d = Float8GetDatum(neg ? -v : v);
+	return true;
+}
+
+/* float4 likewise, with float operands and a float division. */
+static bool
+read_float4(const char *s, int len, Datum *d)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+	int64		m;
+	int			k;
+	bool		neg;
+	float		v;
+
+	if (!read_decimal(s, len, 7, &m, &k, &neg))
+		return false;
+	v = (float) m / (float) exact_pow10[k];
+	*d = Float4GetDatum(neg ? -v : v);
+	return true;
+#else
+	return false;
+#endif
 }
 
 /*
@@ -390,6 +484,10 @@ read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 			}
 			*d = UUIDPGetDatum(u);
 			return true;
+		case FAST_FLOAT4:
+			return read_float4(s, len, d);
+		case FAST_FLOAT8:
+			return read_float8(s, len, d);
 		case FAST_TEXT:
 			*d = PointerGetDatum(cstring_to_text_with_len(s, len));
 			return true;
@@ -529,6 +627,8 @@ dp_fastin_install(CopyFromState cstate)
 
 	if (dp_copy_fast_input == DP_FASTIN_OFF || cstate->opts.binary)
 		return;
+	if (hex_digits['g'] == 0)	/* not filled yet */
+		fill_hex_digits();
 	foreach(lc, cstate->attnumlist)
 	{
 		int			m = lfirst_int(lc) - 1;
