@@ -32,6 +32,9 @@ Scenarios (--only takes the name or the number):
  12 parse    COPY's input parsing: seed (text), ETL (csv) and wide (csv) rows
              by plain, serial direct and PARALLEL(1) COPY, input MB/s
              (default 3M rows)
+ 13 restore  pg_restore of a pgbench database (scale = rows / 200,000), plain
+             vs PGOPTIONS='-c directpath.mode=always', with and without
+             --single-transaction (default 10M rows: scale 50)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -87,6 +90,7 @@ from dpbench.s9_etl import EtlScenario  # noqa: E402
 from dpbench.s10_fkeys import FkeyScenario  # noqa: E402
 from dpbench.s11_parallel import ParallelScenario  # noqa: E402
 from dpbench.s12_parse import ParseScenario  # noqa: E402
+from dpbench.s13_restore import RestoreScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -94,7 +98,7 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
-             ParallelScenario, ParseScenario]
+             ParallelScenario, ParseScenario, RestoreScenario]
 
 
 def parse_args(argv=None):

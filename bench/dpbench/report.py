@@ -778,8 +778,9 @@ def section_parse(agg, meta, out, figs):
             "rows: timestamptz, int, numeric, md5 text, csv; wide rows: 16 columns of 12 "
             "types, csv) by COPY from a server-side file into an empty table without "
             "indexes (created in an earlier transaction): plain, the serial direct path "
-            "(with `directpath.copy_fast_input` off and on) and "
-            "`/*+ APPEND PARALLEL(1) */` (the leader and one worker parse). Time is the COPY "
+            "(core's COPY reader without and with the exact fast input, then the row "
+            "former) and `/*+ APPEND PARALLEL(1) */` (the leader and one worker parse). "
+            "Time is the COPY "
             "plus the CHECKPOINT after it; ratios against the plain COPY of the same input "
             "in the same run; *input MB/s*: the file's size over that time.", "",
             md_table(PARSE_HEADER, parse_rows(agg)), ""]
@@ -787,6 +788,34 @@ def section_parse(agg, meta, out, figs):
 
 def parse_text(agg):
     return titled_table("COPY's input parsing", PARSE_HEADER, parse_rows(agg))
+
+
+# -------------------------------------------------------- restore (13) ----
+
+RESTORE_HEADER = ["restore", "pg_restore + CHECKPOINT s", "/ plain", "frozen pages"]
+
+
+def restore_rows(agg):
+    return load_rows(agg, "restore", lambda a: a.first("frozen_pages") or "–")
+
+
+def section_restore(agg, meta, out, figs):
+    cases = agg.cases("restore", "replica")
+    if not cases:
+        return []
+    return ["## 13. pg_restore with the setting only", "",
+            f"A pgbench database of scale {cases[0].first('scale')} (its accounts, branches, "
+            "tellers and primary keys), dumped once in pg_dump's custom format, restored "
+            "into a new database by pg_restore, plain and with "
+            "`PGOPTIONS='-c directpath.mode=always'`, as separate transactions and with "
+            "`--single-transaction`. Time is pg_restore's run plus a CHECKPOINT; ratios "
+            "against the plain restore of the same form in the same run; *frozen pages*: "
+            "pgbench_accounts' all-frozen pages after a single-transaction restore.", "",
+            md_table(RESTORE_HEADER, restore_rows(agg)), ""]
+
+
+def restore_text(agg):
+    return titled_table("pg_restore", RESTORE_HEADER, restore_rows(agg))
 
 
 # --------------------------------------------------------------- summary ----
@@ -907,7 +936,7 @@ def summary_text(agg, meta):
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
-            fkey_text(agg) + parallel_text(agg) + parse_text(agg))
+            fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg))
     return "\n".join(out)
 
 
@@ -983,7 +1012,7 @@ def write_all(out, meta, records):
            "WAL that later runs recycle.", ""]
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
-               section_fkeys, section_parallel, section_parse):
+               section_fkeys, section_parallel, section_parse, section_restore):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
