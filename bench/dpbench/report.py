@@ -792,11 +792,18 @@ def parse_text(agg):
 
 # -------------------------------------------------------- restore (13) ----
 
-RESTORE_HEADER = ["restore", "pg_restore + CHECKPOINT s", "/ plain", "frozen pages"]
+RESTORE_HEADER = ["restore", "pg_restore + CHECKPOINT s", "/ plain",
+                  "data / post-data s, or frozen pages"]
 
 
 def restore_rows(agg):
-    return load_rows(agg, "restore", lambda a: a.first("frozen_pages") or "–")
+    def last(a):
+        if a.first("frozen_pages"):
+            return a.first("frozen_pages")
+        d, p = a.st("data_s"), a.st("post-data_s")
+        return f"{d['med']:.2f} / {p['med']:.2f}" if d and p else "–"
+
+    return load_rows(agg, "restore", last)
 
 
 def section_restore(agg, meta, out, figs):
@@ -809,8 +816,10 @@ def section_restore(agg, meta, out, figs):
             "into a new database by pg_restore, plain and with "
             "`PGOPTIONS='-c directpath.mode=always'`, as separate transactions and with "
             "`--single-transaction`. Time is pg_restore's run plus a CHECKPOINT; ratios "
-            "against the plain restore of the same form in the same run; *frozen pages*: "
-            "pgbench_accounts' all-frozen pages after a single-transaction restore.", "",
+            "against the plain restore of the same form in the same run; the last column: "
+            "the median time of the data section (the COPYs) and of the post-data section "
+            "(the primary keys), or pgbench_accounts' all-frozen pages after a "
+            "single-transaction restore.", "",
             md_table(RESTORE_HEADER, restore_rows(agg)), ""]
 
 
