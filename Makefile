@@ -25,6 +25,7 @@ OBJS = \
 	src/load/foreign.o \
 	src/load/fkeys.o \
 	src/load/rejects.o \
+	src/load/conflict.o \
 	src/parallel/parallel.o \
 	src/parallel/parcopy.o \
 	src/input/chunker.o \

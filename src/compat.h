@@ -382,4 +382,13 @@ dp_copy_skips_errors(CopyFromState cstate)
 #endif
 }
 
+/* An index scan (18 added its instrumentation argument). */
+#if PG_VERSION_NUM >= 180000
+#define DP_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define DP_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
 #endif							/* DIRECTPATH_COMPAT_H */

@@ -10,8 +10,11 @@
  * observe that difference, or whatever the page writer cannot produce with
  * identical results, sends the statement to the normal path:
  *
- *	- ON CONFLICT (needs an index probe per row before the row exists),
- *	  data-modifying WITH, more than one target;
+ *	- ON CONFLICT DO UPDATE; DO NOTHING with an arbiter whose keys cannot
+ *	  be compared by their bytes (conflict.c keeps the keys of the rows
+ *	  not yet in the index as byte images: an exclusion constraint,
+ *	  numeric, float, a nondeterministic collation);
+ *	- data-modifying WITH, more than one target;
  *	- targets that are not heap tables: views (INSTEAD OF triggers),
  *	  foreign tables, other table access methods; temporary tables (local
  *	  buffers); system catalogs and user_catalog_table tables (logical
@@ -44,7 +47,9 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/transam.h"
+#include "access/nbtree.h"
 #include "catalog/catalog.h"
+#include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
@@ -152,6 +157,88 @@ const char *
 dp_partition_ineligible(Relation rel)
 {
 	return check_one_relation(rel, true);
+}
+
+/* Is index 'indexid' of 'rel' (a leaf) an arbiter of 'arbiters'? */
+static bool
+is_arbiter(Relation rel, Oid indexid, List *arbiters)
+{
+	List	   *ancestors;
+	bool		found = false;
+	ListCell   *lc;
+
+	if (arbiters == NIL || list_member_oid(arbiters, indexid))
+		return true;
+	if (!rel->rd_rel->relispartition)
+		return false;
+	ancestors = get_partition_ancestors(indexid);
+	foreach(lc, ancestors)
+		found = found || list_member_oid(arbiters, lfirst_oid(lc));
+	list_free(ancestors);
+	return found;
+}
+
+/* Why the leaf's arbiters keep ON CONFLICT DO NOTHING off, or NULL. */
+static const char *
+leaf_arbiters_ineligible(Relation rel, List *arbiters)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	const char *r = NULL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index ix = index->rd_index;
+
+		if ((ix->indisunique || ix->indisexclusion) &&
+			is_arbiter(rel, RelationGetRelid(index), arbiters))
+		{
+			if (ix->indisexclusion)
+				r = reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
+						   RelationGetRelationName(index));
+			else if (index->rd_rel->relam != BTREE_AM_OID ||
+					 !_bt_allequalimage(index, false))
+				r = reason("the ON CONFLICT arbiter \"%s\" has a key type whose equal values can differ in their bytes (such as numeric, float or a nondeterministic collation)",
+						   RelationGetRelationName(index));
+		}
+		index_close(index, AccessShareLock);
+		if (r != NULL)
+			break;
+	}
+	list_free(indexes);
+	return r;
+}
+
+/*
+ * ON CONFLICT: DO NOTHING only, with arbiters conflict.c can check.  Every
+ * leaf is looked at: with no conflict target a partition's own unique
+ * index is an arbiter too.  Foreign partitions are their wrapper's.
+ */
+static const char *
+conflict_ineligible(ModifyTable *mt, Oid relid)
+{
+	List	   *rels;
+	const char *r = NULL;
+	ListCell   *lc;
+
+	if (mt->onConflictAction == ONCONFLICT_NONE)
+		return NULL;
+	if (mt->onConflictAction != ONCONFLICT_NOTHING)
+		return "INSERT ... ON CONFLICT DO UPDATE";
+	rels = find_all_inheritors(relid, AccessShareLock, NULL);
+	foreach(lc, rels)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+
+		if (rel->rd_rel->relkind == RELKIND_RELATION)
+			r = leaf_arbiters_ineligible(rel, mt->arbiterIndexes);
+		relation_close(rel, NoLock);
+		if (r != NULL)
+			break;
+	}
+	list_free(rels);
+	return r;
 }
 
 /* Built-in volatile functions that run queries of their own. */
@@ -274,21 +361,24 @@ const char *
 dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 {
 	ModifyTable *mt;
+	const char *why;
 
 	if (!IsA(stmt->planTree, ModifyTable))
 		return "the statement's plan does not end in an INSERT";
 	mt = (ModifyTable *) stmt->planTree;
 	if (mt->operation != CMD_INSERT)
 		return "not an INSERT";
-	if (mt->onConflictAction != ONCONFLICT_NONE)
-		return "INSERT ... ON CONFLICT";
 	if (list_length(mt->resultRelations) != 1)
 		return "more than one target relation";
 	if (stmt->hasModifyingCTE)
 		return "the statement has a data-modifying WITH";
 	if (!hinted && dp_query_is_single_row(parse))
 		return "single-row VALUES";
-	return dp_expr_ineligible((Node *) parse);
+	why = dp_expr_ineligible((Node *) parse);
+	if (why == NULL)
+		why = conflict_ineligible(mt, rt_fetch(linitial_int(mt->resultRelations),
+											   stmt->rtable)->relid);
+	return why;
 }
 
 /* Does the expression call a function that is not built in? */

@@ -16,7 +16,8 @@
  *			go through its wrapper, and routing's lock is what a plain
  *			INSERT takes;
  *	given	its index strategy (indexes.c), whether its rows need work
- *			after the insert (queue.c), and its writer: a heap page builder
+ *			after the insert (queue.c), under ON CONFLICT DO NOTHING its
+ *			arbiters (conflict.c), and its writer: a heap page builder
  *			(pages.c) once the load goes direct, or a foreign batch
  *			(foreign.c) for a foreign partition.
  *
@@ -71,6 +72,18 @@ needs_post(DPLeaf *leaf, ModifyTableState *mt)
 		rri->ri_projectReturning != NULL;
 }
 
+/*
+ * INSERT ... ON CONFLICT DO NOTHING?  (A foreign partition's wrapper was
+ * told by routing, as in core.)
+ */
+static bool
+do_nothing(ModifyTableState *mt)
+{
+	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
+
+	return plan != NULL && plan->onConflictAction == ONCONFLICT_NOTHING;
+}
+
 /* Set up a leaf seen for the first time. */
 static DPLeaf *
 leaf_create(DPLeafSet *set, ResultRelInfo *rri)
@@ -94,6 +107,9 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates);
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
+	if (!foreign && do_nothing(set->mtstate))
+		leaf->conflicts = dp_conflicts_begin(rri, set->estate,
+											 rri->ri_onConflictArbiterIndexes);
 	leaf->needs_post = needs_post(leaf, set->mtstate);
 	MemoryContextSwitchTo(old);
 
@@ -138,6 +154,8 @@ dp_leaf_end_all(DPLeafSet *set)
 	for (DPLeaf *leaf = set->list; leaf; leaf = leaf->next)
 	{
 		ExecDropSingleTupleTableSlot(leaf->slot);
+		if (leaf->conflicts)
+			dp_conflicts_end(leaf->conflicts);
 		if (leaf->foreign)
 			dp_foreign_end(leaf->foreign);
 	}

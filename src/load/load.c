@@ -16,6 +16,7 @@
  *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
  *	  constraints, the partition constraint when inserting into a partition
  *	  directly (with a rejects table, checked without raising: rejects.c);
+ *	under ON CONFLICT DO NOTHING, skip it if its key is taken (conflict.c);
  *	then hold the row, place it on a page (pages.c; its index entries
  *	  sorted for a build at the end, indexes.c, or the row queued for its
  *	  after-insert work, queue.c), or send it to a foreign partition
@@ -133,6 +134,26 @@ start_writer(DPLoad *s, DPLeaf *leaf)
 }
 
 /*
+ * After a flush that wrote every page and did the queue's work, the rows
+ * accepted under ON CONFLICT DO NOTHING are in the indexes that take
+ * their entries per batch, and the probes find them there (conflict.c).
+ */
+static void
+conflicts_indexed(DPLoad *s)
+{
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+	{
+		DPIndexStrategy ix;
+
+		if (leaf->conflicts == NULL || leaf->writer == NULL)
+			continue;
+		ix = dp_indexes_strategy(leaf->indexes);
+		if (ix == DP_INDEX_ROW || ix == DP_INDEX_SORTED)
+			dp_conflicts_indexed(leaf->conflicts);
+	}
+}
+
+/*
  * Write the builders' pages (all of them with 'drain', or while rows are
  * queued), then do the queued rows' after-insert work.
  */
@@ -157,6 +178,8 @@ flush(DPLoad *s, bool drain)
 	if (s->rejects && s->leaves.toast_wait.writers == 0)
 		dp_rejects_write_queued(s->rejects);
 	dp_queue_process(s->queue, s->leaves.list);
+	if (partial)
+		conflicts_indexed(s);
 	dp_fault("batch_done");
 }
 
@@ -388,6 +411,12 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		flush_before_row(s, slot, f);
 	if (!check_row(s, leaf, slot))
 		return false;
+	if (leaf->conflicts && dp_conflicts_skip(leaf->conflicts, slot))
+	{
+		/* EXPLAIN ANALYZE's "Conflicting Tuples", as ExecInsert counts */
+		InstrCountTuples2(&s->leaves.mtstate->ps, 1);
+		return true;
+	}
 
 	if (s->leaves.mtstate->canSetTag)
 		s->leaves.estate->es_processed++;
@@ -471,6 +500,13 @@ dp_load_end_rows(DPLoad *s)
 		finish_heaps(s);
 	else
 		finish_normal(s);
+	/* no more probes: the index scans end before indexes are rebuilt */
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+		if (leaf->conflicts)
+		{
+			dp_conflicts_end(leaf->conflicts);
+			leaf->conflicts = NULL;
+		}
 	Assert(s->leaves.toast_wait.writers == 0);
 	if (s->rejects)
 		dp_rejects_write_queued(s->rejects);

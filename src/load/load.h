@@ -4,7 +4,7 @@
  *	  The load stage: the row loop (load.c) and its parts - the relations
  *	  written (leaf.c), the after-insert queue (queue.c), foreign partitions
  *	  (foreign.c), foreign keys per batch (fkeys.c), COPY's rejects
- *	  (rejects.c).
+ *	  (rejects.c), ON CONFLICT DO NOTHING's skipped rows (conflict.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +20,7 @@ typedef struct DPLoad DPLoad;
 typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
 typedef struct DPRejects DPRejects;
+typedef struct DPConflicts DPConflicts;
 
 /* One relation the load writes (leaf.c). */
 typedef struct DPForeignKeys DPForeignKeys;
@@ -40,6 +41,8 @@ typedef struct DPLeaf
 	DPHeapBuilder *writer;		/* its page builder once direct, else NULL */
 	DPForeign  *foreign;		/* a foreign partition's batch, else NULL */
 	DPIndexes  *indexes;		/* its index strategy */
+	DPConflicts *conflicts;		/* ON CONFLICT DO NOTHING's arbiters, or
+								 * NULL */
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
 	int			full_pages;		/* writer's full pages last counted */
@@ -209,6 +212,27 @@ extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
 extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
 								  TupleTableSlot *slot, EState *estate,
 								  char **message, char **detail);
+
+/* ---------- conflict.c: ON CONFLICT DO NOTHING ---------- */
+
+/*
+ * The leaf's arbiter indexes ('arbiters' their OIDs; NIL: every unique
+ * index), checked with its indexes open.
+ */
+extern DPConflicts *dp_conflicts_begin(ResultRelInfo *rri, EState *estate,
+									   List *arbiters);
+
+/*
+ * Does the row in 'slot' (checked, in the leaf's format) conflict with the
+ * table or an earlier row of the statement?  If not, it counts as inserted.
+ */
+extern bool dp_conflicts_skip(DPConflicts *c, TupleTableSlot *slot);
+
+/* Every accepted row's entries are now in the leaf's indexes. */
+extern void dp_conflicts_indexed(DPConflicts *c);
+
+extern uint64 dp_conflicts_skipped(DPConflicts *c);
+extern void dp_conflicts_end(DPConflicts *c);
 
 /* ---------- fkeys.c: foreign keys checked per batch ---------- */
 

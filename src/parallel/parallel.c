@@ -322,6 +322,8 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 
 	if (mt->returningLists != NIL)
 		return "the statement has RETURNING";
+	if (mt->onConflictAction != ONCONFLICT_NONE)
+		return "the statement has ON CONFLICT (the leader checks each row's key)";
 	if (sub == NULL || !IsA(sub, SeqScan) || sub->initPlan != NIL ||
 		sub->lefttree != NULL)
 		return "its SELECT is not a scan of one table";

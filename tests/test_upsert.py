@@ -1,0 +1,312 @@
+"""INSERT ... ON CONFLICT DO NOTHING on the direct path (src/load/conflict.c).
+
+Differential: each statement runs plain on one copy of the target and
+hinted on another; the tables, the command's row count, RETURNING rows,
+EXPLAIN ANALYZE's conflict count and the rows an AFTER trigger saw must be
+the same.  The sources hold keys already in the table, keys repeated within
+the statement (far apart, so that the earlier row's index entry is not in
+the index yet, and across batches, so that it is), NULL keys, rows outside
+a partial index, keys equal only through an expression index, and
+partitioned targets (the conflict is within the routed leaf).  Isolation
+and locking: a conflicting row committed after a REPEATABLE READ snapshot
+fails both paths alike; a concurrent writer waits for the load and then
+skips its rows; a prepared transaction's rows make both paths wait.  The
+statements the direct path does not take say why.
+"""
+
+import random
+
+import psycopg
+import pytest
+
+from conftest import SMALL_BATCHES, last_statement, set_gucs, sqlstate_of, table_digest
+
+pytestmark = pytest.mark.directpath
+
+TARGET = ("(id bigint PRIMARY KEY, email text, grp int, flag bool, ts timestamptz, "
+          "note text)")
+# every unique index of the target is an arbiter of the cases without a
+# conflict target; a case naming one has that one only (a conflict in
+# another unique index is an error on both paths)
+ALL_INDEXES = ["CREATE UNIQUE INDEX ON {t} (lower(email))",
+               "CREATE UNIQUE INDEX ON {t} (grp) WHERE flag",
+               "CREATE INDEX ON {t} (ts)"]
+
+
+def make_target(conn, t, rows, seed, partitioned=False, indexes=ALL_INDEXES,
+                key="id"):
+    if partitioned:
+        conn.execute(f"CREATE TABLE {t} {TARGET[:-1]}) PARTITION BY HASH (id)")
+        for i in range(3):
+            conn.execute(f"CREATE TABLE {t}_{i} PARTITION OF {t} "
+                         f"FOR VALUES WITH (MODULUS 3, REMAINDER {i})")
+        conn.execute(f"CREATE INDEX ON {t} (ts)")
+    else:
+        ddl = TARGET if key == "id" else TARGET.replace(" PRIMARY KEY", "")
+        conn.execute(f"CREATE TABLE {t} {ddl}")
+        for ix in indexes:
+            conn.execute(ix.format(t=t))
+    conn.execute(f"INSERT INTO {t} SELECT * FROM stage_{seed} WHERE id % 3 = 0 "
+                 f"ON CONFLICT DO NOTHING")
+
+
+def make_stage(conn, seed, n):
+    """Rows with repeated, NULL and case-folded keys, in a random order."""
+    r = random.Random(seed)
+    conn.execute(f"DROP TABLE IF EXISTS stage_{seed}")
+    conn.execute(f"CREATE TABLE stage_{seed} {TARGET.replace(' PRIMARY KEY', '')}")
+    rows = []
+    for i in range(n):
+        k = r.randrange(n // 2) if r.random() < 0.4 else r.randrange(n * 4)
+        email = None if r.random() < 0.05 else \
+            (f"U{k % (n // 3)}@X" if r.random() < 0.3 else f"u{k % (n // 3)}@x")
+        grp = None if r.random() < 0.1 else r.randrange(n // 4)
+        rows.append((k, email, grp, r.random() < 0.5, f"2026-01-01 00:00:{i % 60:02d}+00",
+                     "n" * r.randrange(0, 40)))
+    with conn.cursor().copy(f"COPY stage_{seed} FROM STDIN") as cp:
+        for row in rows:
+            cp.write_row(row)
+
+
+def run_both(conn, stmt, t_plain, t_direct, settings=None):
+    """Run 'stmt' ({t}: the target) plain and hinted; return what each did."""
+    out = {}
+    for kind, t in (("plain", t_plain), ("direct", t_direct)):
+        sql = stmt.format(t=t)
+        if kind == "direct":
+            sql = "/*+ APPEND */ " + sql
+        cur = conn.execute(sql)
+        ret = sorted(cur.fetchall()) if cur.description else None
+        out[kind] = {"rowcount": cur.rowcount, "returning": ret,
+                     "digest": table_digest(conn, t)}
+        if kind == "direct":
+            out["report"] = last_statement(conn)
+    return out
+
+
+INS = "INSERT INTO {t} SELECT * FROM stage_{s} "
+# case: (the statement's tail, the target's unique key, its other indexes)
+CASES = {
+    "no target": ("ON CONFLICT DO NOTHING", "id", ALL_INDEXES),
+    "primary key": ("ON CONFLICT (id) DO NOTHING", "id", ALL_INDEXES[2:]),
+    "constraint": ("ON CONFLICT ON CONSTRAINT {t}_pkey DO NOTHING", "id", ALL_INDEXES[2:]),
+    "expression": ("ON CONFLICT (lower(email)) DO NOTHING", None,
+                   [ALL_INDEXES[0], ALL_INDEXES[2]]),
+    "partial": ("ON CONFLICT (grp) WHERE flag DO NOTHING", None, ALL_INDEXES[1:]),
+    "returning": ("ON CONFLICT DO NOTHING RETURNING id, email", "id", ALL_INDEXES),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("batches", ["one batch", "small batches"])
+def test_differential(cluster, case, batches):
+    seed = abs(hash((case, batches))) % 1000
+    with cluster.conn() as conn:
+        make_stage(conn, seed, 6000)
+        tp, td = f"up_p_{seed}", f"up_d_{seed}"
+        tail, key, indexes = CASES[case]
+        for t in (tp, td):
+            make_target(conn, t, 6000, seed, indexes=indexes, key=key)
+        stmt = (INS + tail).replace("{s}", str(seed))
+        settings = dict(SMALL_BATCHES) if batches == "small batches" else \
+            {"directpath.min_bytes": "0"}
+        set_gucs(conn, settings)
+        out = run_both(conn, stmt, tp, td)
+        assert out["report"]["path"] == "direct", out["report"]
+        assert out["direct"] == out["plain"]
+        # indexes whole and pointing at the rows
+        for t in (tp, td):
+            for (ix,) in conn.execute(
+                    "SELECT indexrelid::regclass::text FROM pg_index "
+                    "WHERE indrelid = %s::regclass", (t,)).fetchall():
+                conn.execute("SELECT bt_index_parent_check(%s::regclass, true, true)", (ix,))
+
+
+@pytest.mark.parametrize("storage", ["new in the transaction", "partitioned"])
+def test_new_storage_and_partitions(cluster, storage):
+    seed = 71 if storage == "partitioned" else 72
+    with cluster.conn(autocommit=False) as conn:
+        make_stage(conn, seed, 8000)
+        conn.commit()
+        tp, td = f"up_sp_{seed}", f"up_sd_{seed}"
+        for t in (tp, td):
+            make_target(conn, t, 8000, seed, partitioned=storage == "partitioned")
+        set_gucs(conn, SMALL_BATCHES)
+        before = conn.execute(f"SELECT pg_relation_size('{td}') / 8192").fetchone()[0]
+        # twice: the second run's keys are all in the table already
+        for run in range(2):
+            out = run_both(conn, f"INSERT INTO {{t}} SELECT * FROM stage_{seed} "
+                                 f"ON CONFLICT DO NOTHING", tp, td)
+            assert out["report"]["path"] == "direct", out["report"]
+            assert out["direct"] == out["plain"]
+            assert out["plain"]["rowcount"] > 0 if run == 0 else out["plain"]["rowcount"] == 0
+            if run == 0 and storage == "new in the transaction":
+                assert out["report"]["frozen"]
+        conn.commit()
+        if storage == "new in the transaction":
+            # only the pages of the plain INSERT that filled it first are not
+            # frozen: the direct rows went onto new, frozen pages
+            st = conn.execute(f"SELECT count(*) FROM pg_visibility_map('{td}') "
+                              f"WHERE NOT all_frozen").fetchone()[0]
+            assert 0 < before and st <= before
+
+
+def test_explain_analyze_counts_conflicts(cluster):
+    with cluster.conn() as conn:
+        make_stage(conn, 81, 3000)
+        for t in ("up_ex_p", "up_ex_d"):
+            make_target(conn, t, 3000, 81)
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        lines = {}
+        for t, hint in (("up_ex_p", ""), ("up_ex_d", "/*+ APPEND */ ")):
+            plan = conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                                f"{hint}INSERT INTO {t} SELECT * FROM stage_81 "
+                                f"ON CONFLICT DO NOTHING").fetchall()
+            lines[t] = [l.strip() for (l,) in plan if "Tuples" in l or "Conflict Res" in l]
+        assert lines["up_ex_p"] == lines["up_ex_d"] and len(lines["up_ex_p"]) == 3
+
+
+def test_after_trigger_and_transition_table(cluster):
+    with cluster.conn() as conn:
+        make_stage(conn, 91, 3000)
+        conn.execute("CREATE TABLE up_seen (tg text, id bigint, n bigint)")
+        conn.execute("""CREATE FUNCTION up_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO up_seen VALUES (TG_TABLE_NAME, NEW.id, NULL); RETURN NULL; END $$""")
+        conn.execute("""CREATE FUNCTION up_stmt() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO up_seen SELECT TG_TABLE_NAME, NULL, count(*) FROM newrows;
+            RETURN NULL; END $$""")
+        for t in ("up_tr_p", "up_tr_d"):
+            make_target(conn, t, 3000, 91)
+            conn.execute(f"CREATE TRIGGER r AFTER INSERT ON {t} FOR EACH ROW "
+                         f"EXECUTE FUNCTION up_row()")
+            conn.execute(f"CREATE TRIGGER s AFTER INSERT ON {t} REFERENCING NEW TABLE AS newrows "
+                         f"FOR EACH STATEMENT EXECUTE FUNCTION up_stmt()")
+        set_gucs(conn, SMALL_BATCHES)
+        out = run_both(conn, "INSERT INTO {t} SELECT * FROM stage_91 ON CONFLICT DO NOTHING",
+                       "up_tr_p", "up_tr_d")
+        assert out["report"]["path"] == "direct", out["report"]
+        assert out["direct"] == out["plain"]
+        seen = {t: conn.execute("SELECT id, n FROM up_seen WHERE tg = %s ORDER BY 1, 2",
+                                (t,)).fetchall() for t in ("up_tr_p", "up_tr_d")}
+        assert seen["up_tr_p"] == seen["up_tr_d"]
+        assert seen["up_tr_p"][-1][1] == out["plain"]["rowcount"]
+
+
+def test_repeatable_read_conflict_with_a_later_commit(cluster):
+    """A conflicting row committed after the snapshot: 40001 on both paths;
+    a row of the own transaction is no such conflict."""
+    with cluster.conn() as conn:
+        for t in ("up_rr_p", "up_rr_d"):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int)")
+    for hint in ("", "/*+ APPEND */ "):
+        t = "up_rr_d" if hint else "up_rr_p"
+        with cluster.conn() as a, cluster.conn() as b:
+            set_gucs(a, {"directpath.min_bytes": "0"})
+            a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            a.execute("SELECT 1").fetchone()
+            b.execute(f"INSERT INTO {t} VALUES (5000, 0)")
+            with pytest.raises(psycopg.errors.SerializationFailure) as e:
+                a.execute(f"{hint}INSERT INTO {t} SELECT g, 1 FROM generate_series(1, 9000) g "
+                          f"ON CONFLICT DO NOTHING")
+            assert "could not serialize access due to concurrent update" in str(e.value)
+            a.execute("ROLLBACK")
+            a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            a.execute(f"INSERT INTO {t} SELECT g, 2 FROM generate_series(1, 100) g "
+                      f"ON CONFLICT DO NOTHING")
+            cur = a.execute(f"{hint}INSERT INTO {t} SELECT g, 1 FROM generate_series(1, 9000) g "
+                            f"ON CONFLICT DO NOTHING")
+            assert cur.rowcount == 9000 - 101
+            if hint:
+                assert last_statement(a)["path"] == "direct"
+            a.execute("COMMIT")
+    with cluster.conn() as conn:
+        assert table_digest(conn, "up_rr_p") == table_digest(conn, "up_rr_d")
+
+
+def test_concurrent_writer_waits_then_skips(cluster):
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE up_cw (id int PRIMARY KEY, who text)")
+    with cluster.conn(autocommit=False) as a, cluster.conn() as b:
+        set_gucs(a, {"directpath.min_bytes": "0"})
+        a.execute("/*+ APPEND */ INSERT INTO up_cw SELECT g, 'a' FROM generate_series(1, 5000) g "
+                  "ON CONFLICT DO NOTHING")
+        assert last_statement(a)["path"] == "direct"
+        b.execute("SET lock_timeout = '300ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            b.execute("INSERT INTO up_cw SELECT g, 'b' FROM generate_series(4001, 6000) g "
+                      "ON CONFLICT DO NOTHING")
+        a.commit()
+        cur = b.execute("INSERT INTO up_cw SELECT g, 'b' FROM generate_series(4001, 6000) g "
+                        "ON CONFLICT DO NOTHING")
+        assert cur.rowcount == 1000
+        assert b.execute("SELECT who, count(*) FROM up_cw GROUP BY 1 ORDER BY 1").fetchall() == \
+            [("a", 5000), ("b", 1000)]
+
+
+def test_prepared_transaction_rows_wait_on_both_paths(make_cluster):
+    c = make_cluster(extra_conf={"max_prepared_transactions": "2"})
+    with c.conn() as conn:
+        conn.execute("CREATE TABLE up_px (id int PRIMARY KEY)")
+    with c.conn(autocommit=False) as p:
+        p.execute("INSERT INTO up_px VALUES (7)")
+        p.execute("PREPARE TRANSACTION 'up_px'")
+    with c.conn() as conn:
+        conn.execute("SET lock_timeout = '300ms'")
+        for hint in ("", "/*+ APPEND */ "):
+            code = sqlstate_of(conn, f"{hint}INSERT INTO up_px SELECT generate_series(1, 9000) "
+                                     f"ON CONFLICT DO NOTHING")
+            assert code == "55P03", (hint, code)
+        conn.execute("COMMIT PREPARED 'up_px'")
+        conn.execute("SET directpath.min_bytes = 0")
+        cur = conn.execute("/*+ APPEND */ INSERT INTO up_px SELECT generate_series(1, 9000) "
+                           "ON CONFLICT DO NOTHING")
+        assert cur.rowcount == 8999
+        assert last_statement(conn)["path"] == "direct"
+
+
+REFUSED = {
+    "DO UPDATE": ("CREATE TABLE {t} (id int PRIMARY KEY, v int)",
+                  "ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+                  "INSERT ... ON CONFLICT DO UPDATE"),
+    "numeric key": ("CREATE TABLE {t} (id numeric PRIMARY KEY, v int)",
+                    "ON CONFLICT DO NOTHING", "equal values can differ in their bytes"),
+    "exclusion": ("CREATE TABLE {t} (id int, v int, EXCLUDE USING btree (id WITH =))",
+                  "ON CONFLICT DO NOTHING", "is an exclusion constraint"),
+    "partition's own index": ("CREATE TABLE {t} (id int, v float8) PARTITION BY RANGE (id); "
+                              "CREATE TABLE {t}_1 PARTITION OF {t} FOR VALUES FROM (0) TO (100000); "
+                              "CREATE UNIQUE INDEX ON {t}_1 (v)",
+                              "ON CONFLICT DO NOTHING", "equal values can differ in their bytes"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_refusals_say_why(cluster, case):
+    ddl, clause, why = REFUSED[case]
+    t = "up_ref_" + str(list(REFUSED).index(case))
+    with cluster.conn() as conn:
+        for s in ddl.format(t=t).split("; "):
+            conn.execute(s)
+        conn.execute("SET directpath.fallback_message_level = 'notice'")
+        cur = conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT g, g FROM "
+                           f"generate_series(1, 5000) g {clause}")
+        assert cur.rowcount == 5000
+        st = last_statement(conn)
+        assert st["path"] == "normal" and why in st["reason"], st
+        plan = "\n".join(r[0] for r in conn.execute(
+            f"EXPLAIN /*+ APPEND */ INSERT INTO {t} SELECT g, g FROM "
+            f"generate_series(1, 5000) g {clause}").fetchall())
+        assert why in plan
+
+
+def test_parallel_hint_runs_serially_with_the_reason(cluster):
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE up_par_src AS SELECT g AS id, g AS v FROM "
+                     "generate_series(1, 50000) g")
+        conn.execute("CREATE TABLE up_par (id int PRIMARY KEY, v int)")
+        conn.execute("INSERT INTO up_par SELECT g, 0 FROM generate_series(1, 50000, 2) g")
+        cur = conn.execute("/*+ APPEND PARALLEL(2) */ INSERT INTO up_par SELECT * FROM up_par_src "
+                           "ON CONFLICT DO NOTHING")
+        assert cur.rowcount == 25000
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["parallel_workers"] == 0
+        assert "ON CONFLICT" in st["parallel"], st
