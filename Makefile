@@ -36,6 +36,7 @@ OBJS = \
 	src/index/btree.o \
 	src/index/btappend.o \
 	src/index/btmerge.o \
+	src/index/btprobe.o \
 	src/index/brin.o \
 	src/heap/pages.o \
 	src/heap/append.o \

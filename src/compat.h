@@ -391,4 +391,13 @@ dp_copy_skips_errors(CopyFromState cstate)
 	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
 #endif
 
+/* Sort support in an index's order (18 takes "reverse", not a strategy). */
+#if PG_VERSION_NUM >= 180000
+#define DP_SORT_SUPPORT_FROM_INDEX(index, ssup) \
+	PrepareSortSupportFromIndexRel((index), false, (ssup))
+#else
+#define DP_SORT_SUPPORT_FROM_INDEX(index, ssup) \
+	PrepareSortSupportFromIndexRel((index), BTLessStrategyNumber, (ssup))
+#endif
+
 #endif							/* DIRECTPATH_COMPAT_H */

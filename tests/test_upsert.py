@@ -94,6 +94,10 @@ CASES = {
                    [ALL_INDEXES[0], ALL_INDEXES[2]]),
     "partial": ("ON CONFLICT (grp) WHERE flag DO NOTHING", None, ALL_INDEXES[1:]),
     "returning": ("ON CONFLICT DO NOTHING RETURNING id, email", "id", ALL_INDEXES),
+    "nulls not distinct": ("ON CONFLICT (grp) DO NOTHING", None,
+                           ["CREATE UNIQUE INDEX ON {t} (grp) NULLS NOT DISTINCT"]),
+    "two columns, INCLUDE": ("ON CONFLICT (grp, flag) DO NOTHING", None,
+                             ["CREATE UNIQUE INDEX ON {t} (grp, flag) INCLUDE (note)"]),
 }
 
 
@@ -310,3 +314,25 @@ def test_parallel_hint_runs_serially_with_the_reason(cluster):
         st = last_statement(conn)
         assert st["path"] == "direct" and st["parallel_workers"] == 0
         assert "ON CONFLICT" in st["parallel"], st
+
+
+def test_dead_entries_and_several_batches(cluster):
+    """Entries of aborted and deleted rows are no conflict, across several
+    batches of decisions; a key repeated in a later batch finds the earlier
+    row, in the index or not yet."""
+    with cluster.conn() as conn:
+        for t in ("up_dead_p", "up_dead_d"):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            conn.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 30000, 3) g")
+            conn.execute("BEGIN")
+            conn.execute(f"INSERT INTO {t} SELECT g, 'aborted' FROM generate_series(2, 30000, 3) g")
+            conn.execute("ROLLBACK")
+            conn.execute(f"DELETE FROM {t} WHERE id % 9 = 1")
+        # several decisions (4 x batch_pages of rows each), several flushes
+        set_gucs(conn, SMALL_BATCHES)
+        out = run_both(conn, "INSERT INTO {t} SELECT g % 25000, 'new' FROM "
+                             "generate_series(1, 40000) g ON CONFLICT DO NOTHING", "up_dead_p",
+                       "up_dead_d")
+        assert out["report"]["path"] == "direct", out["report"]
+        assert out["direct"] == out["plain"]
+        assert conn.execute("SELECT count(*) FROM up_dead_d WHERE v = 'new'").fetchone()[0] > 0

@@ -53,6 +53,9 @@ extern bool dp_query_is_single_row(Query *parse);
 /* Why per-row expressions (COPY defaults, WHERE) keep a COPY off, or NULL. */
 extern const char *dp_expr_ineligible(Node *expr);
 
+/* Are a btree's keys equal exactly when their bytes are (conflict.c)? */
+extern bool dp_index_keys_equal_image(Relation index);
+
 /* Does the expression call a function that is not built in? */
 extern bool dp_expr_has_user_function(Node *expr);
 

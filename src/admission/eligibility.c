@@ -159,6 +159,31 @@ dp_partition_ineligible(Relation rel)
 	return check_one_relation(rel, true);
 }
 
+/*
+ * Are the index's keys equal exactly when their bytes are?  As
+ * _bt_allequalimage asks each key column's operator class, but without
+ * its refusal of INCLUDE columns (deduplication's concern, not ours: they
+ * are no part of the key).
+ */
+bool
+dp_index_keys_equal_image(Relation index)
+{
+	if (index->rd_rel->relam != BTREE_AM_OID || IsSystemRelation(index))
+		return false;
+	for (int j = 0; j < IndexRelationGetNumberOfKeyAttributes(index); j++)
+	{
+		Oid			type = index->rd_opcintype[j];
+		Oid			proc = get_opfamily_proc(index->rd_opfamily[j], type, type,
+											 BTEQUALIMAGE_PROC);
+
+		if (!OidIsValid(proc) ||
+			!DatumGetBool(OidFunctionCall1Coll(proc, index->rd_indcollation[j],
+											   ObjectIdGetDatum(type))))
+			return false;
+	}
+	return true;
+}
+
 /* Is index 'indexid' of 'rel' (a leaf) an arbiter of 'arbiters'? */
 static bool
 is_arbiter(Relation rel, Oid indexid, List *arbiters)
@@ -197,8 +222,7 @@ leaf_arbiters_ineligible(Relation rel, List *arbiters)
 			if (ix->indisexclusion)
 				r = reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
 						   RelationGetRelationName(index));
-			else if (index->rd_rel->relam != BTREE_AM_OID ||
-					 !_bt_allequalimage(index, false))
+			else if (!dp_index_keys_equal_image(index))
 				r = reason("the ON CONFLICT arbiter \"%s\" has a key type whose equal values can differ in their bytes (such as numeric, float or a nondeterministic collation)",
 						   RelationGetRelationName(index));
 		}

@@ -3,7 +3,7 @@
  * index/index.h
  *	  The index stage: every index strategy of a load (indexes.c), the btree
  *	  page builder (btree.c) and its uses on existing trees (btappend.c,
- *	  btmerge.c), BRIN summaries (brin.c).
+ *	  btmerge.c), sorted lookups (btprobe.c), BRIN summaries (brin.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -89,6 +89,25 @@ extern void dp_indexes_spool(DPIndexes *ix, EState *estate,
 
 /* DP_INDEX_BUILD, _REBUILD: build every index; returns how many (else 0). */
 extern int	dp_indexes_finish(DPIndexes *ix);
+
+/* ---------- btprobe.c: sorted keys looked up leaf by leaf ---------- */
+
+/*
+ * Called with the leaf share-locked for each heap TID of an entry equal to
+ * key 'key' (in order); returns true once the key is settled.  Must not
+ * wait for anything.
+ */
+typedef bool (*DPProbeVisit) (void *arg, int key, ItemPointer tid);
+
+/*
+ * Visit the entries of 'nkeys' keys ('values', 'isnull': the index's key
+ * columns, key after key, ascending in the index's order) in the btree
+ * 'index' of 'heap'.  False (nothing visited) when the btree is older than
+ * version 4.  The caller keeps writers and VACUUM out (btprobe.c).
+ */
+extern bool dp_btree_probe(Relation heap, Relation index, int nkeys,
+						   Datum *values, bool *isnull, DPProbeVisit visit,
+						   void *arg);
 
 /* ---------- btree.c: the btree page builder ---------- */
 

@@ -2,7 +2,7 @@
  *
  * conflict.c
  *	  INSERT ... ON CONFLICT DO NOTHING on the direct path: which rows are
- *	  skipped.
+ *	  skipped, decided a batch of rows at a time.
  *
  * Core's rule (ExecInsert, ExecCheckIndexConstraints).  After its NOT NULL,
  * CHECK and partition checks, each row's key in every arbiter index (the
@@ -16,28 +16,42 @@
  * NOT DISTINCT); a row outside a partial index's predicate has no key
  * there.
  *
- * The direct path writes rows in batches and their index entries after
- * the batch, so an earlier row's key may not be in the index yet.  Per leaf
- * and arbiter, dp_conflicts_skip therefore looks in two places, in the
- * leaf's index order as core does:
+ * The direct path reaches the same outcome per batch.  The load (load.c)
+ * holds up to DP_CONFLICT_BATCH checked rows; each leaf's arbiters get
+ * their keys as the rows arrive (dp_conflicts_add).  Then, per leaf:
  *
- *	the keys of the rows this statement accepted whose entries may not be
- *	  in the index yet: a hash set of key images (below);
- *	the index, probed as core probes it: equality scan keys from the
- *	  index's unique operators, a dirty snapshot, one scan kept open and
- *	  rescanned per row instead of one begun per row.
+ *	probe		every distinct key of the batch is looked up in the index
+ *				once, as core looks (the unique operators, a dirty
+ *				snapshot), by one scan per arbiter: for a one-column key
+ *				the keys go as one array (= ANY), which btree sorts and
+ *				walks leaf by leaf; a key of several columns is probed on
+ *				its own.  An entry found is live if its heap page is
+ *				all-visible (as an index-only scan trusts the visibility
+ *				map), else if the heap fetch finds a row the dirty
+ *				snapshot sees.  A key found live is marked "in the table";
+ *	decide		the rows, in input order across leaves: a row is skipped
+ *				when, in the first arbiter (in the leaf's index order)
+ *				where it has a key, that key is in the table, was accepted
+ *				from this batch already, or is in the statement's set
+ *				(below); otherwise it is accepted and its keys are marked
+ *				accepted;
+ *	then the load inserts the accepted rows in input order, and the
+ *	batch's accepted keys move to the set (dp_conflicts_batch_done).
  *
- * A row found in neither is accepted and its keys go into every arbiter's
- * set.  When the leaf's entries are inserted per batch (indexes.c's row
- * and sorted strategies), a flush that did the batch's index work leaves
- * every accepted row findable in the index, and the sets are emptied
- * (dp_conflicts_indexed); when indexes are built at the end, the sets
- * hold every accepted key until then.
+ * The set holds the keys of accepted rows whose index entries may not be in
+ * the index yet (the direct path makes entries after a batch of pages is
+ * written).  When the leaf's entries are inserted per batch (indexes.c's
+ * row and sorted strategies), a flush that did the batch's index work
+ * leaves every row inserted so far findable in the index, and the set is
+ * emptied (dp_conflicts_indexed); when indexes are built at the end, the
+ * set holds every accepted key until then.  Deciding the whole batch before
+ * inserting any of it keeps a flush from emptying the set between a probe
+ * and the decisions that rely on it.
  *
- * Key images.  The set compares keys by their bytes (varlenas detoasted,
- * header form ignored, as nbtree's deduplication compares them), which is
- * the index's equality only where its operator classes declare "equal
- * image" (_bt_allequalimage: not numeric, not a nondeterministic
+ * Key images.  Keys are compared by their bytes (varlenas detoasted, header
+ * form ignored, as nbtree's deduplication compares them), which is the
+ * index's equality only where its operator classes declare "equal image"
+ * (_bt_allequalimage: not numeric, not float, not a nondeterministic
  * collation).  eligibility.c keeps other arbiters off the direct path, and
  * dp_conflicts_begin checks again for a partition first written later.
  *
@@ -47,14 +61,18 @@
  * finds belongs to a committed row or to this transaction's.  Rows locked
  * FOR SHARE/UPDATE by others stay visible to the dirty snapshot, as in
  * core.  Should an in-progress inserter show up anyway, the probe waits for
- * it as core does.  Exclusion constraints and deferrable unique
- * constraints are not arbiters here: the first is refused at plan time,
- * the second raises core's error.
+ * it and starts again, as core does.  Exclusion constraints are not
+ * arbiters here (refused at plan time); a deferrable unique constraint
+ * raises core's error.
  *
  * Isolation.  Under REPEATABLE READ and SERIALIZABLE a conflicting row that
  * the statement's snapshot cannot see, inserted by another transaction,
- * raises a serialization failure, as ExecCheckTupleVisible
- * (nodeModifyTable.c, static there) does.
+ * raises a serialization failure when the row that meets it is decided, as
+ * ExecCheckTupleVisible (nodeModifyTable.c, static there) does.
+ *
+ * Long: over 700 lines.  The batch's keys, the statement's set, the probes
+ * and the decisions share one per-leaf state (DPConflicts); the load sees
+ * only dp_conflicts_*, and keeping them together keeps that state private.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,15 +81,19 @@
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/tableam.h"
+#include "access/visibilitymap.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "common/hashfn.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/sortsupport.h"
 
-/* One key image in an arbiter's set: its bytes and their hash. */
+/* A key's bytes and their hash. */
 typedef struct DPKeyImage
 {
 	const char *bytes;
@@ -79,18 +101,55 @@ typedef struct DPKeyImage
 	uint32		hash;
 } DPKeyImage;
 
+#define DP_KEY_EQUAL(a, b) \
+	((a).len == (b).len && memcmp((a).bytes, (b).bytes, (a).len) == 0)
+
+/* The statement's set: keys accepted, maybe not in the index yet. */
 typedef struct DPSeenKey
 {
 	DPKeyImage	key;
 	char		status;			/* simplehash's */
 } DPSeenKey;
 
-#define SH_PREFIX		dpkeys
+#define SH_PREFIX		dpseen
 #define SH_ELEMENT_TYPE DPSeenKey
 #define SH_KEY_TYPE		DPKeyImage
 #define SH_KEY			key
 #define SH_HASH_KEY(tb, k)	((k).hash)
-#define SH_EQUAL(tb, a, b)	((a).len == (b).len && memcmp((a).bytes, (b).bytes, (a).len) == 0)
+#define SH_EQUAL(tb, a, b)	DP_KEY_EQUAL(a, b)
+#define SH_STORE_HASH
+#define SH_GET_HASH(tb, a)	((a)->key.hash)
+#define SH_SCOPE		static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+/* What a batch key is known as. */
+typedef enum DPKeyState
+{
+	DPK_UNKNOWN,				/* not found in the index */
+	DPK_TABLE,					/* a live row of the table has it */
+	DPK_INVISIBLE,				/* ... one the snapshot cannot see (RR) */
+	DPK_ACCEPTED,				/* a row of this batch was accepted with it */
+	DPK_WAIT,					/* its row's writer is in progress: probed
+								 * again on its own, waiting for it */
+} DPKeyState;
+
+/* A distinct key of the batch, in one arbiter. */
+typedef struct DPBatchKey
+{
+	DPKeyImage	key;
+	int			first;			/* the first row with it (its datums) */
+	uint8		state;			/* DPKeyState */
+	char		status;			/* simplehash's */
+} DPBatchKey;
+
+#define SH_PREFIX		dpbatch
+#define SH_ELEMENT_TYPE DPBatchKey
+#define SH_KEY_TYPE		DPKeyImage
+#define SH_KEY			key
+#define SH_HASH_KEY(tb, k)	((k).hash)
+#define SH_EQUAL(tb, a, b)	DP_KEY_EQUAL(a, b)
 #define SH_STORE_HASH
 #define SH_GET_HASH(tb, a)	((a)->key.hash)
 #define SH_SCOPE		static inline
@@ -104,12 +163,15 @@ typedef struct DPArbiter
 	Relation	index;
 	IndexInfo  *info;
 	int			nkeys;
-	IndexScanDesc scan;			/* open for the load, rescanned per row */
-	ScanKeyData keys[INDEX_MAX_KEYS];
-	dpkeys_hash *seen;			/* keys accepted, maybe not indexed yet */
-	bool		has_key;		/* this row: a key to look for? */
-	int			image_at;		/* this row: its image's offset in 'image' */
-	int			image_len;
+	SortSupportData *sort;		/* the index's order, per key column */
+	IndexScanDesc scan;			/* open for the load, rescanned per probe */
+	dpseen_hash *seen;			/* the statement's set (keys_cxt) */
+	dpbatch_hash *batch;		/* the batch's distinct keys (batch_cxt) */
+	/* per row of the batch: */
+	bool	   *has_key;
+	DPKeyImage *keys;
+	Datum	   *values;			/* nkeys per row */
+	bool	   *isnull;
 } DPArbiter;
 
 struct DPConflicts
@@ -117,13 +179,21 @@ struct DPConflicts
 	ResultRelInfo *rri;
 	EState	   *estate;
 	SnapshotData dirty;			/* the probes' snapshot */
-	TupleTableSlot *existing;	/* a conflicting row, fetched by a probe */
+	TupleTableSlot *existing;	/* a row fetched by a probe */
+	Buffer		vmbuffer;		/* the heap's visibility map page */
+	IndexFetchTableData *fetch; /* heap fetches of entries found */
+	TupleTableSlot *row;		/* a decided row, for the load */
 	int			narbiters;
 	DPArbiter  *arbiters;
-	MemoryContext keys_cxt;		/* the sets' images */
-	StringInfoData image;		/* this row's images, every arbiter */
-	uint64		skipped;
-	uint64		seen_count;		/* images in the sets now */
+	MemoryContext scan_cxt;		/* the scans' (they keep memory of their own
+								 * in the context current when they run) */
+	MemoryContext keys_cxt;		/* the statement's sets */
+	MemoryContext batch_cxt;	/* the batch's keys */
+	StringInfoData image;		/* a key's image being formed */
+	int			nrows;			/* rows in the batch */
+	int			cap;			/* room for rows in the arrays */
+	int			next;			/* the next row to decide */
+	uint64		seen_count;		/* keys in the sets */
 };
 
 /* Is index 'i' of the leaf an arbiter of 'arbiters' (NIL: every unique)? */
@@ -141,6 +211,46 @@ is_arbiter(ResultRelInfo *rri, int i, List *arbiters)
 		list_member_oid(arbiters, RelationGetRelid(index));
 }
 
+/* Room for 'rows' rows in every arbiter's arrays (batch_cxt). */
+static void
+batch_room(DPConflicts *c, int rows)
+{
+	for (int i = 0; i < c->narbiters; i++)
+	{
+		DPArbiter  *a = &c->arbiters[i];
+
+		if (c->cap == 0)
+		{
+			a->has_key = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * rows);
+			a->keys = MemoryContextAlloc(c->batch_cxt, sizeof(DPKeyImage) * rows);
+			a->values = MemoryContextAlloc(c->batch_cxt,
+										   sizeof(Datum) * a->nkeys * rows);
+			a->isnull = MemoryContextAlloc(c->batch_cxt,
+										   sizeof(bool) * a->nkeys * rows);
+		}
+		else
+		{
+			a->has_key = repalloc(a->has_key, sizeof(bool) * rows);
+			a->keys = repalloc(a->keys, sizeof(DPKeyImage) * rows);
+			a->values = repalloc(a->values, sizeof(Datum) * a->nkeys * rows);
+			a->isnull = repalloc(a->isnull, sizeof(bool) * a->nkeys * rows);
+		}
+	}
+	c->cap = rows;
+}
+
+/* The batch's structures, empty (in batch_cxt, just reset). */
+static void
+batch_start(DPConflicts *c)
+{
+	for (int i = 0; i < c->narbiters; i++)
+		c->arbiters[i].batch = dpbatch_create(c->batch_cxt, 256, NULL);
+	c->cap = 0;
+	batch_room(c, 256);
+	c->nrows = 0;
+	c->next = 0;
+}
+
 /* Set up one arbiter: its equality operators, its scan, its set. */
 static void
 arbiter_begin(DPConflicts *c, DPArbiter *a, int i)
@@ -154,22 +264,33 @@ arbiter_begin(DPConflicts *c, DPArbiter *a, int i)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ON CONFLICT does not support deferrable unique constraints/exclusion constraints as arbiters"),
 				 errtableconstraint(heap, RelationGetRelationName(a->index))));
-	if (a->info->ii_ExclusionOps != NULL ||
-		a->index->rd_rel->relam != BTREE_AM_OID ||
-		!_bt_allequalimage(a->index, false))
+	if (a->info->ii_ExclusionOps != NULL || !dp_index_keys_equal_image(a->index))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("directpath: ON CONFLICT index \"%s\" of \"%s\" cannot be checked on the direct path",
 						RelationGetRelationName(a->index),
 						RelationGetRelationName(heap)),
-				 errdetail("Its keys are not compared by their bytes (an exclusion constraint, numeric, or a nondeterministic collation)."),
+				 errdetail("Its keys are not compared by their bytes (an exclusion constraint, numeric, float, or a nondeterministic collation)."),
 				 errhint("Retry the statement; it was planned before the partition changed.")));
 	/* the unique operators, as ExecOpenIndices(..., true) sets them */
 	if (a->info->ii_UniqueOps == NULL)
 		BuildSpeculativeIndexInfo(a->index, a->info);
 	a->nkeys = IndexRelationGetNumberOfKeyAttributes(a->index);
 	a->scan = DP_INDEX_BEGINSCAN(heap, a->index, &c->dirty, a->nkeys, 0);
-	a->seen = dpkeys_create(c->keys_cxt, 1024, NULL);
+	a->scan->xs_want_itup = true;	/* the keys found, as index-only scans */
+	a->sort = palloc0(sizeof(SortSupportData) * a->nkeys);
+	for (int j = 0; j < a->nkeys; j++)
+	{
+		SortSupport ss = &a->sort[j];
+
+		ss->ssup_cxt = CurrentMemoryContext;
+		ss->ssup_collation = a->index->rd_indcollation[j];
+		ss->ssup_nulls_first =
+			(a->index->rd_indoption[j] & INDOPTION_NULLS_FIRST) != 0;
+		ss->ssup_attno = j + 1;
+		DP_SORT_SUPPORT_FROM_INDEX(a->index, ss);
+	}
+	a->seen = dpseen_create(c->keys_cxt, 1024, NULL);
 }
 
 DPConflicts *
@@ -180,17 +301,26 @@ dp_conflicts_begin(ResultRelInfo *rri, EState *estate, List *arbiters)
 
 	c->rri = rri;
 	c->estate = estate;
+	c->scan_cxt = CurrentMemoryContext;
+	c->vmbuffer = InvalidBuffer;
 	InitDirtySnapshot(c->dirty);
 	c->existing = table_slot_create(rri->ri_RelationDesc, NULL);
+	c->fetch = table_index_fetch_begin(rri->ri_RelationDesc);
+	c->row = MakeSingleTupleTableSlot(RelationGetDescr(rri->ri_RelationDesc),
+									  &TTSOpsHeapTuple);
 	c->keys_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										"directpath conflict keys",
 										ALLOCSET_DEFAULT_SIZES);
+	c->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "directpath conflict batch",
+										 ALLOCSET_DEFAULT_SIZES);
 	initStringInfo(&c->image);
 	c->arbiters = palloc0(sizeof(DPArbiter) * Max(rri->ri_NumIndices, 1));
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 		if (is_arbiter(rri, i, arbiters))
 			arbiter_begin(c, &c->arbiters[n++], i);
 	c->narbiters = n;
+	batch_start(c);
 	return c;
 }
 
@@ -218,18 +348,39 @@ image_column(StringInfo buf, Form_pg_attribute att, Datum value, bool isnull)
 							   strlen(DatumGetPointer(value)) + 1);
 }
 
+/* The image of a key's values, in c->image (hashed). */
+static DPKeyImage
+image_of(DPConflicts *c, DPArbiter *a, Datum *values, bool *isnull)
+{
+	TupleDesc	desc = RelationGetDescr(a->index);
+	DPKeyImage	k;
+
+	resetStringInfo(&c->image);
+	for (int j = 0; j < a->nkeys; j++)
+		image_column(&c->image, TupleDescAttr(desc, j), values[j], isnull[j]);
+	k.bytes = c->image.data;
+	k.len = c->image.len;
+	k.hash = hash_bytes((const unsigned char *) k.bytes, k.len);
+	return k;
+}
+
 /*
- * The row's key in arbiter 'a' (in per-tuple memory): its image in
- * c->image and the probe's scan keys.  False when the row has no key
- * there that could conflict.
+ * Row 'r''s key in arbiter 'a' (the row is econtext's scan tuple), kept
+ * in the batch; false when it has none that could conflict.
  */
 static bool
-form_key(DPConflicts *c, DPArbiter *a, ExprContext *econtext)
+add_key(DPConflicts *c, DPArbiter *a, int r, ExprContext *econtext)
 {
 	IndexInfo  *info = a->info;
 	TupleDesc	desc = RelationGetDescr(a->index);
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
+	Datum	   *values = &a->values[r * a->nkeys];
+	bool	   *isnull = &a->isnull[r * a->nkeys];
+	Datum		all[INDEX_MAX_KEYS];
+	bool		allnull[INDEX_MAX_KEYS];
+	DPKeyImage	k;
+	DPBatchKey *e;
+	bool		found;
+	char	   *copy;
 
 	if (info->ii_Predicate != NIL)
 	{
@@ -239,120 +390,340 @@ form_key(DPConflicts *c, DPArbiter *a, ExprContext *econtext)
 		if (!ExecQual(info->ii_PredicateState, econtext))
 			return false;
 	}
-	FormIndexDatum(info, econtext->ecxt_scantuple, c->estate, values, isnull);
-	a->image_at = c->image.len;
-	for (int k = 0; k < a->nkeys; k++)
+	/* every column, INCLUDE ones too; the key is the first nkeys */
+	FormIndexDatum(info, econtext->ecxt_scantuple, c->estate, all, allnull);
+	for (int j = 0; j < a->nkeys; j++)
 	{
-		if (isnull[k] && !info->ii_NullsNotDistinct)
+		Form_pg_attribute att = TupleDescAttr(desc, j);
+
+		if (allnull[j] && !info->ii_NullsNotDistinct)
 			return false;
-		ScanKeyEntryInitialize(&a->keys[k],
-							   isnull[k] ? SK_ISNULL | SK_SEARCHNULL : 0,
-							   k + 1, info->ii_UniqueStrats[k], InvalidOid,
-							   a->index->rd_indcollation[k],
-							   info->ii_UniqueProcs[k], values[k]);
-		image_column(&c->image, TupleDescAttr(desc, k), values[k], isnull[k]);
+		isnull[j] = allnull[j];
+		values[j] = allnull[j] ? (Datum) 0 :
+			datumCopy(all[j], att->attbyval, att->attlen);
 	}
-	a->image_len = c->image.len - a->image_at;
+	k = image_of(c, a, values, isnull);
+	copy = palloc(k.len);
+	memcpy(copy, k.bytes, k.len);
+	k.bytes = copy;
+	a->keys[r] = k;
+	e = dpbatch_insert(a->batch, k, &found);
+	if (!found)
+	{
+		e->first = r;
+		e->state = DPK_UNKNOWN;
+	}
 	return true;
 }
 
-static DPKeyImage
-image_of(DPConflicts *c, DPArbiter *a)
+void
+dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot)
 {
-	DPKeyImage	k;
+	ExprContext *econtext = GetPerTupleExprContext(c->estate);
+	MemoryContext old = MemoryContextSwitchTo(c->batch_cxt);
+	int			r = c->nrows++;
 
-	k.bytes = c->image.data + a->image_at;
-	k.len = a->image_len;
-	k.hash = hash_bytes((const unsigned char *) k.bytes, k.len);
-	return k;
+	Assert(r < DP_CONFLICT_BATCH);
+	if (r == c->cap)
+		batch_room(c, c->cap * 2);
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < c->narbiters; i++)
+		c->arbiters[i].has_key[r] = add_key(c, &c->arbiters[i], r, econtext);
+	MemoryContextSwitchTo(old);
 }
 
 /*
- * Under REPEATABLE READ or SERIALIZABLE, a conflicting row the snapshot
- * cannot see must be this transaction's own (ExecCheckTupleVisible).
+ * What a live row found by a probe makes of its key: in the table, or,
+ * under REPEATABLE READ or SERIALIZABLE, invisible to the snapshot and
+ * another transaction's (ExecCheckTupleVisible).
  */
-static void
-check_visible(DPConflicts *c, TupleTableSlot *slot)
+static DPKeyState
+found_state(DPConflicts *c, TupleTableSlot *slot)
 {
 	Datum		xmin;
 	bool		isnull;
 
-	if (!IsolationUsesXactSnapshot())
-		return;
-	if (table_tuple_satisfies_snapshot(c->rri->ri_RelationDesc, slot,
+	if (!IsolationUsesXactSnapshot() ||
+		table_tuple_satisfies_snapshot(c->rri->ri_RelationDesc, slot,
 									   c->estate->es_snapshot))
-		return;
+		return DPK_TABLE;
 	xmin = slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull);
-	if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update")));
+	return TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)) ?
+		DPK_TABLE : DPK_INVISIBLE;
 }
 
-/* Does the index hold a live entry with the key set up in 'a'? */
+/*
+ * The next live entry of the scan, and what it makes of its key; false at
+ * the end, or with 'restart' after waiting for an in-progress writer as
+ * core does (not expected under the load's lock; the caller rescans).  An
+ * entry whose heap page is all-visible is live and visible to every
+ * snapshot, as an index-only scan trusts, so its row is not fetched; the
+ * entry's key is in the scan's xs_itup either way.
+ */
 static bool
-probe(DPConflicts *c, DPArbiter *a)
+next_entry(DPConflicts *c, DPArbiter *a, DPKeyState *state, bool *restart)
 {
-	for (;;)
+	Relation	heap = c->rri->ri_RelationDesc;
+	ItemPointer tid;
+
+	*restart = false;
+	while ((tid = index_getnext_tid(a->scan, ForwardScanDirection)) != NULL)
 	{
 		TransactionId xwait;
 
-		index_rescan(a->scan, a->keys, a->nkeys, NULL, 0);
-		if (!index_getnext_slot(a->scan, ForwardScanDirection, c->existing))
-			return false;
+		if (VM_ALL_VISIBLE(heap, ItemPointerGetBlockNumber(tid), &c->vmbuffer))
+		{
+			*state = DPK_TABLE;
+			return true;
+		}
+		if (!index_fetch_heap(a->scan, c->existing))
+			continue;			/* a dead entry */
 		xwait = TransactionIdIsValid(c->dirty.xmin) ? c->dirty.xmin :
 			c->dirty.xmax;
-		if (!TransactionIdIsValid(xwait))
-			break;
-		/* not expected under the load's lock; wait as core would */
-		XactLockTableWait(xwait, c->rri->ri_RelationDesc,
-						  &c->existing->tts_tid, XLTW_InsertIndex);
+		if (TransactionIdIsValid(xwait))
+		{
+			ExecClearTuple(c->existing);
+			XactLockTableWait(xwait, heap, tid, XLTW_InsertIndex);
+			*restart = true;
+			return false;
+		}
+		*state = found_state(c, c->existing);
+		ExecClearTuple(c->existing);
+		return true;
 	}
-	check_visible(c, c->existing);
+	return false;
+}
+
+/*
+ * One key probed on its own, by an index scan as core's (a btree older than
+ * version 4; a key whose row was being written by another transaction).
+ */
+static DPKeyState
+probe_one(DPConflicts *c, DPArbiter *a, int r)
+{
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	DPKeyState state = DPK_UNKNOWN;
+	bool		restart;
+
+	for (int j = 0; j < a->nkeys; j++)
+	{
+		bool		isnull = a->isnull[r * a->nkeys + j];
+
+		ScanKeyEntryInitialize(&keys[j], isnull ? SK_ISNULL | SK_SEARCHNULL : 0,
+							   j + 1, a->info->ii_UniqueStrats[j], InvalidOid,
+							   a->index->rd_indcollation[j],
+							   a->info->ii_UniqueProcs[j],
+							   a->values[r * a->nkeys + j]);
+	}
+	do
+	{
+		index_rescan(a->scan, keys, a->nkeys, NULL, 0);
+		if (!next_entry(c, a, &state, &restart))
+			state = DPK_UNKNOWN;
+	} while (restart);
+	return state;
+}
+
+/* qsort_arg's comparator: two batch keys in the index's order. */
+static int
+key_order(const void *x, const void *y, void *arg)
+{
+	DPArbiter  *a = arg;
+	const DPBatchKey *ex = *(DPBatchKey *const *) x;
+	const DPBatchKey *ey = *(DPBatchKey *const *) y;
+
+	for (int j = 0; j < a->nkeys; j++)
+	{
+		int			ix = ex->first * a->nkeys + j;
+		int			iy = ey->first * a->nkeys + j;
+		int			r = ApplySortComparator(a->values[ix], a->isnull[ix],
+											a->values[iy], a->isnull[iy],
+											&a->sort[j]);
+
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* What dp_btree_probe's visitor needs. */
+typedef struct DPProbe
+{
+	DPConflicts *c;
+	DPBatchKey **order;			/* the keys, sorted */
+} DPProbe;
+
+/*
+ * dp_btree_probe's visitor: is the entry's row live?  As in next_entry,
+ * without waiting: a row an in-progress writer holds leaves its key to be
+ * probed again on its own.
+ */
+static bool
+visit_entry(void *arg, int k, ItemPointer tid)
+{
+	DPProbe    *p = arg;
+	DPConflicts *c = p->c;
+	bool		call_again = false;
+	bool		all_dead = false;
+
+	if (VM_ALL_VISIBLE(c->rri->ri_RelationDesc, ItemPointerGetBlockNumber(tid),
+					   &c->vmbuffer))
+	{
+		p->order[k]->state = DPK_TABLE;
+		return true;
+	}
+	if (!table_index_fetch_tuple(c->fetch, tid, &c->dirty, c->existing,
+								 &call_again, &all_dead))
+		return false;
+	if (TransactionIdIsValid(c->dirty.xmin) || TransactionIdIsValid(c->dirty.xmax))
+		p->order[k]->state = DPK_WAIT;
+	else
+		p->order[k]->state = found_state(c, c->existing);
 	ExecClearTuple(c->existing);
 	return true;
 }
 
-bool
-dp_conflicts_skip(DPConflicts *c, TupleTableSlot *slot)
+/*
+ * The batch's keys looked up in the index's order, leaf by leaf
+ * (btprobe.c).
+ */
+static void
+probe_sorted(DPConflicts *c, DPArbiter *a)
 {
-	ExprContext *econtext = GetPerTupleExprContext(c->estate);
+	DPBatchKey **order = MemoryContextAlloc(c->batch_cxt,
+											sizeof(DPBatchKey *) * a->batch->members);
+	Datum	   *values;
+	bool	   *isnull;
+	int			n = 0;
+	dpbatch_iterator it;
+	DPBatchKey *e;
+	DPProbe		p;
 
-	econtext->ecxt_scantuple = slot;
-	resetStringInfo(&c->image);
+	dpbatch_start_iterate(a->batch, &it);
+	while ((e = dpbatch_iterate(a->batch, &it)) != NULL)
+		if (dpseen_lookup(a->seen, e->key) == NULL)
+			order[n++] = e;
+	qsort_arg(order, n, sizeof(DPBatchKey *), key_order, a);
+	values = MemoryContextAlloc(c->batch_cxt, sizeof(Datum) * a->nkeys * Max(n, 1));
+	isnull = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * a->nkeys * Max(n, 1));
+	for (int k = 0; k < n; k++)
+	{
+		memcpy(&values[k * a->nkeys], &a->values[order[k]->first * a->nkeys],
+			   sizeof(Datum) * a->nkeys);
+		memcpy(&isnull[k * a->nkeys], &a->isnull[order[k]->first * a->nkeys],
+			   sizeof(bool) * a->nkeys);
+	}
+	p.c = c;
+	p.order = order;
+	if (!dp_btree_probe(c->rri->ri_RelationDesc, a->index, n, values, isnull,
+						visit_entry, &p))
+	{
+		for (int k = 0; k < n; k++)
+			order[k]->state = probe_one(c, a, order[k]->first);
+		return;
+	}
+	for (int k = 0; k < n; k++)
+		if (order[k]->state == DPK_WAIT)
+			order[k]->state = probe_one(c, a, order[k]->first);
+}
+
+void
+dp_conflicts_probe(DPConflicts *c)
+{
+	MemoryContext old = MemoryContextSwitchTo(c->scan_cxt);
+
 	for (int i = 0; i < c->narbiters; i++)
 	{
 		DPArbiter  *a = &c->arbiters[i];
 
-		a->has_key = form_key(c, a, econtext);
-		if (!a->has_key)
+		probe_sorted(c, a);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* What row 'r''s key in 'a' is known as. */
+static DPKeyState
+key_state(DPArbiter *a, int r)
+{
+	if (dpseen_lookup(a->seen, a->keys[r]) != NULL)
+		return DPK_ACCEPTED;
+	return dpbatch_lookup(a->batch, a->keys[r])->state;
+}
+
+bool
+dp_conflicts_decide(DPConflicts *c)
+{
+	int			r = c->next++;
+
+	Assert(r < c->nrows);
+	for (int i = 0; i < c->narbiters; i++)
+	{
+		DPArbiter  *a = &c->arbiters[i];
+
+		if (!a->has_key[r])
 			continue;
-		if (dpkeys_lookup(a->seen, image_of(c, a)) != NULL || probe(c, a))
+		switch (key_state(a, r))
 		{
-			c->skipped++;
-			return true;
+			case DPK_UNKNOWN:
+				continue;
+			case DPK_INVISIBLE:
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+				break;
+			case DPK_TABLE:
+			case DPK_ACCEPTED:
+				return false;
+			case DPK_WAIT:
+				elog(ERROR, "directpath: conflict key left unprobed");
 		}
 	}
+	for (int i = 0; i < c->narbiters; i++)
+		if (c->arbiters[i].has_key[r])
+			dpbatch_lookup(c->arbiters[i].batch, c->arbiters[i].keys[r])->state =
+				DPK_ACCEPTED;
+	return true;
+}
 
-	/* accepted: its keys join the sets */
+TupleTableSlot *
+dp_conflicts_slot(DPConflicts *c)
+{
+	return c->row;
+}
+
+int
+dp_conflicts_batch_rows(DPConflicts *c)
+{
+	return c->nrows;
+}
+
+void
+dp_conflicts_batch_done(DPConflicts *c)
+{
+	Assert(c->next == c->nrows);
 	for (int i = 0; i < c->narbiters; i++)
 	{
 		DPArbiter  *a = &c->arbiters[i];
-		DPKeyImage	k;
-		bool		found;
-		char	   *copy;
+		dpbatch_iterator it;
+		DPBatchKey *e;
 
-		if (!a->has_key)
-			continue;
-		k = image_of(c, a);
-		copy = MemoryContextAlloc(c->keys_cxt, k.len);
-		memcpy(copy, k.bytes, k.len);
-		k.bytes = copy;
-		dpkeys_insert(a->seen, k, &found);
-		Assert(!found);
-		c->seen_count++;
+		dpbatch_start_iterate(a->batch, &it);
+		while ((e = dpbatch_iterate(a->batch, &it)) != NULL)
+		{
+			DPKeyImage	k = e->key;
+			bool		found;
+
+			if (e->state != DPK_ACCEPTED)
+				continue;
+			k.bytes = MemoryContextAlloc(c->keys_cxt, k.len);
+			memcpy((char *) k.bytes, e->key.bytes, k.len);
+			dpseen_insert(a->seen, k, &found);
+			if (!found)
+				c->seen_count++;
+		}
 	}
-	return false;
+	MemoryContextReset(c->batch_cxt);
+	batch_start(c);
 }
 
 void
@@ -363,14 +734,8 @@ dp_conflicts_indexed(DPConflicts *c)
 	/* the sets and their images live in keys_cxt */
 	MemoryContextReset(c->keys_cxt);
 	for (int i = 0; i < c->narbiters; i++)
-		c->arbiters[i].seen = dpkeys_create(c->keys_cxt, 1024, NULL);
+		c->arbiters[i].seen = dpseen_create(c->keys_cxt, 1024, NULL);
 	c->seen_count = 0;
-}
-
-uint64
-dp_conflicts_skipped(DPConflicts *c)
-{
-	return c->skipped;
 }
 
 void
@@ -378,6 +743,11 @@ dp_conflicts_end(DPConflicts *c)
 {
 	for (int i = 0; i < c->narbiters; i++)
 		index_endscan(c->arbiters[i].scan);
+	if (BufferIsValid(c->vmbuffer))
+		ReleaseBuffer(c->vmbuffer);
+	table_index_fetch_end(c->fetch);
 	ExecDropSingleTupleTableSlot(c->existing);
+	ExecDropSingleTupleTableSlot(c->row);
 	MemoryContextDelete(c->keys_cxt);
+	MemoryContextDelete(c->batch_cxt);
 }

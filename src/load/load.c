@@ -16,7 +16,8 @@
  *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
  *	  constraints, the partition constraint when inserting into a partition
  *	  directly (with a rejects table, checked without raising: rejects.c);
- *	under ON CONFLICT DO NOTHING, skip it if its key is taken (conflict.c);
+ *	under ON CONFLICT DO NOTHING, hold it until a batch of rows is
+ *	  decided together: skipped if its key is taken, else on (conflict.c);
  *	then hold the row, place it on a page (pages.c; its index entries
  *	  sorted for a build at the end, indexes.c, or the row queued for its
  *	  after-insert work, queue.c), or send it to a foreign partition
@@ -90,6 +91,11 @@ struct DPLoad
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	DPInputLine *input;			/* COPY's input position, or NULL */
 	uint64		foreign_rows;	/* rows sent to foreign partitions */
+	/* ON CONFLICT DO NOTHING: checked rows waiting for their decision */
+	DPRow	   *pending;		/* DP_CONFLICT_BATCH at most */
+	int			npending;
+	Size		pending_bytes;
+	MemoryContext pending_cxt;
 	DPReport	report;			/* what the statement did */
 };
 
@@ -134,9 +140,8 @@ start_writer(DPLoad *s, DPLeaf *leaf)
 }
 
 /*
- * After a flush that wrote every page and did the queue's work, the rows
- * accepted under ON CONFLICT DO NOTHING are in the indexes that take
- * their entries per batch, and the probes find them there (conflict.c).
+ * After a flush that wrote every page and did the queue's work, rows
+ * inserted under ON CONFLICT DO NOTHING are in the per-batch indexes.
  */
 static void
 conflicts_indexed(DPLoad *s)
@@ -400,24 +405,10 @@ flush_before_row(DPLoad *s, TupleTableSlot *slot, DPFlush f)
 	}
 }
 
-bool
-dp_load_row(DPLoad *s, TupleTableSlot *slot)
+/* A row decided on: counted, then held, placed or sent. */
+static void
+insert_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 {
-	DPLeaf	   *leaf = leaf_of(s, &slot);
-	DPFlush		f = flush_rule(s, leaf);
-	uint64		lineno = s->input ? *s->input->lineno : 0;
-
-	if (f != DPF_NONE)
-		flush_before_row(s, slot, f);
-	if (!check_row(s, leaf, slot))
-		return false;
-	if (leaf->conflicts && dp_conflicts_skip(leaf->conflicts, slot))
-	{
-		/* EXPLAIN ANALYZE's "Conflicting Tuples", as ExecInsert counts */
-		InstrCountTuples2(&s->leaves.mtstate->ps, 1);
-		return true;
-	}
-
 	if (s->leaves.mtstate->canSetTag)
 		s->leaves.estate->es_processed++;
 	s->report.rows++;
@@ -435,6 +426,93 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 	}
 	else
 		place(s, leaf, slot, lineno);
+}
+
+/*
+ * The pending rows decided (conflict.c): keys probed, rows decided in
+ * input order, the others inserted in that order, flush rule first.
+ */
+static void
+decide_pending(DPLoad *s)
+{
+	bool	   *keep = MemoryContextAlloc(s->pending_cxt, sizeof(bool) * s->npending);
+
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+		if (leaf->conflicts && dp_conflicts_batch_rows(leaf->conflicts) > 0)
+			dp_conflicts_probe(leaf->conflicts);
+	for (int i = 0; i < s->npending; i++)
+		keep[i] = dp_conflicts_decide(s->pending[i].leaf->conflicts);
+	for (int i = 0; i < s->npending; i++)
+	{
+		DPRow	   *row = &s->pending[i];
+		TupleTableSlot *slot = dp_conflicts_slot(row->leaf->conflicts);
+		DPFlush		f;
+
+		if (!keep[i])
+		{
+			/* EXPLAIN ANALYZE's "Conflicting Tuples", as ExecInsert counts */
+			InstrCountTuples2(&s->leaves.mtstate->ps, 1);
+			continue;
+		}
+		ExecStoreHeapTuple(row->tuple, slot, false);
+		slot->tts_tableOid = RelationGetRelid(row->leaf->rri->ri_RelationDesc);
+		if ((f = flush_rule(s, row->leaf)) != DPF_NONE)
+			flush_before_row(s, slot, f);
+		insert_row(s, row->leaf, slot, row->lineno);
+		ExecClearTuple(slot);
+	}
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+		if (leaf->conflicts && dp_conflicts_batch_rows(leaf->conflicts) > 0)
+			dp_conflicts_batch_done(leaf->conflicts);
+	s->npending = 0;
+	s->pending_bytes = 0;
+	MemoryContextReset(s->pending_cxt);
+}
+
+/* A checked row waits for its batch's conflict decisions. */
+static void
+add_pending(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
+{
+	MemoryContext old;
+	DPRow	   *row;
+
+	if (s->pending == NULL)
+	{
+		s->pending_cxt = AllocSetContextCreate(GetMemoryChunkContext(s),
+											   "directpath rows to decide",
+											   ALLOCSET_DEFAULT_SIZES);
+		s->pending = MemoryContextAllocZero(GetMemoryChunkContext(s),
+											sizeof(DPRow) * DP_CONFLICT_BATCH);
+	}
+	old = MemoryContextSwitchTo(s->pending_cxt);
+	row = &s->pending[s->npending++];
+	row->leaf = leaf;
+	row->tuple = ExecCopySlotHeapTuple(slot);
+	row->lineno = lineno;
+	MemoryContextSwitchTo(old);
+	s->pending_bytes += row->tuple->t_len;
+	dp_conflicts_add(leaf->conflicts, slot);
+	if (s->npending == DP_CONFLICT_BATCH ||
+		s->pending_bytes >= (Size) DP_CONFLICT_BATCH_PAGES * dp_batch_pages * BLCKSZ)
+		decide_pending(s);
+}
+
+bool
+dp_load_row(DPLoad *s, TupleTableSlot *slot)
+{
+	DPLeaf	   *leaf = leaf_of(s, &slot);
+	uint64		lineno = s->input ? *s->input->lineno : 0;
+	DPFlush		f;
+
+	/* a row that waits for its decision asks the flush rule then */
+	if (leaf->conflicts == NULL && (f = flush_rule(s, leaf)) != DPF_NONE)
+		flush_before_row(s, slot, f);
+	if (!check_row(s, leaf, slot))
+		return false;
+	if (leaf->conflicts)
+		add_pending(s, leaf, slot, lineno);
+	else
+		insert_row(s, leaf, slot, lineno);
 	return true;
 }
 
@@ -495,6 +573,8 @@ finish_indexes(DPLoad *s)
 void
 dp_load_end_rows(DPLoad *s)
 {
+	if (s->npending > 0)
+		decide_pending(s);
 	uncount(s, dp_foreign_flush_all(&s->leaves, s->queue));
 	if (s->state == DPS_DIRECT)
 		finish_heaps(s);

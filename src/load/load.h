@@ -216,6 +216,14 @@ extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
 /* ---------- conflict.c: ON CONFLICT DO NOTHING ---------- */
 
 /*
+ * Rows whose conflicts are decided together, at most; and at most
+ * DP_CONFLICT_BATCH_PAGES batches' worth of their bytes (load.c).  Many
+ * keys per decision make the probes dense (btprobe.c).
+ */
+#define DP_CONFLICT_BATCH 131072
+#define DP_CONFLICT_BATCH_PAGES 4
+
+/*
  * The leaf's arbiter indexes ('arbiters' their OIDs; NIL: every unique
  * index), checked with its indexes open.
  */
@@ -223,15 +231,26 @@ extern DPConflicts *dp_conflicts_begin(ResultRelInfo *rri, EState *estate,
 									   List *arbiters);
 
 /*
- * Does the row in 'slot' (checked, in the leaf's format) conflict with the
- * table or an earlier row of the statement?  If not, it counts as inserted.
+ * A checked row (in 'slot', the leaf's format) joins the batch, of at
+ * most DP_CONFLICT_BATCH rows; then
+ * dp_conflicts_probe looks the batch's keys up in the indexes;
+ * dp_conflicts_decide, once per row in the order added (interleaved with
+ * other leaves' in input order), says whether the row is inserted (true)
+ * or skipped; dp_conflicts_batch_done, after the inserted rows were given
+ * to the load, ends the batch.
  */
-extern bool dp_conflicts_skip(DPConflicts *c, TupleTableSlot *slot);
+extern void dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot);
+extern int	dp_conflicts_batch_rows(DPConflicts *c);
+extern void dp_conflicts_probe(DPConflicts *c);
+extern bool dp_conflicts_decide(DPConflicts *c);
+extern void dp_conflicts_batch_done(DPConflicts *c);
 
-/* Every accepted row's entries are now in the leaf's indexes. */
+/* A heap-tuple slot of the leaf's row type, for a decided row. */
+extern TupleTableSlot *dp_conflicts_slot(DPConflicts *c);
+
+/* Every inserted row's entries are now in the leaf's indexes. */
 extern void dp_conflicts_indexed(DPConflicts *c);
 
-extern uint64 dp_conflicts_skipped(DPConflicts *c);
 extern void dp_conflicts_end(DPConflicts *c);
 
 /* ---------- fkeys.c: foreign keys checked per batch ---------- */

@@ -1,0 +1,170 @@
+/*-------------------------------------------------------------------------
+ *
+ * btprobe.c
+ *	  Sorted keys looked up in a btree leaf by leaf: the entries that
+ *	  ON CONFLICT's arbiter check (load/conflict.c) has to look at.
+ *
+ * Core looks a key up with a fresh descent from the root (an index scan,
+ * or _bt_check_unique's search), four buffer lookups and binary searches
+ * for each of a load's rows.  Here the keys come sorted in the index's
+ * order, and each is searched first on the leaf where the previous one
+ * was: while the key sorts before the leaf's high key it can only be on
+ * that leaf (it does not sort before the previous key), so a binary search
+ * of the leaf settles it; otherwise one descent (_bt_search, as core's
+ * uniqueness check: by key alone, no heap TID) finds its leaf.  A batch of
+ * keys denser than the leaves costs one descent per leaf it touches.
+ *
+ * For each key, the entries equal to it by key alone (_bt_compare with no
+ * heap TID) are visited in order, every heap TID of a posting list too,
+ * entries marked LP_DEAD skipped (as _bt_check_unique skips them), moving
+ * right while the leaf's high key does not end them, until the visitor
+ * says the key is settled.  The visitor runs with the leaf share-locked
+ * (it may read the heap, as _bt_check_unique does under its lock) and
+ * must not wait for anything.
+ *
+ * Invariants the caller provides: the keys ascend (equal keys allowed);
+ * nobody else inserts into, or vacuums, the index meanwhile (the load's
+ * ShareRowExclusiveLock excludes both; readers only set LP_DEAD hints);
+ * the index is a heapkeyspace (version 4) btree, else dp_btree_probe
+ * returns false at once and the caller probes otherwise.  An index without
+ * a root yet (empty) has no entries to visit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "index/index.h"
+
+#include "access/nbtree.h"
+
+/* The leaf's first item not before 'key', by binary search (or max + 1). */
+static OffsetNumber
+first_not_before(Relation index, BTScanInsert key, Page page)
+{
+	OffsetNumber lo = P_FIRSTDATAKEY(BTPageGetOpaque(page));
+	OffsetNumber hi = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+
+	while (lo < hi)
+	{
+		OffsetNumber mid = lo + (hi - lo) / 2;
+
+		if (_bt_compare(index, key, page, mid) > 0)
+			lo = OffsetNumberNext(mid);
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Visit one entry's heap TIDs; true once the visitor settled the key. */
+static bool
+visit_item(IndexTuple itup, int k, DPProbeVisit visit, void *arg)
+{
+	if (!BTreeTupleIsPosting(itup))
+		return visit(arg, k, &itup->t_tid);
+	for (int i = 0; i < BTreeTupleGetNPosting(itup); i++)
+		if (visit(arg, k, BTreeTupleGetPostingN(itup, i)))
+			return true;
+	return false;
+}
+
+/*
+ * The entries equal to key 'k' from the leaf in *bufp on, moving right
+ * while they may go on.  Leaves *bufp on the last leaf read.
+ */
+static void
+probe_key(Relation index, BTScanInsert key, int k, Buffer *bufp,
+		  DPProbeVisit visit, void *arg)
+{
+	for (;;)
+	{
+		Page		page = BufferGetPage(*bufp);
+		BTPageOpaque opaque = BTPageGetOpaque(page);
+		OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+		OffsetNumber off;
+
+		for (off = first_not_before(index, key, page); off <= maxoff;
+			 off = OffsetNumberNext(off))
+		{
+			ItemId		iid = PageGetItemId(page, off);
+
+			if (_bt_compare(index, key, page, off) != 0)
+				return;			/* past the key */
+			if (ItemIdIsDead(iid))
+				continue;
+			if (visit_item((IndexTuple) PageGetItem(page, iid), k, visit, arg))
+				return;
+		}
+		/* every item to the end was the key's: may it go on to the right? */
+		if (P_RIGHTMOST(opaque) || _bt_compare(index, key, page, P_HIKEY) <= 0)
+			return;
+		do
+		{
+			*bufp = _bt_relandgetbuf(index, *bufp, opaque->btpo_next, BT_READ);
+			opaque = BTPageGetOpaque(BufferGetPage(*bufp));
+		} while (P_IGNORE(opaque) && !P_RIGHTMOST(opaque));
+	}
+}
+
+/* May 'key' be on the leaf in 'buf' (given that no earlier key passed it)? */
+static bool
+on_this_leaf(Relation index, BTScanInsert key, Buffer buf)
+{
+	Page		page = BufferGetPage(buf);
+
+	return P_RIGHTMOST(BTPageGetOpaque(page)) ||
+		_bt_compare(index, key, page, P_HIKEY) < 0;
+}
+
+bool
+dp_btree_probe(Relation heap, Relation index, int nkeys, Datum *values,
+			   bool *isnull, DPProbeVisit visit, void *arg)
+{
+	TupleDesc	desc = RelationGetDescr(index);
+	int			nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+	Buffer		buf = InvalidBuffer;
+	bool		heapkeyspace;
+	bool		allequalimage;
+
+	_bt_metaversion(index, &heapkeyspace, &allequalimage);
+	if (!heapkeyspace)
+		return false;
+	for (int k = 0; k < nkeys; k++)
+	{
+		Datum		v[INDEX_MAX_KEYS];
+		bool		n[INDEX_MAX_KEYS];
+		IndexTuple	itup;
+		BTScanInsert key;
+
+		/* INCLUDE columns, if any, as NULLs: they are no part of the key */
+		for (int j = 0; j < desc->natts; j++)
+		{
+			v[j] = j < nkeyatts ? values[k * nkeyatts + j] : (Datum) 0;
+			n[j] = j < nkeyatts ? isnull[k * nkeyatts + j] : true;
+		}
+		itup = index_form_tuple(desc, v, n);
+		key = _bt_mkscankey(index, itup);
+
+		key->scantid = NULL;	/* by key alone, as _bt_check_unique */
+		if (!BufferIsValid(buf) || !on_this_leaf(index, key, buf))
+		{
+			BTStack		stack;
+
+			if (BufferIsValid(buf))
+				_bt_relbuf(index, buf);
+			stack = DP_BT_SEARCH(index, heap, key, &buf, BT_READ);
+			_bt_freestack(stack);
+			if (!BufferIsValid(buf))
+			{
+				/* no root: the index is empty */
+				pfree(key);
+				pfree(itup);
+				return true;
+			}
+		}
+		probe_key(index, key, k, &buf, visit, arg);
+		pfree(key);
+		pfree(itup);
+	}
+	if (BufferIsValid(buf))
+		_bt_relbuf(index, buf);
+	return true;
+}
