@@ -827,6 +827,40 @@ def restore_text(agg):
     return titled_table("pg_restore", RESTORE_HEADER, restore_rows(agg))
 
 
+# --------------------------------------------------------- upsert (14) ----
+
+UPSERT_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "rows as plain"]
+
+
+def upsert_rows(agg):
+    plain = agg.get("upsert", "replica", "plain")
+
+    def same(a):
+        if a.id == "plain" or plain is None:
+            return "–"
+        return "yes" if a.first("digest") == plain.first("digest") else "NO"
+
+    return load_rows(agg, "upsert", same)
+
+
+def section_upsert(agg, meta, out, figs):
+    cases = agg.cases("upsert", "replica")
+    if not cases:
+        return []
+    n = cases[0].first("rows")
+    return ["## 14. An upsert load: INSERT ... ON CONFLICT DO NOTHING", "",
+            f"{n:,} staged rows into a settled (vacuumed) {n:,}-row table with a bigint "
+            "primary key and two more btrees; half the staged keys are new, half already in "
+            "the table, in random order. Time is the statement plus the CHECKPOINT after it; "
+            "ratio against the plain statement of the same run; the last column compares the "
+            "table's contents with the plain run's.", "",
+            md_table(UPSERT_HEADER, upsert_rows(agg)), ""]
+
+
+def upsert_text(agg):
+    return titled_table("Upsert", UPSERT_HEADER, upsert_rows(agg))
+
+
 # --------------------------------------------------------------- summary ----
 
 def summary_rows(agg, meta):
@@ -945,7 +979,8 @@ def summary_text(agg, meta):
         out.append("")
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
-            fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg))
+            fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
+            upsert_text(agg))
     return "\n".join(out)
 
 
@@ -1021,7 +1056,8 @@ def write_all(out, meta, records):
            "WAL that later runs recycle.", ""]
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
-               section_fkeys, section_parallel, section_parse, section_restore):
+               section_fkeys, section_parallel, section_parse, section_restore,
+               section_upsert):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

@@ -104,26 +104,6 @@ typedef struct DPKeyImage
 #define DP_KEY_EQUAL(a, b) \
 	((a).len == (b).len && memcmp((a).bytes, (b).bytes, (a).len) == 0)
 
-/* The statement's set: keys accepted, maybe not in the index yet. */
-typedef struct DPSeenKey
-{
-	DPKeyImage	key;
-	char		status;			/* simplehash's */
-} DPSeenKey;
-
-#define SH_PREFIX		dpseen
-#define SH_ELEMENT_TYPE DPSeenKey
-#define SH_KEY_TYPE		DPKeyImage
-#define SH_KEY			key
-#define SH_HASH_KEY(tb, k)	((k).hash)
-#define SH_EQUAL(tb, a, b)	DP_KEY_EQUAL(a, b)
-#define SH_STORE_HASH
-#define SH_GET_HASH(tb, a)	((a)->key.hash)
-#define SH_SCOPE		static inline
-#define SH_DECLARE
-#define SH_DEFINE
-#include "lib/simplehash.h"
-
 /* What a batch key is known as. */
 typedef enum DPKeyState
 {
@@ -135,7 +115,10 @@ typedef enum DPKeyState
 								 * again on its own, waiting for it */
 } DPKeyState;
 
-/* A distinct key of the batch, in one arbiter. */
+/*
+ * A distinct key of the batch, in one arbiter; or of the statement's set
+ * (keys accepted, maybe not in the index yet), where only the image counts.
+ */
 typedef struct DPBatchKey
 {
 	DPKeyImage	key;
@@ -165,7 +148,7 @@ typedef struct DPArbiter
 	int			nkeys;
 	SortSupportData *sort;		/* the index's order, per key column */
 	IndexScanDesc scan;			/* open for the load, rescanned per probe */
-	dpseen_hash *seen;			/* the statement's set (keys_cxt) */
+	dpbatch_hash *seen;			/* the statement's set (keys_cxt) */
 	dpbatch_hash *batch;		/* the batch's distinct keys (batch_cxt) */
 	/* per row of the batch: */
 	bool	   *has_key;
@@ -290,7 +273,7 @@ arbiter_begin(DPConflicts *c, DPArbiter *a, int i)
 		ss->ssup_attno = j + 1;
 		DP_SORT_SUPPORT_FROM_INDEX(a->index, ss);
 	}
-	a->seen = dpseen_create(c->keys_cxt, 1024, NULL);
+	a->seen = dpbatch_create(c->keys_cxt, 1024, NULL);
 }
 
 DPConflicts *
@@ -601,7 +584,7 @@ probe_sorted(DPConflicts *c, DPArbiter *a)
 
 	dpbatch_start_iterate(a->batch, &it);
 	while ((e = dpbatch_iterate(a->batch, &it)) != NULL)
-		if (dpseen_lookup(a->seen, e->key) == NULL)
+		if (dpbatch_lookup(a->seen, e->key) == NULL)
 			order[n++] = e;
 	qsort_arg(order, n, sizeof(DPBatchKey *), key_order, a);
 	values = MemoryContextAlloc(c->batch_cxt, sizeof(Datum) * a->nkeys * Max(n, 1));
@@ -645,7 +628,7 @@ dp_conflicts_probe(DPConflicts *c)
 static DPKeyState
 key_state(DPArbiter *a, int r)
 {
-	if (dpseen_lookup(a->seen, a->keys[r]) != NULL)
+	if (dpbatch_lookup(a->seen, a->keys[r]) != NULL)
 		return DPK_ACCEPTED;
 	return dpbatch_lookup(a->batch, a->keys[r])->state;
 }
@@ -717,7 +700,7 @@ dp_conflicts_batch_done(DPConflicts *c)
 				continue;
 			k.bytes = MemoryContextAlloc(c->keys_cxt, k.len);
 			memcpy((char *) k.bytes, e->key.bytes, k.len);
-			dpseen_insert(a->seen, k, &found);
+			dpbatch_insert(a->seen, k, &found);
 			if (!found)
 				c->seen_count++;
 		}
@@ -734,7 +717,7 @@ dp_conflicts_indexed(DPConflicts *c)
 	/* the sets and their images live in keys_cxt */
 	MemoryContextReset(c->keys_cxt);
 	for (int i = 0; i < c->narbiters; i++)
-		c->arbiters[i].seen = dpseen_create(c->keys_cxt, 1024, NULL);
+		c->arbiters[i].seen = dpbatch_create(c->keys_cxt, 1024, NULL);
 	c->seen_count = 0;
 }
 

@@ -1,0 +1,76 @@
+"""Scenario 14: an upsert load, INSERT ... SELECT ... ON CONFLICT DO NOTHING.
+
+A target of N rows (default 2M: id bigint primary key, ts timestamptz,
+grp int, v text, with two more btrees, on ts and on grp), vacuumed and
+analyzed as a table that has settled, takes N staged rows: half with new
+keys (above every key of the target), half with keys already in the
+target, in random order.  Plain `INSERT ... ON CONFLICT (id) DO NOTHING`
+against the hinted one; both must insert exactly N/2 rows.  Time is the
+statement plus the CHECKPOINT after it; the ratio is against the plain
+statement of the same run.  The target is rebuilt before every run (not
+timed).  This is the DO NOTHING goal of issue 25; DO UPDATE, MERGE and a
+COPY that upserts do not take the direct path yet.
+"""
+
+import time
+
+from .measure import check_direct
+from .scenario import Case, Scenario
+from .util import BenchError
+
+STAGE = ("SELECT CASE WHEN g % 2 = 0 THEN {n} + g ELSE (g::bigint * 7919) % {n} + 1 END, "
+         "timestamptz '2026-01-01' + g * interval '1 s', g % 1000, md5(g::text) "
+         "FROM generate_series(1, {n}) g")
+TARGET = ("SELECT g, timestamptz '2025-01-01' + g * interval '1 s', g % 1000, md5(g::text) "
+          "FROM generate_series(1, {n}) g")
+UPSERT = "INSERT INTO up_target SELECT * FROM up_stage ON CONFLICT (id) DO NOTHING"
+
+
+class UpsertScenario(Scenario):
+    key = "upsert"
+    number = 14
+    title = "An upsert load: INSERT ... ON CONFLICT DO NOTHING"
+    phases = ("replica",)
+    alone = True
+    default_rows = 2_000_000
+
+    def prepare(self, ctx, phase):
+        with ctx.server.conn() as c:
+            c.execute("DROP TABLE IF EXISTS up_stage")
+            c.execute("CREATE UNLOGGED TABLE up_stage (id bigint, ts timestamptz, grp int, "
+                      "v text)")
+            c.execute(f"INSERT INTO up_stage {STAGE.format(n=ctx.rows)}")
+            c.execute("VACUUM ANALYZE up_stage")
+
+    def cases(self, ctx, phase):
+        return [Case("plain", "ON CONFLICT (id) DO NOTHING, plain", "plain", group="upsert",
+                     params={"direct": False}),
+                Case("direct", "ON CONFLICT (id) DO NOTHING, /*+ APPEND */", "direct",
+                     twin="plain", group="upsert", params={"direct": True})]
+
+    def run(self, ctx, case, run_no):
+        n = ctx.rows
+        rec = {"rows": n}
+        with ctx.server.conn() as c:
+            c.execute("DROP TABLE IF EXISTS up_target")
+            c.execute("CREATE TABLE up_target (id bigint PRIMARY KEY, ts timestamptz, "
+                      "grp int, v text)")
+            c.execute("CREATE INDEX ON up_target (ts)")
+            c.execute("CREATE INDEX ON up_target (grp)")
+            c.execute(f"/*+ APPEND */ INSERT INTO up_target {TARGET.format(n=n)}")
+            c.execute("VACUUM ANALYZE up_target")
+            c.execute("CHECKPOINT")
+            time.sleep(ctx.settle_s)
+            t0 = time.perf_counter()
+            cur = c.execute(("/*+ APPEND */ " if case.params["direct"] else "") + UPSERT)
+            inserted = cur.rowcount
+            if case.params["direct"]:
+                check_direct(c, case.id, n // 2)
+            c.execute("CHECKPOINT")
+            rec["load_ckpt_s"] = time.perf_counter() - t0
+            if inserted != n // 2:
+                raise BenchError(f"{case.id}: inserted {inserted} rows, expected {n // 2}")
+            rec["inserted"] = inserted
+            rec["digest"] = c.execute("SELECT count(*), sum(hashtext(t::text)) "
+                                      "FROM up_target t").fetchone()[1]
+        return rec
