@@ -336,3 +336,94 @@ def test_dead_entries_and_several_batches(cluster):
         assert out["report"]["path"] == "direct", out["report"]
         assert out["direct"] == out["plain"]
         assert conn.execute("SELECT count(*) FROM up_dead_d WHERE v = 'new'").fetchone()[0] > 0
+
+
+# -- COPY ... WITH (ON_CONFLICT 'nothing') -----------------------------------
+
+def copy_upsert_reference(conn, t, path, seed, constraint=None):
+    """What ON_CONFLICT 'nothing' must do, the plain way: COPY into a staging
+    table, then INSERT ... ON CONFLICT DO NOTHING in input order."""
+    conn.execute(f"CREATE TEMP TABLE ref_stage_{seed} (LIKE {t}) ")
+    conn.execute(f"ALTER TABLE ref_stage_{seed} ADD COLUMN ord bigserial")
+    cols = ", ".join(c for (c,) in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+        "AND NOT attisdropped ORDER BY attnum", (t,)).fetchall())
+    conn.execute(f"COPY ref_stage_{seed} ({cols}) FROM '{path}'")
+    target = f"ON CONSTRAINT {constraint}" if constraint else ""
+    cur = conn.execute(f"INSERT INTO {t} SELECT {cols} FROM ref_stage_{seed} ORDER BY ord "
+                       f"ON CONFLICT {target} DO NOTHING")
+    return cur.rowcount
+
+
+@pytest.mark.parametrize("kind", ["every unique index", "named constraint", "partitioned"])
+def test_copy_on_conflict_nothing(cluster, tmp_path, kind):
+    seed = {"every unique index": 101, "named constraint": 102, "partitioned": 103}[kind]
+    with cluster.conn() as conn:
+        make_stage(conn, seed, 9000)
+        path = tmp_path / "in.dat"
+        path.parent.chmod(0o755)
+        conn.execute(f"COPY stage_{seed} TO '{path}'")
+        tp, td = f"up_cp_p_{seed}", f"up_cp_d_{seed}"
+        indexes = ALL_INDEXES if kind == "every unique index" else ALL_INDEXES[2:]
+        for t in (tp, td):
+            make_target(conn, t, 9000, seed, partitioned=kind == "partitioned",
+                        indexes=indexes)
+        constraint = None
+        opts = "ON_CONFLICT 'nothing'"
+        if kind == "named constraint":
+            constraint = f"{td}_pkey"
+            opts += f", ON_CONFLICT_CONSTRAINT '{constraint}'"
+        set_gucs(conn, SMALL_BATCHES)
+        expected = copy_upsert_reference(conn, tp, path, seed,
+                                         constraint and f"{tp}_pkey")
+        notices = []
+        conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+        cur = conn.execute(f"COPY {td} FROM '{path}' WITH ({opts})")
+        assert cur.rowcount == expected
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["rows_inserted"] == expected, st
+        assert table_digest(conn, tp) == table_digest(conn, td)
+        assert any("rows were skipped" in n for n in notices), notices
+        # from STDIN too (\copy, drivers), a second time: every row skipped
+        with conn.cursor() as c:
+            with c.copy(f"COPY {td} FROM STDIN WITH ({opts})") as cp:
+                cp.write(path.read_bytes())
+            assert c.rowcount == 0
+        assert table_digest(conn, tp) == table_digest(conn, td)
+
+
+COPY_ERRORS = {
+    "update": ("ON_CONFLICT 'update'", "0A000", "not supported yet"),
+    "bad value": ("ON_CONFLICT 'sometimes'", "22023", "must be 'nothing'"),
+    "constraint alone": ("ON_CONFLICT_CONSTRAINT 'x'", "22023", "needs ON_CONFLICT"),
+    "not unique": ("ON_CONFLICT 'nothing', ON_CONFLICT_CONSTRAINT 'up_ce_chk'", "42809",
+                   "not a unique or primary key constraint"),
+    "with rejects": ("ON_CONFLICT 'nothing', REJECTS_TABLE 'r'", "0A000",
+                     "cannot be used together"),
+    "numeric key": ("ON_CONFLICT 'nothing'", "0A000", "equal values can differ"),
+}
+
+
+@pytest.mark.parametrize("case", list(COPY_ERRORS))
+def test_copy_on_conflict_errors(cluster, tmp_path, case):
+    opts, code, text = COPY_ERRORS[case]
+    t = "up_ce_" + str(list(COPY_ERRORS).index(case))
+    with cluster.conn() as conn:
+        key = "numeric" if case == "numeric key" else "int"
+        conn.execute(f"CREATE TABLE {t} (id {key} PRIMARY KEY, v int "
+                     f"CONSTRAINT up_ce_chk CHECK (v > 0))")
+        with pytest.raises(psycopg.Error) as e:
+            with conn.cursor().copy(f"COPY {t} FROM STDIN WITH ({opts})") as cp:
+                cp.write("1\t1\n")
+        assert e.value.sqlstate == code and text in str(e.value), str(e.value)
+        assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
+
+
+def test_copy_on_conflict_needs_the_direct_path(cluster):
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE up_cn (id int PRIMARY KEY)")
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as e:
+            with conn.cursor().copy("/*+ NOAPPEND */ COPY up_cn FROM STDIN "
+                                    "WITH (ON_CONFLICT 'nothing')") as cp:
+                cp.write("1\n")
+        assert "COPY option ON_CONFLICT needs the direct path" in str(e.value)

@@ -836,7 +836,7 @@ def upsert_rows(agg):
     plain = agg.get("upsert", "replica", "plain")
 
     def same(a):
-        if a.id == "plain" or plain is None:
+        if a.case == "plain" or plain is None:
             return "–"
         return "yes" if a.first("digest") == plain.first("digest") else "NO"
 

@@ -255,7 +255,7 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 
 DPAdmitCopy
 dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
-			  bool rejects, DPAdmission *a, Relation *relp)
+			  const char *own_option, DPAdmission *a, Relation *relp)
 {
 	DPHint		hint;
 	Oid			relid;
@@ -264,13 +264,13 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 	memset(a, 0, sizeof(DPAdmission));
 	*relp = NULL;
 	hint = dp_find_hint(source, location, len, &a->parallel);
-	/* REJECTS_TABLE asks for the direct path by itself */
-	if (rejects)
+	/* our own options (REJECTS_TABLE, ON_CONFLICT) ask for it by themselves */
+	if (own_option)
 	{
 		if (dp_mode == DP_MODE_OFF || hint == DP_HINT_NOAPPEND)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("COPY option REJECTS_TABLE needs the direct path"),
+					 errmsg("COPY option %s needs the direct path", own_option),
 					 errdetail("The statement has /*+ NOAPPEND */ or directpath.mode is off.")));
 		hint = DP_HINT_APPEND;
 	}

@@ -53,8 +53,15 @@ extern bool dp_query_is_single_row(Query *parse);
 /* Why per-row expressions (COPY defaults, WHERE) keep a COPY off, or NULL. */
 extern const char *dp_expr_ineligible(Node *expr);
 
-/* Are a btree's keys equal exactly when their bytes are (conflict.c)? */
+/*
+ * ON CONFLICT DO NOTHING (conflict.c): are a btree's keys equal exactly
+ * when their bytes are; is 'index' one of 'arbiters' (NIL: every unique
+ * index), or a partition of one; why the arbiters in the leaves of 'relid'
+ * cannot be checked on the direct path, or NULL.
+ */
 extern bool dp_index_keys_equal_image(Relation index);
+extern bool dp_index_is_arbiter(Relation index, List *arbiters);
+extern const char *dp_arbiters_ineligible(Oid relid, List *arbiters);
 
 /* Does the expression call a function that is not built in? */
 extern bool dp_expr_has_user_function(Node *expr);
@@ -100,10 +107,11 @@ extern void dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted,
  * A COPY FROM: the hint, the privileges core checks first, the rules and
  * the lock.  DP_COPY_DIRECT returns the target opened (NoLock, the caller
  * closes it) in *relp; the caller then applies DoCopy's checks and asks
- * dp_admit_copy_exprs.
+ * dp_admit_copy_exprs.  'own_option' names one of directpath's COPY
+ * options the statement has, which want the direct path, or is NULL.
  */
 extern DPAdmitCopy dp_admit_copy(CopyStmt *stmt, const char *source,
-								 int location, int len, bool rejects,
+								 int location, int len, const char *own_option,
 								 DPAdmission *a, Relation *relp);
 
 /* COPY's per-row expressions; true admits and sets the freezing rule. */

@@ -184,19 +184,22 @@ dp_index_keys_equal_image(Relation index)
 	return true;
 }
 
-/* Is index 'indexid' of 'rel' (a leaf) an arbiter of 'arbiters'? */
-static bool
-is_arbiter(Relation rel, Oid indexid, List *arbiters)
+/*
+ * Is 'index' an arbiter of 'arbiters' (OIDs; NIL: every unique index)?  A
+ * partition's index is one when an index it is a partition of is.
+ */
+bool
+dp_index_is_arbiter(Relation index, List *arbiters)
 {
 	List	   *ancestors;
 	bool		found = false;
 	ListCell   *lc;
 
-	if (arbiters == NIL || list_member_oid(arbiters, indexid))
+	if (arbiters == NIL || list_member_oid(arbiters, RelationGetRelid(index)))
 		return true;
-	if (!rel->rd_rel->relispartition)
+	if (!index->rd_rel->relispartition)
 		return false;
-	ancestors = get_partition_ancestors(indexid);
+	ancestors = get_partition_ancestors(RelationGetRelid(index));
 	foreach(lc, ancestors)
 		found = found || list_member_oid(arbiters, lfirst_oid(lc));
 	list_free(ancestors);
@@ -217,7 +220,7 @@ leaf_arbiters_ineligible(Relation rel, List *arbiters)
 		Form_pg_index ix = index->rd_index;
 
 		if ((ix->indisunique || ix->indisexclusion) &&
-			is_arbiter(rel, RelationGetRelid(index), arbiters))
+			dp_index_is_arbiter(index, arbiters))
 		{
 			if (ix->indisexclusion)
 				r = reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
@@ -235,28 +238,24 @@ leaf_arbiters_ineligible(Relation rel, List *arbiters)
 }
 
 /*
- * ON CONFLICT: DO NOTHING only, with arbiters conflict.c can check.  Every
- * leaf is looked at: with no conflict target a partition's own unique
- * index is an arbiter too.  Foreign partitions are their wrapper's.
+ * Arbiters conflict.c can check, in every leaf of 'relid': with no
+ * conflict target a partition's own unique index is an arbiter too.
+ * Foreign partitions are their wrapper's.
  */
-static const char *
-conflict_ineligible(ModifyTable *mt, Oid relid)
+const char *
+dp_arbiters_ineligible(Oid relid, List *arbiters)
 {
 	List	   *rels;
 	const char *r = NULL;
 	ListCell   *lc;
 
-	if (mt->onConflictAction == ONCONFLICT_NONE)
-		return NULL;
-	if (mt->onConflictAction != ONCONFLICT_NOTHING)
-		return "INSERT ... ON CONFLICT DO UPDATE";
 	rels = find_all_inheritors(relid, AccessShareLock, NULL);
 	foreach(lc, rels)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
 
 		if (rel->rd_rel->relkind == RELKIND_RELATION)
-			r = leaf_arbiters_ineligible(rel, mt->arbiterIndexes);
+			r = leaf_arbiters_ineligible(rel, arbiters);
 		relation_close(rel, NoLock);
 		if (r != NULL)
 			break;
@@ -398,10 +397,13 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 		return "the statement has a data-modifying WITH";
 	if (!hinted && dp_query_is_single_row(parse))
 		return "single-row VALUES";
+	if (mt->onConflictAction == ONCONFLICT_UPDATE)
+		return "INSERT ... ON CONFLICT DO UPDATE";
 	why = dp_expr_ineligible((Node *) parse);
-	if (why == NULL)
-		why = conflict_ineligible(mt, rt_fetch(linitial_int(mt->resultRelations),
-											   stmt->rtable)->relid);
+	if (why == NULL && mt->onConflictAction == ONCONFLICT_NOTHING)
+		why = dp_arbiters_ineligible(rt_fetch(linitial_int(mt->resultRelations),
+											  stmt->rtable)->relid,
+									 mt->arbiterIndexes);
 	return why;
 }
 

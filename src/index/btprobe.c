@@ -114,36 +114,57 @@ on_this_leaf(Relation index, BTScanInsert key, Buffer buf)
 		_bt_compare(index, key, page, P_HIKEY) < 0;
 }
 
+/*
+ * Key 'k''s values into 'key' (made by _bt_mkscankey for every key
+ * column): its arguments and NULL flags, as _bt_mkscankey sets them.
+ */
+static void
+set_key(BTScanInsert key, int nkeyatts, Datum *values, bool *isnull, int k)
+{
+	key->anynullkeys = false;
+	for (int j = 0; j < nkeyatts; j++)
+	{
+		ScanKey		sk = &key->scankeys[j];
+
+		sk->sk_argument = isnull[k * nkeyatts + j] ? (Datum) 0 :
+			values[k * nkeyatts + j];
+		sk->sk_flags &= ~SK_ISNULL;
+		if (isnull[k * nkeyatts + j])
+		{
+			sk->sk_flags |= SK_ISNULL;
+			key->anynullkeys = true;
+		}
+	}
+}
+
 bool
 dp_btree_probe(Relation heap, Relation index, int nkeys, Datum *values,
 			   bool *isnull, DPProbeVisit visit, void *arg)
 {
 	TupleDesc	desc = RelationGetDescr(index);
 	int			nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+	Datum		v[INDEX_MAX_KEYS];
+	bool		n[INDEX_MAX_KEYS];
 	Buffer		buf = InvalidBuffer;
+	BTScanInsert key;
 	bool		heapkeyspace;
 	bool		allequalimage;
 
 	_bt_metaversion(index, &heapkeyspace, &allequalimage);
-	if (!heapkeyspace)
-		return false;
+	if (!heapkeyspace || nkeys == 0)
+		return heapkeyspace;
+
+	/* one insertion scan key, its arguments replaced key after key */
+	for (int j = 0; j < desc->natts; j++)
+	{
+		v[j] = (Datum) 0;
+		n[j] = true;
+	}
+	key = _bt_mkscankey(index, index_form_tuple(desc, v, n));
+	key->scantid = NULL;		/* by key alone, as _bt_check_unique */
 	for (int k = 0; k < nkeys; k++)
 	{
-		Datum		v[INDEX_MAX_KEYS];
-		bool		n[INDEX_MAX_KEYS];
-		IndexTuple	itup;
-		BTScanInsert key;
-
-		/* INCLUDE columns, if any, as NULLs: they are no part of the key */
-		for (int j = 0; j < desc->natts; j++)
-		{
-			v[j] = j < nkeyatts ? values[k * nkeyatts + j] : (Datum) 0;
-			n[j] = j < nkeyatts ? isnull[k * nkeyatts + j] : true;
-		}
-		itup = index_form_tuple(desc, v, n);
-		key = _bt_mkscankey(index, itup);
-
-		key->scantid = NULL;	/* by key alone, as _bt_check_unique */
+		set_key(key, nkeyatts, values, isnull, k);
 		if (!BufferIsValid(buf) || !on_this_leaf(index, key, buf))
 		{
 			BTStack		stack;
@@ -153,18 +174,12 @@ dp_btree_probe(Relation heap, Relation index, int nkeys, Datum *values,
 			stack = DP_BT_SEARCH(index, heap, key, &buf, BT_READ);
 			_bt_freestack(stack);
 			if (!BufferIsValid(buf))
-			{
-				/* no root: the index is empty */
-				pfree(key);
-				pfree(itup);
-				return true;
-			}
+				break;			/* no root: the index is empty */
 		}
 		probe_key(index, key, k, &buf, visit, arg);
-		pfree(key);
-		pfree(itup);
 	}
 	if (BufferIsValid(buf))
 		_bt_relbuf(index, buf);
+	pfree(key);
 	return true;
 }

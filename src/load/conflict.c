@@ -179,7 +179,10 @@ struct DPConflicts
 	uint64		seen_count;		/* keys in the sets */
 };
 
-/* Is index 'i' of the leaf an arbiter of 'arbiters' (NIL: every unique)? */
+/*
+ * Is index 'i' of the leaf an arbiter of 'arbiters' (NIL: every unique
+ * index; COPY names the target's, which its partitions' indexes inherit)?
+ */
 static bool
 is_arbiter(ResultRelInfo *rri, int i, List *arbiters)
 {
@@ -190,8 +193,7 @@ is_arbiter(ResultRelInfo *rri, int i, List *arbiters)
 		return false;
 	if (!info->ii_ReadyForInserts)
 		return false;
-	return arbiters == NIL ||
-		list_member_oid(arbiters, RelationGetRelid(index));
+	return dp_index_is_arbiter(index, arbiters);
 }
 
 /* Room for 'rows' rows in every arbiter's arrays (batch_cxt). */

@@ -72,18 +72,6 @@ needs_post(DPLeaf *leaf, ModifyTableState *mt)
 		rri->ri_projectReturning != NULL;
 }
 
-/*
- * INSERT ... ON CONFLICT DO NOTHING?  (A foreign partition's wrapper was
- * told by routing, as in core.)
- */
-static bool
-do_nothing(ModifyTableState *mt)
-{
-	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
-
-	return plan != NULL && plan->onConflictAction == ONCONFLICT_NOTHING;
-}
-
 /* Set up a leaf seen for the first time. */
 static DPLeaf *
 leaf_create(DPLeafSet *set, ResultRelInfo *rri)
@@ -107,9 +95,12 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates);
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
-	if (!foreign && do_nothing(set->mtstate))
+	/* an INSERT's arbiters are core's, mapped to the leaf by routing */
+	if (!foreign && set->on_conflict)
 		leaf->conflicts = dp_conflicts_begin(rri, set->estate,
-											 rri->ri_onConflictArbiterIndexes);
+											 set->mtstate->ps.plan ?
+											 rri->ri_onConflictArbiterIndexes :
+											 set->arbiters);
 	leaf->needs_post = needs_post(leaf, set->mtstate);
 	MemoryContextSwitchTo(old);
 

@@ -96,6 +96,7 @@ struct DPLoad
 	int			npending;
 	Size		pending_bytes;
 	MemoryContext pending_cxt;
+	uint64		skipped;		/* rows skipped for a conflict */
 	DPReport	report;			/* what the statement did */
 };
 
@@ -114,6 +115,8 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	s->leaves.estate = estate;
 	s->leaves.mtstate = mtstate;
 	s->leaves.freeze_allowed = freeze_allowed;
+	s->leaves.on_conflict = mtstate->ps.plan != NULL &&
+		((ModifyTable *) mtstate->ps.plan)->onConflictAction == ONCONFLICT_NOTHING;
 	s->leaves.xid = GetCurrentTransactionId();
 	s->leaves.cid = GetCurrentCommandId(true);
 	initStringInfo(&s->leaves.fk_batched);
@@ -452,6 +455,7 @@ decide_pending(DPLoad *s)
 		{
 			/* EXPLAIN ANALYZE's "Conflicting Tuples", as ExecInsert counts */
 			InstrCountTuples2(&s->leaves.mtstate->ps, 1);
+			s->skipped++;
 			continue;
 		}
 		ExecStoreHeapTuple(row->tuple, slot, false);
@@ -695,5 +699,13 @@ dp_load_report(DPLoad *s)
 uint64
 dp_load_deleted(DPLoad *s)
 {
-	return dp_queue_deleted(s->queue);
+	return dp_queue_deleted(s->queue) + s->skipped;
+}
+
+void
+dp_load_on_conflict(DPLoad *s, List *arbiters)
+{
+	Assert(s->leaves.list == NULL);
+	s->leaves.on_conflict = true;
+	s->leaves.arbiters = arbiters;
 }

@@ -55,6 +55,9 @@ typedef struct DPLeafSet
 	EState	   *estate;
 	ModifyTableState *mtstate;
 	bool		reject_duplicates;	/* COPY's rejects table takes them */
+	bool		on_conflict;	/* ON CONFLICT DO NOTHING (conflict.c) */
+	List	   *arbiters;		/* COPY's: the target's arbiter indexes,
+								 * NIL for every unique index */
 	bool		freeze_allowed; /* by the statement (admission.c) */
 	TransactionId xid;			/* of the rows written */
 	CommandId	cid;
@@ -96,8 +99,19 @@ extern void dp_load_finish(DPLoad *load);
 /* The load's report (valid after dp_load_finish for EXPLAIN ANALYZE). */
 extern const DPReport *dp_load_report(DPLoad *load);
 
-/* Rows accepted by dp_load_row and later rejected as duplicates. */
+/*
+ * Rows accepted by dp_load_row and later rejected as duplicates, or
+ * skipped for a conflict (ON CONFLICT DO NOTHING, COPY's ON_CONFLICT).
+ */
 extern uint64 dp_load_deleted(DPLoad *load);
+
+/*
+ * COPY ... WITH (ON_CONFLICT 'nothing'): rows whose key in one of
+ * 'arbiters' (index OIDs of the target; NIL: every unique index) is taken
+ * are skipped, as INSERT ... ON CONFLICT DO NOTHING skips them.  Before
+ * the first row.
+ */
+extern void dp_load_on_conflict(DPLoad *load, List *arbiters);
 
 /*
  * A parallel load's leader (parallel.c): dp_load_pages_begin makes the load
