@@ -16,6 +16,7 @@ OBJS = \
 	src/statement/plan.o \
 	src/statement/exec.o \
 	src/statement/copy.o \
+	src/statement/copyopts.o \
 	src/admission/hint.o \
 	src/admission/eligibility.o \
 	src/admission/admission.o \

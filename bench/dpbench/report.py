@@ -838,6 +838,7 @@ def upsert_rows(agg):
     def same(a):
         if a.case == "plain" or plain is None:
             return "–"
+        # every case leaves the table the plain INSERT leaves
         return "yes" if a.first("digest") == plain.first("digest") else "NO"
 
     return load_rows(agg, "upsert", same)
@@ -851,9 +852,10 @@ def section_upsert(agg, meta, out, figs):
     return ["## 14. An upsert load: INSERT ... ON CONFLICT DO NOTHING", "",
             f"{n:,} staged rows into a settled (vacuumed) {n:,}-row table with a bigint "
             "primary key and two more btrees; half the staged keys are new, half already in "
-            "the table, in random order. Time is the statement plus the CHECKPOINT after it; "
-            "ratio against the plain statement of the same run; the last column compares the "
-            "table's contents with the plain run's.", "",
+            "the table, in random order; from a table, or from a file (plain: COPY into a "
+            "staging table, then the INSERT). Time is the statement(s) plus the CHECKPOINT "
+            "after them; ratio against the plain form of the same run; the last column "
+            "compares the table's contents with the plain INSERT's.", "",
             md_table(UPSERT_HEADER, upsert_rows(agg)), ""]
 
 

@@ -5,11 +5,14 @@ grp int, v text, with two more btrees, on ts and on grp), vacuumed and
 analyzed as a table that has settled, takes N staged rows: half with new
 keys (above every key of the target), half with keys already in the
 target, in random order.  Plain `INSERT ... ON CONFLICT (id) DO NOTHING`
-against the hinted one; both must insert exactly N/2 rows.  Time is the
-statement plus the CHECKPOINT after it; the ratio is against the plain
-statement of the same run.  The target is rebuilt before every run (not
-timed).  This is the DO NOTHING goal of issue 25; DO UPDATE, MERGE and a
-COPY that upserts do not take the direct path yet.
+against the hinted one; and the same rows from a file: plain COPY into a
+staging table followed by that INSERT, against one
+`COPY ... WITH (ON_CONFLICT 'nothing')`.  Every case must insert exactly
+N/2 rows, and leave the table as the plain INSERT does.  Time is the
+statement(s) plus the CHECKPOINT after them; ratios against the plain form
+of the same run.  The target is rebuilt before every run (not timed).
+These are the DO NOTHING goals of issue 25; DO UPDATE, MERGE and a COPY
+that keeps the new row do not take the direct path yet.
 """
 
 import time
@@ -24,6 +27,20 @@ STAGE = ("SELECT CASE WHEN g % 2 = 0 THEN {n} + g ELSE (g::bigint * 7919) % {n} 
 TARGET = ("SELECT g, timestamptz '2025-01-01' + g * interval '1 s', g % 1000, md5(g::text) "
           "FROM generate_series(1, {n}) g")
 UPSERT = "INSERT INTO up_target SELECT * FROM up_stage ON CONFLICT (id) DO NOTHING"
+# case: (label, path, twin, statements; {f} the staged rows' file)
+CASES = {
+    "plain": ("INSERT ... ON CONFLICT (id) DO NOTHING, plain", "plain", None, [UPSERT]),
+    "direct": ("INSERT ... ON CONFLICT (id) DO NOTHING, /*+ APPEND */", "direct", "plain",
+               ["/*+ APPEND */ " + UPSERT]),
+    "copy_plain": ("COPY into a staging table, then INSERT ... ON CONFLICT DO NOTHING, plain",
+                   "plain", None,
+                   ["CREATE UNLOGGED TABLE up_stage2 (LIKE up_stage)",
+                    "COPY up_stage2 FROM '{f}'",
+                    "INSERT INTO up_target SELECT * FROM up_stage2 ON CONFLICT (id) DO NOTHING",
+                    "DROP TABLE up_stage2"]),
+    "copy_direct": ("COPY ... WITH (ON_CONFLICT 'nothing')", "direct", "copy_plain",
+                    ["COPY up_target FROM '{f}' WITH (ON_CONFLICT 'nothing')"]),
+}
 
 
 class UpsertScenario(Scenario):
@@ -41,12 +58,12 @@ class UpsertScenario(Scenario):
                       "v text)")
             c.execute(f"INSERT INTO up_stage {STAGE.format(n=ctx.rows)}")
             c.execute("VACUUM ANALYZE up_stage")
+            c.execute(f"COPY up_stage TO '{ctx.workdir / 'upsert.dat'}'")
 
     def cases(self, ctx, phase):
-        return [Case("plain", "ON CONFLICT (id) DO NOTHING, plain", "plain", group="upsert",
-                     params={"direct": False}),
-                Case("direct", "ON CONFLICT (id) DO NOTHING, /*+ APPEND */", "direct",
-                     twin="plain", group="upsert", params={"direct": True})]
+        return [Case(key, label, path, twin=twin, group="upsert",
+                     params={"direct": path == "direct", "sql": sql})
+                for key, (label, path, twin, sql) in CASES.items()]
 
     def run(self, ctx, case, run_no):
         n = ctx.rows
@@ -61,9 +78,12 @@ class UpsertScenario(Scenario):
             c.execute("VACUUM ANALYZE up_target")
             c.execute("CHECKPOINT")
             time.sleep(ctx.settle_s)
+            inserted = None
             t0 = time.perf_counter()
-            cur = c.execute(("/*+ APPEND */ " if case.params["direct"] else "") + UPSERT)
-            inserted = cur.rowcount
+            for sql in case.params["sql"]:
+                cur = c.execute(sql.format(f=ctx.workdir / "upsert.dat"))
+                if sql.startswith(("INSERT", "/*+", "COPY up_target")):
+                    inserted = cur.rowcount
             if case.params["direct"]:
                 check_direct(c, case.id, n // 2)
             c.execute("CHECKPOINT")

@@ -45,6 +45,10 @@
  * (COPY's line); dp_load_finish() then builds the indexes of new storage,
  * whose errors (a duplicate found by the build) belong to no one line.
  *
+ * Long: over 700 lines.  The states (hold, direct), the flush rule and
+ * the rows waiting for their conflict decisions all act on one DPLoad and
+ * call one another; split, each part would need the whole of it.
+ *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written (queue.c); the row count and pg_stat
  * counters are the plain path's; the report (report.c) is published once,

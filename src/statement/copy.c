@@ -26,9 +26,8 @@
  * 18), the WHERE filter, progress in pg_stat_progress_copy, the error
  * context line "COPY t, line N", statement-level triggers.
  *
- * Our own options, REJECTS_TABLE and MAX_REJECTS (rejects.c), ON_CONFLICT
- * and ON_CONFLICT_CONSTRAINT (load/conflict.c), are taken out of the option
- * list before core sees it; they imply the direct path.
+ * Our own options (REJECTS_TABLE, ON_CONFLICT: copyopts.c) are taken out
+ * of the option list before core sees it; they imply the direct path.
  *
  * The load reads COPY's input position through a DPInputLine this file
  * owns: the current line number and text, which queued rows remember and
@@ -44,7 +43,6 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
-#include "catalog/pg_constraint.h"
 #include "commands/copy.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
@@ -62,7 +60,6 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/portal.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
@@ -130,129 +127,6 @@ default_exprs(Relation rel, List *attnums)
 			exprs = lappend(exprs, def);
 	}
 	return exprs;
-}
-
-/* directpath's own COPY options, taken out before core parses the rest. */
-typedef struct DPCopyOptions
-{
-	char	   *rejects_table;	/* REJECTS_TABLE 'name' */
-	int64		max_rejects;	/* MAX_REJECTS n; -1: no limit */
-	bool		on_conflict;	/* ON_CONFLICT 'nothing' */
-	char	   *conflict_constraint;	/* ON_CONFLICT_CONSTRAINT 'name' */
-	List	   *arbiters;		/* its index, once the table is open */
-	List	   *core_options;	/* everything else */
-} DPCopyOptions;
-
-/* ON_CONFLICT's value: 'nothing' (keep the row already there). */
-static bool
-on_conflict_option(DefElem *def)
-{
-	char	   *v = defGetString(def);
-
-	if (pg_strcasecmp(v, "nothing") == 0)
-		return true;
-	if (pg_strcasecmp(v, "update") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("COPY option ON_CONFLICT 'update' is not supported yet"),
-				 errhint("ON_CONFLICT 'nothing' keeps the rows already in the table; to keep the new ones, COPY into a staging table and run INSERT ... ON CONFLICT DO UPDATE.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("COPY option ON_CONFLICT must be 'nothing', not \"%s\"", v)));
-	return false;
-}
-
-/* The name of a directpath option the COPY has (it wants the direct path). */
-static const char *
-own_option(DPCopyOptions *opts)
-{
-	if (opts->rejects_table)
-		return "REJECTS_TABLE";
-	return opts->on_conflict ? "ON_CONFLICT" : NULL;
-}
-
-static void
-split_options(List *options, DPCopyOptions *opts)
-{
-	ListCell   *lc;
-
-	memset(opts, 0, sizeof(DPCopyOptions));
-	opts->max_rejects = -1;
-	foreach(lc, options)
-	{
-		DefElem    *def = lfirst_node(DefElem, lc);
-
-		if (strcmp(def->defname, "rejects_table") == 0)
-			opts->rejects_table = defGetString(def);
-		else if (strcmp(def->defname, "max_rejects") == 0)
-		{
-			opts->max_rejects = defGetInt64(def);
-			if (opts->max_rejects < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("MAX_REJECTS must be zero or more")));
-		}
-		else if (strcmp(def->defname, "on_conflict") == 0)
-			opts->on_conflict = on_conflict_option(def);
-		else if (strcmp(def->defname, "on_conflict_constraint") == 0)
-			opts->conflict_constraint = defGetString(def);
-		else
-			opts->core_options = lappend(opts->core_options, def);
-	}
-	if (opts->max_rejects >= 0 && opts->rejects_table == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("MAX_REJECTS needs REJECTS_TABLE")));
-	if (opts->conflict_constraint && !opts->on_conflict)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ON_CONFLICT_CONSTRAINT needs ON_CONFLICT")));
-	if (opts->on_conflict && opts->rejects_table)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("COPY options ON_CONFLICT and REJECTS_TABLE cannot be used together yet")));
-}
-
-/*
- * ON_CONFLICT's arbiters in 'rel' (ON_CONFLICT_CONSTRAINT's index, or every
- * unique index), checked as INSERT ... ON CONFLICT DO NOTHING's are: a
- * COPY cannot fall back to core with our option, so a refusal is an error.
- */
-static void
-resolve_arbiters(DPCopyOptions *opts, Relation rel)
-{
-	const char *why;
-
-	if (!opts->on_conflict)
-		return;
-	if (opts->conflict_constraint)
-	{
-		Oid			con = get_relation_constraint_oid(RelationGetRelid(rel),
-													  opts->conflict_constraint,
-													  false);
-		HeapTuple	tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(con));
-		char		contype;
-		Oid			index;
-
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for constraint %u", con);
-		contype = ((Form_pg_constraint) GETSTRUCT(tup))->contype;
-		index = ((Form_pg_constraint) GETSTRUCT(tup))->conindid;
-		ReleaseSysCache(tup);
-		if (contype != CONSTRAINT_PRIMARY && contype != CONSTRAINT_UNIQUE)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("constraint \"%s\" of relation \"%s\" is not a unique or primary key constraint",
-							opts->conflict_constraint, RelationGetRelationName(rel)),
-					 errhint("ON_CONFLICT_CONSTRAINT names the unique constraint whose duplicates are skipped.")));
-		opts->arbiters = list_make1_oid(index);
-	}
-	why = dp_arbiters_ineligible(RelationGetRelid(rel), opts->arbiters);
-	if (why)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("COPY option ON_CONFLICT cannot be used with this table"),
-				 errdetail("%s.", why)));
 }
 
 /*
@@ -501,6 +375,23 @@ copy_in_parallel(CopyFromState cstate, ModifyTableState *mtstate,
 	return false;
 }
 
+/* The NOTICEs of rows not loaded: ON_ERROR's, ON_CONFLICT's, rejects. */
+static void
+report_skipped(CopyFromState cstate, DPCopyOptions *opts, DPLoad *load,
+			   DPRejects *rejects)
+{
+	dp_copy_report_skipped(cstate);
+	if (opts->on_conflict && dp_load_deleted(load) > 0)
+		ereport(NOTICE,
+				(errmsg("%llu rows were skipped: their key was in the table already, or in an earlier row",
+						(unsigned long long) dp_load_deleted(load))));
+	if (rejects && dp_rejects_count(rejects) > 0)
+		ereport(NOTICE,
+				(errmsg("%llu rows were rejected into %s",
+						(unsigned long long) dp_rejects_count(rejects),
+						opts->rejects_table)));
+}
+
 /*
  * Core's CopyFrom, with the rows going to a direct-path load; 'rf' the row
  * former that reads a serial COPY's input, or NULL for core's reader.
@@ -530,7 +421,10 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	load = dp_load_begin("COPY", estate, mtstate, a->hinted, a->freeze_allowed,
 						 NULL, &input, rejects);
 	if (opts->on_conflict)
+	{
+		dp_copy_resolve_arbiters(opts, rel);
 		dp_load_on_conflict(load, opts->arbiters);
+	}
 
 	if (copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
 						 &processed))
@@ -559,37 +453,9 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	dp_load_finish(load);
 	processed -= dp_load_deleted(load);
 
-	dp_copy_report_skipped(cstate);
-	if (opts->on_conflict && dp_load_deleted(load) > 0)
-		ereport(NOTICE,
-				(errmsg("%llu rows were skipped: their key was in the table already, or in an earlier row",
-						(unsigned long long) dp_load_deleted(load))));
-	if (rejects && dp_rejects_count(rejects) > 0)
-		ereport(NOTICE,
-				(errmsg("%llu rows were rejected into %s",
-						(unsigned long long) dp_rejects_count(rejects),
-						opts->rejects_table)));
+	report_skipped(cstate, opts, load, rejects);
 	end_executor(cstate, mtstate, estate);
 	return processed;
-}
-
-/*
- * The statement goes to core after all.  Core does not know our options,
- * so a COPY that uses them cannot: say why.
- */
-static bool
-leave_to_core(DPCopyOptions *opts, const char *why)
-{
-	const char *option = own_option(opts);
-
-	if (option)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("COPY option %s needs the direct path", option),
-				 why ? errdetail("This COPY cannot take it: %s.", why) :
-				 errdetail("Core COPY refuses this statement; run it without %s to see why.",
-						   option)));
-	return false;
 }
 
 /* A COPY that admission considered goes to core: say why, for the record. */
@@ -677,17 +543,17 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 
 	if (!stmt->is_from || stmt->relation == NULL)
 		return false;
-	split_options(stmt->options, &opts);
+	dp_copy_split_options(stmt->options, &opts);
 	switch (dp_admit_copy(stmt, queryString, pstmt->stmt_location,
-						  pstmt->stmt_len, own_option(&opts), &a, &rel))
+						  pstmt->stmt_len, dp_copy_own_option(&opts), &a, &rel))
 	{
 		case DP_COPY_NOT_WANTED:
 			return false;
 		case DP_COPY_CORE:
-			return leave_to_core(&opts, NULL);
+			return dp_copy_leave_to_core(&opts, NULL);
 		case DP_COPY_NORMAL:
 			*report_id = report_normal(&a);
-			return leave_to_core(&opts, a.reason);
+			return dp_copy_leave_to_core(&opts, a.reason);
 		case DP_COPY_DIRECT:
 			break;
 	}
@@ -696,7 +562,6 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 	pstate->p_sourcetext = queryString;
 	pstate->p_queryEnv = queryEnv;
 	where = docopy_checks(pstate, stmt, rel, &attnums);
-	resolve_arbiters(&opts, rel);
 
 	/* functions COPY evaluates per row: defaults and the WHERE clause */
 	exprs = default_exprs(rel, attnums);
@@ -707,7 +572,7 @@ copy_utility(uint64 *report_id, PlannedStmt *pstmt, const char *queryString,
 		*report_id = report_normal(&a);
 		table_close(rel, NoLock);
 		free_parsestate(pstate);
-		return leave_to_core(&opts, a.reason);
+		return dp_copy_leave_to_core(&opts, a.reason);
 	}
 
 	cstate = BeginCopyFrom(pstate, rel, where, stmt->filename,

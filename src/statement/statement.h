@@ -2,7 +2,8 @@
  *
  * statement/statement.h
  *	  The statement stage: the hooks through which directpath takes over an
- *	  INSERT (plan.c, exec.c) or a COPY FROM (copy.c).
+ *	  INSERT (plan.c, exec.c) or a COPY FROM (copy.c, its own options in
+ *	  copyopts.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,5 +21,32 @@ extern void dp_copy_init(void);
 
 /* The CustomScan methods of the DirectPath node, for plan.c to wrap with. */
 extern const CustomScanMethods *dp_exec_plan_methods(void);
+
+/* ---------- copyopts.c: directpath's own COPY options ---------- */
+
+typedef struct DPCopyOptions
+{
+	char	   *rejects_table;	/* REJECTS_TABLE 'name' */
+	int64		max_rejects;	/* MAX_REJECTS n; -1: no limit */
+	bool		on_conflict;	/* ON_CONFLICT 'nothing' */
+	char	   *conflict_constraint;	/* ON_CONFLICT_CONSTRAINT 'name' */
+	List	   *arbiters;		/* its index, once the table is open */
+	List	   *core_options;	/* everything else */
+} DPCopyOptions;
+
+/* Take our options out of 'options'; core's are left in core_options. */
+extern void dp_copy_split_options(List *options, DPCopyOptions *opts);
+
+/* The name of one of our options the COPY has, or NULL. */
+extern const char *dp_copy_own_option(DPCopyOptions *opts);
+
+/* ON_CONFLICT's arbiters in the opened target, checked (raises). */
+extern void dp_copy_resolve_arbiters(DPCopyOptions *opts, Relation rel);
+
+/*
+ * The COPY goes to core after all ('why', or NULL when core refuses it):
+ * false, or an error when it has one of our options.
+ */
+extern bool dp_copy_leave_to_core(DPCopyOptions *opts, const char *why);
 
 #endif							/* DP_STATEMENT_H */
