@@ -427,3 +427,25 @@ def test_copy_on_conflict_needs_the_direct_path(cluster):
                                     "WITH (ON_CONFLICT 'nothing')") as cp:
                 cp.write("1\n")
         assert "COPY option ON_CONFLICT needs the direct path" in str(e.value)
+
+
+@pytest.mark.parametrize("case", ["reads its own target", "small: held, then normal"])
+def test_self_source_and_small_statements(cluster, case):
+    tp, td = ("up_ss_p", "up_ss_d") if case == "reads its own target" else ("up_sm_p", "up_sm_d")
+    with cluster.conn() as conn:
+        for t in (tp, td):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            conn.execute(f"INSERT INTO {t} SELECT g * 2, 'first' FROM generate_series(1, 20000) g")
+        if case == "reads its own target":
+            set_gucs(conn, {"directpath.min_bytes": "0"})
+            stmt = ("INSERT INTO {t} SELECT id / 3 + 1, 'again' FROM {t} "
+                    "ON CONFLICT DO NOTHING RETURNING id, v")
+        else:
+            # the default min_bytes: 10 rows are held, then inserted normally
+            stmt = ("INSERT INTO {t} SELECT g, 'small' FROM generate_series(1, 10) g "
+                    "ON CONFLICT DO NOTHING RETURNING id")
+        out = run_both(conn, stmt, tp, td)
+        assert out["direct"] == out["plain"]
+        assert out["plain"]["rowcount"] > 0
+        expect = "direct" if case == "reads its own target" else "normal"
+        assert out["report"]["path"] == expect, out["report"]
