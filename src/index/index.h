@@ -53,8 +53,13 @@ typedef enum DPIndexStrategy
 								 * merged into a leaf's items */
 } DPIndexStrategy;
 
-/* Choose the leaf's strategy (its indexes are open). */
-extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates);
+/*
+ * Choose the leaf's strategy (its indexes are open).  With 'per_batch',
+ * every batch's entries must be in the indexes once its work is done (ON
+ * CONFLICT's probes find them there), so nothing waits for the end.
+ */
+extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates,
+								   bool per_batch);
 extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
 
 /* The strategies used so far: bit (1 << DPIndexStrategy) per one. */

@@ -78,6 +78,9 @@
  *
  * A leaf whose held rows end up inserted on the normal path (a small
  * statement, load.c) gets its entries row by row (dp_indexes_row_by_row).
+ * A leaf of ON CONFLICT DO NOTHING never gets 3 or 4: its probes must find
+ * the entries of earlier batches in the index, and the keys kept for them
+ * meanwhile would otherwise grow with the whole load (load/conflict.c).
  *
  * reindex_index refuses an index that the session has open, so the
  * executor's index relations are closed around the rebuild and reopened
@@ -274,7 +277,7 @@ can_sort(ResultRelInfo *rri)
 }
 
 DPIndexes *
-dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
+dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 {
 	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
 
@@ -289,13 +292,13 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates)
 		ix->strategy = DP_INDEX_NONE;
 	else if (reject_duplicates && ix->has_unique)
 		ix->strategy = DP_INDEX_ROW;
-	else if (can_build(rri))
+	else if (!per_batch && can_build(rri))
 	{
 		ix->strategy = DP_INDEX_BUILD;
 		ix->summarize = begin_summaries(ix);
 		ix->builds = begin_builds(ix);
 	}
-	else if (can_rebuild(rri))
+	else if (!per_batch && can_rebuild(rri))
 		ix->strategy = DP_INDEX_REBUILD;
 	else if (can_sort(rri))
 	{

@@ -40,11 +40,11 @@
  *
  * The set holds the keys of accepted rows whose index entries may not be in
  * the index yet (the direct path makes entries after a batch of pages is
- * written).  When the leaf's entries are inserted per batch (indexes.c's
- * row and sorted strategies), a flush that did the batch's index work
- * leaves every row inserted so far findable in the index, and the set is
- * emptied (dp_conflicts_indexed); when indexes are built at the end, the
- * set holds every accepted key until then.  Deciding the whole batch before
+ * written).  A leaf of ON CONFLICT gets its entries per batch (indexes.c's
+ * row and sorted strategies, never a build at the end), so a flush that did
+ * the batch's index work leaves every row inserted so far findable in the
+ * index, and the set is emptied (dp_conflicts_indexed): it holds at most a
+ * decision's and a batch's keys.  Deciding the whole batch before
  * inserting any of it keeps a flush from emptying the set between a probe
  * and the decisions that rely on it.
  *

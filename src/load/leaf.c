@@ -92,7 +92,8 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf = palloc0(sizeof(DPLeaf));
 	leaf->rri = rri;
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates);
+	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates,
+									 set->on_conflict);
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
 	/* an INSERT's arbiters are core's, mapped to the leaf by routing */
