@@ -196,7 +196,9 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 	DPHint		w;
 
 	*parallel = 0;
-	if (dp_mode == DP_MODE_OFF || parse->commandType != CMD_INSERT ||
+	/* a MERGE is judged too, so that a hinted one says why it is refused */
+	if (dp_mode == DP_MODE_OFF ||
+		(parse->commandType != CMD_INSERT && parse->commandType != CMD_MERGE) ||
 		parse->resultRelation <= 0)
 		return false;
 	w = wanted(dp_find_hint(source, parse->stmt_location, parse->stmt_len,

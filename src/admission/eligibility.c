@@ -389,6 +389,8 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 	if (!IsA(stmt->planTree, ModifyTable))
 		return "the statement's plan does not end in an INSERT";
 	mt = (ModifyTable *) stmt->planTree;
+	if (mt->operation == CMD_MERGE)
+		return "MERGE (the rows it inserts do not take the direct path yet)";
 	if (mt->operation != CMD_INSERT)
 		return "not an INSERT";
 	if (list_length(mt->resultRelations) != 1)

@@ -127,7 +127,8 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 		return;
 	if (s->refused.reason[0] != '\0')
 	{
-		dp_report_normal(&s->refused, s->hinted && !s->small, "INSERT",
+		dp_report_normal(&s->refused, s->hinted && !s->small,
+						 s->mtstate->operation == CMD_MERGE ? "MERGE" : "INSERT",
 						 s->refused.reason);
 		s->report_id = dp_report_publish(&s->refused);
 		return;
@@ -290,7 +291,8 @@ dp_executor_start(QueryDesc *queryDesc, int eflags)
 		s->freeze_allowed = s->freeze_allowed && clear;
 	}
 	else if (dp_mode == DP_MODE_ALWAYS && top && IsA(top, ModifyTable) &&
-			 ((ModifyTable *) top)->operation == CMD_INSERT &&
+			 (((ModifyTable *) top)->operation == CMD_INSERT ||
+			  ((ModifyTable *) top)->operation == CMD_MERGE) &&
 			 !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 	{
 		/* planned for the normal path: publish the plan-time reason */
