@@ -483,3 +483,19 @@ def test_merge_says_why(cluster):
         assert plan[0].startswith("Merge on up_mg_d"), plan
         conn.execute(merge.format(t="up_mg_d"))
         assert last_statement(conn)["reason"] == why
+
+
+def test_deferrable_unique_arbiter_fails_as_core(cluster):
+    """A deferrable unique constraint cannot be an arbiter: core's error,
+    on both paths, once the statement has a row to check."""
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE up_def (id int UNIQUE DEFERRABLE, v int)")
+        conn.execute("SET directpath.min_bytes = 0")
+        errors = []
+        for hint in ("", "/*+ APPEND */ "):
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute(f"{hint}INSERT INTO up_def SELECT g, g FROM "
+                             f"generate_series(1, 5000) g ON CONFLICT DO NOTHING")
+            errors.append((e.value.sqlstate, e.value.diag.message_primary))
+        assert errors[0] == errors[1] and errors[0][0] == "55000", errors
+        assert conn.execute("SELECT count(*) FROM up_def").fetchone()[0] == 0

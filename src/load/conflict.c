@@ -509,26 +509,33 @@ probe_one(DPConflicts *c, DPArbiter *a, int r)
 	return state;
 }
 
+/* A batch key to sort: its first column inline, for the comparisons. */
+typedef struct DPSortItem
+{
+	Datum		first;
+	bool		first_null;
+	DPBatchKey *e;
+} DPSortItem;
+
 /* qsort_arg's comparator: two batch keys in the index's order. */
 static int
 key_order(const void *x, const void *y, void *arg)
 {
 	DPArbiter  *a = arg;
-	const DPBatchKey *ex = *(DPBatchKey *const *) x;
-	const DPBatchKey *ey = *(DPBatchKey *const *) y;
+	const DPSortItem *ix = x;
+	const DPSortItem *iy = y;
+	int			r = ApplySortComparator(ix->first, ix->first_null,
+										iy->first, iy->first_null, &a->sort[0]);
 
-	for (int j = 0; j < a->nkeys; j++)
+	for (int j = 1; r == 0 && j < a->nkeys; j++)
 	{
-		int			ix = ex->first * a->nkeys + j;
-		int			iy = ey->first * a->nkeys + j;
-		int			r = ApplySortComparator(a->values[ix], a->isnull[ix],
-											a->values[iy], a->isnull[iy],
-											&a->sort[j]);
+		int			px = ix->e->first * a->nkeys + j;
+		int			py = iy->e->first * a->nkeys + j;
 
-		if (r != 0)
-			return r;
+		r = ApplySortComparator(a->values[px], a->isnull[px],
+								a->values[py], a->isnull[py], &a->sort[j]);
 	}
-	return 0;
+	return r;
 }
 
 /* What dp_btree_probe's visitor needs. */
@@ -575,10 +582,11 @@ visit_entry(void *arg, int k, ItemPointer tid)
 static void
 probe_sorted(DPConflicts *c, DPArbiter *a)
 {
-	DPBatchKey **order = MemoryContextAlloc(c->batch_cxt,
-											sizeof(DPBatchKey *) * a->batch->members);
-	Datum	   *values;
-	bool	   *isnull;
+	int			members = Max(a->batch->members, 1);
+	DPSortItem *items = MemoryContextAlloc(c->batch_cxt, sizeof(DPSortItem) * members);
+	DPBatchKey **order = MemoryContextAlloc(c->batch_cxt, sizeof(DPBatchKey *) * members);
+	Datum	   *values = MemoryContextAlloc(c->batch_cxt, sizeof(Datum) * a->nkeys * members);
+	bool	   *isnull = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * a->nkeys * members);
 	int			n = 0;
 	dpbatch_iterator it;
 	DPBatchKey *e;
@@ -587,12 +595,15 @@ probe_sorted(DPConflicts *c, DPArbiter *a)
 	dpbatch_start_iterate(a->batch, &it);
 	while ((e = dpbatch_iterate(a->batch, &it)) != NULL)
 		if (dpbatch_lookup(a->seen, e->key) == NULL)
-			order[n++] = e;
-	qsort_arg(order, n, sizeof(DPBatchKey *), key_order, a);
-	values = MemoryContextAlloc(c->batch_cxt, sizeof(Datum) * a->nkeys * Max(n, 1));
-	isnull = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * a->nkeys * Max(n, 1));
+		{
+			items[n].first = a->values[e->first * a->nkeys];
+			items[n].first_null = a->isnull[e->first * a->nkeys];
+			items[n++].e = e;
+		}
+	qsort_arg(items, n, sizeof(DPSortItem), key_order, a);
 	for (int k = 0; k < n; k++)
 	{
+		order[k] = items[k].e;
 		memcpy(&values[k * a->nkeys], &a->values[order[k]->first * a->nkeys],
 			   sizeof(Datum) * a->nkeys);
 		memcpy(&isnull[k * a->nkeys], &a->isnull[order[k]->first * a->nkeys],
