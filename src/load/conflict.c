@@ -262,7 +262,6 @@ arbiter_begin(DPConflicts *c, DPArbiter *a, int i)
 		BuildSpeculativeIndexInfo(a->index, a->info);
 	a->nkeys = IndexRelationGetNumberOfKeyAttributes(a->index);
 	a->scan = DP_INDEX_BEGINSCAN(heap, a->index, &c->dirty, a->nkeys, 0);
-	a->scan->xs_want_itup = true;	/* the keys found, as index-only scans */
 	a->sort = palloc0(sizeof(SortSupportData) * a->nkeys);
 	for (int j = 0; j < a->nkeys; j++)
 	{
@@ -438,45 +437,30 @@ found_state(DPConflicts *c, TupleTableSlot *slot)
 }
 
 /*
- * The next live entry of the scan, and what it makes of its key; false at
- * the end, or with 'restart' after waiting for an in-progress writer as
- * core does (not expected under the load's lock; the caller rescans).  An
- * entry whose heap page is all-visible is live and visible to every
- * snapshot, as an index-only scan trusts, so its row is not fetched; the
- * entry's key is in the scan's xs_itup either way.
+ * What the index entry pointing at 'tid' makes of its key: DPK_UNKNOWN for
+ * a dead entry; DPK_WAIT, with *xwait, when an in-progress transaction
+ * wrote or is deleting its row; else the key is in the table (found_state).
+ * An entry whose heap page is all-visible is live and visible to every
+ * snapshot, as an index-only scan trusts, so its row is not fetched.
  */
-static bool
-next_entry(DPConflicts *c, DPArbiter *a, DPKeyState *state, bool *restart)
+static DPKeyState
+entry_state(DPConflicts *c, ItemPointer tid, TransactionId *xwait)
 {
-	Relation	heap = c->rri->ri_RelationDesc;
-	ItemPointer tid;
+	bool		call_again = false;
+	bool		all_dead = false;
+	DPKeyState	state;
 
-	*restart = false;
-	while ((tid = index_getnext_tid(a->scan, ForwardScanDirection)) != NULL)
-	{
-		TransactionId xwait;
-
-		if (VM_ALL_VISIBLE(heap, ItemPointerGetBlockNumber(tid), &c->vmbuffer))
-		{
-			*state = DPK_TABLE;
-			return true;
-		}
-		if (!index_fetch_heap(a->scan, c->existing))
-			continue;			/* a dead entry */
-		xwait = TransactionIdIsValid(c->dirty.xmin) ? c->dirty.xmin :
-			c->dirty.xmax;
-		if (TransactionIdIsValid(xwait))
-		{
-			ExecClearTuple(c->existing);
-			XactLockTableWait(xwait, heap, tid, XLTW_InsertIndex);
-			*restart = true;
-			return false;
-		}
-		*state = found_state(c, c->existing);
-		ExecClearTuple(c->existing);
-		return true;
-	}
-	return false;
+	*xwait = InvalidTransactionId;
+	if (VM_ALL_VISIBLE(c->rri->ri_RelationDesc, ItemPointerGetBlockNumber(tid),
+					   &c->vmbuffer))
+		return DPK_TABLE;
+	if (!table_index_fetch_tuple(c->fetch, tid, &c->dirty, c->existing,
+								 &call_again, &all_dead))
+		return DPK_UNKNOWN;
+	*xwait = TransactionIdIsValid(c->dirty.xmin) ? c->dirty.xmin : c->dirty.xmax;
+	state = TransactionIdIsValid(*xwait) ? DPK_WAIT : found_state(c, c->existing);
+	ExecClearTuple(c->existing);
+	return state;
 }
 
 /*
@@ -487,8 +471,7 @@ static DPKeyState
 probe_one(DPConflicts *c, DPArbiter *a, int r)
 {
 	ScanKeyData keys[INDEX_MAX_KEYS];
-	DPKeyState state = DPK_UNKNOWN;
-	bool		restart;
+	DPKeyState	state;
 
 	for (int j = 0; j < a->nkeys; j++)
 	{
@@ -500,13 +483,21 @@ probe_one(DPConflicts *c, DPArbiter *a, int r)
 							   a->info->ii_UniqueProcs[j],
 							   a->values[r * a->nkeys + j]);
 	}
-	do
+	for (;;)
 	{
+		ItemPointer tid;
+		TransactionId xwait = InvalidTransactionId;
+
+		state = DPK_UNKNOWN;
 		index_rescan(a->scan, keys, a->nkeys, NULL, 0);
-		if (!next_entry(c, a, &state, &restart))
-			state = DPK_UNKNOWN;
-	} while (restart);
-	return state;
+		while ((tid = index_getnext_tid(a->scan, ForwardScanDirection)) != NULL &&
+			   (state = entry_state(c, tid, &xwait)) == DPK_UNKNOWN)
+			;
+		if (state != DPK_WAIT)
+			return state;
+		/* wait as core does (not expected under the load's lock), again */
+		XactLockTableWait(xwait, c->rri->ri_RelationDesc, tid, XLTW_InsertIndex);
+	}
 }
 
 /* A batch key to sort: its first column inline, for the comparisons. */
@@ -546,32 +537,20 @@ typedef struct DPProbe
 } DPProbe;
 
 /*
- * dp_btree_probe's visitor: is the entry's row live?  As in next_entry,
- * without waiting: a row an in-progress writer holds leaves its key to be
- * probed again on its own.
+ * dp_btree_probe's visitor: is the entry's row live?  Without waiting: a
+ * row an in-progress writer holds leaves its key to be probed again on its
+ * own (probe_one), which waits.
  */
 static bool
 visit_entry(void *arg, int k, ItemPointer tid)
 {
 	DPProbe    *p = arg;
-	DPConflicts *c = p->c;
-	bool		call_again = false;
-	bool		all_dead = false;
+	TransactionId xwait;
+	DPKeyState	state = entry_state(p->c, tid, &xwait);
 
-	if (VM_ALL_VISIBLE(c->rri->ri_RelationDesc, ItemPointerGetBlockNumber(tid),
-					   &c->vmbuffer))
-	{
-		p->order[k]->state = DPK_TABLE;
-		return true;
-	}
-	if (!table_index_fetch_tuple(c->fetch, tid, &c->dirty, c->existing,
-								 &call_again, &all_dead))
+	if (state == DPK_UNKNOWN)
 		return false;
-	if (TransactionIdIsValid(c->dirty.xmin) || TransactionIdIsValid(c->dirty.xmax))
-		p->order[k]->state = DPK_WAIT;
-	else
-		p->order[k]->state = found_state(c, c->existing);
-	ExecClearTuple(c->existing);
+	p->order[k]->state = state;
 	return true;
 }
 

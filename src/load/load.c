@@ -148,21 +148,15 @@ start_writer(DPLoad *s, DPLeaf *leaf)
 
 /*
  * After a flush that wrote every page and did the queue's work, rows
- * inserted under ON CONFLICT DO NOTHING are in the per-batch indexes.
+ * inserted under ON CONFLICT DO NOTHING are in their indexes (such a
+ * leaf's entries are made per batch: leaf.c asks indexes.c for that).
  */
 static void
 conflicts_indexed(DPLoad *s)
 {
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
-	{
-		DPIndexStrategy ix;
-
-		if (leaf->conflicts == NULL || leaf->writer == NULL)
-			continue;
-		ix = dp_indexes_strategy(leaf->indexes);
-		if (ix == DP_INDEX_ROW || ix == DP_INDEX_SORTED)
+		if (leaf->conflicts)
 			dp_conflicts_indexed(leaf->conflicts);
-	}
 }
 
 /*
