@@ -27,6 +27,7 @@ OBJS = \
 	src/load/fkeys.o \
 	src/load/rejects.o \
 	src/load/conflict.o \
+	src/load/upsert.o \
 	src/parallel/parallel.o \
 	src/parallel/parcopy.o \
 	src/input/chunker.o \

@@ -4,8 +4,8 @@
 SET directpath.min_bytes = 0;
 CREATE TABLE e (a int PRIMARY KEY, b text);
 
--- ON CONFLICT DO UPDATE
-/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+-- ON CONFLICT DO UPDATE whose SET assigns a column of the arbiter
+/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 -- the rows the normal path inserted are counted
 SELECT path, rows_inserted FROM directpath.last_statement();
 -- DO NOTHING is direct (tests/test_upsert.py); its rows that conflict are
@@ -15,11 +15,19 @@ INSERT INTO ed SELECT generate_series(1, 6);
 /*+ APPEND */ INSERT INTO ed SELECT g FROM generate_series(5, 14) g ON CONFLICT DO NOTHING;
 SELECT path, rows_inserted FROM directpath.last_statement();
 DROP TABLE ed;
+-- DO UPDATE is direct for the new keys (tests/test_upsert_update.py); the
+-- command counts the rows updated too, rows_inserted only those inserted
+CREATE TABLE eu (a int PRIMARY KEY, b text);
+INSERT INTO eu SELECT g, 'old' FROM generate_series(1, 6) g;
+/*+ APPEND */ INSERT INTO eu SELECT g, 'new' FROM generate_series(5, 14) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+SELECT path, rows_inserted FROM directpath.last_statement();
+SELECT b, count(*) FROM eu GROUP BY b ORDER BY b;
+DROP TABLE eu;
 -- but not with a key whose equal values can differ in their bytes
 CREATE TABLE en (a numeric PRIMARY KEY);
 /*+ APPEND */ INSERT INTO en SELECT g FROM generate_series(1, 10) g ON CONFLICT DO NOTHING;
 DROP TABLE en;
-EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET b = 'y';
+EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 SELECT count(*) FROM e;
 
 -- temporary table
@@ -95,9 +103,9 @@ SELECT path, rows_inserted FROM directpath.last_statement();
 
 -- the message level is configurable
 SET directpath.fallback_message_level = warning;
-/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 3) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 3) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 SET directpath.fallback_message_level = debug;
-/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 3) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+/*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 3) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 RESET directpath.fallback_message_level;
 
 -- no hint, default mode: no DirectPath node at all
@@ -106,8 +114,8 @@ EXPLAIN (COSTS OFF) INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g;
 -- mode = always: a statement refused at plan time keeps core's plan
 -- untouched (no DirectPath node), and last_statement() still says why
 SET directpath.mode = always;
-EXPLAIN (COSTS OFF) INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
-INSERT INTO e SELECT g, 'a' FROM generate_series(5001, 5010) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+EXPLAIN (COSTS OFF) INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
+INSERT INTO e SELECT g, 'a' FROM generate_series(5001, 5010) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 SELECT path, reason, rows_inserted FROM directpath.last_statement();
 WITH w AS (INSERT INTO e SELECT g, 'w' FROM generate_series(5011, 5015) g RETURNING a)
   INSERT INTO e SELECT a + 100, 'w2' FROM w;
@@ -115,7 +123,7 @@ SELECT path, reason FROM directpath.last_statement();
 -- a prepared statement reports its reason at every execution, also from
 -- its cached generic plan
 SET plan_cache_mode = force_generic_plan;
-PREPARE oc(int) AS INSERT INTO e SELECT g, 'p' FROM generate_series($1, $1 + 4) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+PREPARE oc(int) AS INSERT INTO e SELECT g, 'p' FROM generate_series($1, $1 + 4) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 EXECUTE oc(6001);
 SELECT path, reason, rows_inserted FROM directpath.last_statement();
 /*+ APPEND */ INSERT INTO e SELECT g, 'd' FROM generate_series(7001, 7010) g;
@@ -124,7 +132,7 @@ SELECT path, reason, rows_inserted FROM directpath.last_statement();
 DEALLOCATE oc;
 RESET plan_cache_mode;
 -- the hinted statement keeps the node that shows the reason
-EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET b = excluded.b;
+EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO e SELECT g, 'x' FROM generate_series(1, 10) g ON CONFLICT (a) DO UPDATE SET a = excluded.a;
 RESET directpath.mode;
 
 SELECT count(*) FROM e;

@@ -111,6 +111,24 @@ def table_digest(conn, table):
         f"SELECT count(*), coalesce(sum(hashtext(x::text)), 0) FROM {table} x").fetchone())
 
 
+def run_both(conn, stmt, t_plain, t_direct):
+    """Run 'stmt' ({t}: the target) plain on one table and hinted on the
+    other; return what each did (row count, sorted RETURNING rows, the
+    table's digest) and the hinted one's last_statement()."""
+    out = {}
+    for kind, t in (("plain", t_plain), ("direct", t_direct)):
+        sql = stmt.format(t=t)
+        if kind == "direct":
+            sql = "/*+ APPEND */ " + sql
+        cur = conn.execute(sql)
+        ret = sorted(cur.fetchall()) if cur.description else None
+        out[kind] = {"rowcount": cur.rowcount, "returning": ret,
+                     "digest": table_digest(conn, t)}
+        if kind == "direct":
+            out["report"] = last_statement(conn)
+    return out
+
+
 def page_lsns(conn, table):
     """Page LSN of every heap block (needs pageinspect)."""
     return [r[0] for r in conn.execute(

@@ -19,7 +19,8 @@ import random
 import psycopg
 import pytest
 
-from conftest import SMALL_BATCHES, last_statement, set_gucs, sqlstate_of, table_digest
+from conftest import (SMALL_BATCHES, last_statement, run_both, set_gucs, sqlstate_of,
+                      table_digest)
 
 pytestmark = pytest.mark.directpath
 
@@ -66,22 +67,6 @@ def make_stage(conn, seed, n):
     with conn.cursor().copy(f"COPY stage_{seed} FROM STDIN") as cp:
         for row in rows:
             cp.write_row(row)
-
-
-def run_both(conn, stmt, t_plain, t_direct, settings=None):
-    """Run 'stmt' ({t}: the target) plain and hinted; return what each did."""
-    out = {}
-    for kind, t in (("plain", t_plain), ("direct", t_direct)):
-        sql = stmt.format(t=t)
-        if kind == "direct":
-            sql = "/*+ APPEND */ " + sql
-        cur = conn.execute(sql)
-        ret = sorted(cur.fetchall()) if cur.description else None
-        out[kind] = {"rowcount": cur.rowcount, "returning": ret,
-                     "digest": table_digest(conn, t)}
-        if kind == "direct":
-            out["report"] = last_statement(conn)
-    return out
 
 
 INS = "INSERT INTO {t} SELECT * FROM stage_{s} "
@@ -197,14 +182,16 @@ def test_after_trigger_and_transition_table(cluster):
         assert seen["up_tr_p"][-1][1] == out["plain"]["rowcount"]
 
 
-def test_repeatable_read_conflict_with_a_later_commit(cluster):
+@pytest.mark.parametrize("action", ["DO NOTHING", "(id) DO UPDATE SET v = excluded.v"])
+def test_repeatable_read_conflict_with_a_later_commit(cluster, action):
     """A conflicting row committed after the snapshot: 40001 on both paths;
-    a row of the own transaction is no such conflict."""
+    a row of the own transaction is no such conflict (DO UPDATE updates it)."""
+    sfx = "u" if "UPDATE" in action else "n"
+    tables = {"": f"up_rr_p{sfx}", "/*+ APPEND */ ": f"up_rr_d{sfx}"}
     with cluster.conn() as conn:
-        for t in ("up_rr_p", "up_rr_d"):
+        for t in tables.values():
             conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int)")
-    for hint in ("", "/*+ APPEND */ "):
-        t = "up_rr_d" if hint else "up_rr_p"
+    for hint, t in tables.items():
         with cluster.conn() as a, cluster.conn() as b:
             set_gucs(a, {"directpath.min_bytes": "0"})
             a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -212,20 +199,20 @@ def test_repeatable_read_conflict_with_a_later_commit(cluster):
             b.execute(f"INSERT INTO {t} VALUES (5000, 0)")
             with pytest.raises(psycopg.errors.SerializationFailure) as e:
                 a.execute(f"{hint}INSERT INTO {t} SELECT g, 1 FROM generate_series(1, 9000) g "
-                          f"ON CONFLICT DO NOTHING")
+                          f"ON CONFLICT {action}")
             assert "could not serialize access due to concurrent update" in str(e.value)
             a.execute("ROLLBACK")
             a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             a.execute(f"INSERT INTO {t} SELECT g, 2 FROM generate_series(1, 100) g "
                       f"ON CONFLICT DO NOTHING")
             cur = a.execute(f"{hint}INSERT INTO {t} SELECT g, 1 FROM generate_series(1, 9000) g "
-                            f"ON CONFLICT DO NOTHING")
-            assert cur.rowcount == 9000 - 101
+                            f"ON CONFLICT {action}")
+            assert cur.rowcount == (9000 if "UPDATE" in action else 9000 - 101)
             if hint:
                 assert last_statement(a)["path"] == "direct"
             a.execute("COMMIT")
     with cluster.conn() as conn:
-        assert table_digest(conn, "up_rr_p") == table_digest(conn, "up_rr_d")
+        assert table_digest(conn, tables[""]) == table_digest(conn, tables["/*+ APPEND */ "])
 
 
 def test_concurrent_writer_waits_then_skips(cluster):
@@ -270,9 +257,6 @@ def test_prepared_transaction_rows_wait_on_both_paths(make_cluster):
 
 
 REFUSED = {
-    "DO UPDATE": ("CREATE TABLE {t} (id int PRIMARY KEY, v int)",
-                  "ON CONFLICT (id) DO UPDATE SET v = excluded.v",
-                  "INSERT ... ON CONFLICT DO UPDATE"),
     "numeric key": ("CREATE TABLE {t} (id numeric PRIMARY KEY, v int)",
                     "ON CONFLICT DO NOTHING", "equal values can differ in their bytes"),
     "exclusion": ("CREATE TABLE {t} (id int, v int, EXCLUDE USING btree (id WITH =))",

@@ -172,9 +172,7 @@ dp_admit_parse(const char *source, Query *query)
 	RangeTblEntry *rte;
 
 	if (dp_mode == DP_MODE_OFF || query->commandType != CMD_INSERT ||
-		query->resultRelation <= 0 ||
-		(query->onConflict != NULL &&
-		 query->onConflict->action != ONCONFLICT_NOTHING))
+		query->resultRelation <= 0)
 		return;
 	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len, NULL),
 			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)

@@ -10,10 +10,13 @@
  * observe that difference, or whatever the page writer cannot produce with
  * identical results, sends the statement to the normal path:
  *
- *	- ON CONFLICT DO UPDATE; DO NOTHING with an arbiter whose keys cannot
- *	  be compared by their bytes (conflict.c keeps the keys of the rows
- *	  not yet in the index as byte images: an exclusion constraint,
- *	  numeric, float, a nondeterministic collation);
+ *	- ON CONFLICT with an arbiter whose keys cannot be compared by their
+ *	  bytes (conflict.c keeps the keys of the rows not yet in the index as
+ *	  byte images: an exclusion constraint, numeric, float, a
+ *	  nondeterministic collation); DO UPDATE with more than one arbiter,
+ *	  a SET that assigns an arbiter's column, an arbiter over a generated
+ *	  column, a BEFORE ROW UPDATE trigger or a foreign partition
+ *	  (do_update_ineligible);
  *	- data-modifying WITH, more than one target;
  *	- targets that are not heap tables: views (INSTEAD OF triggers),
  *	  foreign tables, other table access methods; temporary tables (local
@@ -56,6 +59,7 @@
 #include "catalog/pg_proc.h"
 #include "foreign/fdwapi.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -264,6 +268,81 @@ dp_arbiters_ineligible(Oid relid, List *arbiters)
 	return r;
 }
 
+/*
+ * The columns of an index (key, INCLUDE, expression and predicate columns)
+ * as attribute numbers offset by FirstLowInvalidHeapAttributeNumber, as
+ * pull_varattnos gives them.
+ */
+static Bitmapset *
+index_columns(Relation index)
+{
+	Bitmapset  *cols = NULL;
+
+	for (int i = 0; i < index->rd_index->indnatts; i++)
+		if (index->rd_index->indkey.values[i] != 0)
+			cols = bms_add_member(cols, index->rd_index->indkey.values[i] -
+								  FirstLowInvalidHeapAttributeNumber);
+	pull_varattnos((Node *) RelationGetIndexExpressions(index), 1, &cols);
+	pull_varattnos((Node *) RelationGetIndexPredicate(index), 1, &cols);
+	return cols;
+}
+
+/*
+ * ON CONFLICT DO UPDATE's own rules (upsert.c hands the conflicting rows to
+ * core's executor, after the rows the statement inserts are written):
+ * one arbiter, whose key the update cannot change (SET assigns none of its
+ * columns, none is generated), so that no row inserted later can meet a
+ * key the update made; no BEFORE UPDATE row trigger, no foreign partition.
+ */
+static const char *
+do_update_ineligible(ModifyTable *mt, Oid target)
+{
+	Relation	index;
+	Relation	rel;
+	Bitmapset  *cols;
+	List	   *rels;
+	const char *r = NULL;
+	ListCell   *lc;
+	int			col = -1;
+
+	if (list_length(mt->arbiterIndexes) != 1)
+		return "ON CONFLICT DO UPDATE with more than one arbiter index";
+	index = index_open(linitial_oid(mt->arbiterIndexes), AccessShareLock);
+	cols = index_columns(index);
+	rel = relation_open(target, NoLock);
+	foreach(lc, mt->onConflictCols)
+		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber, cols))
+			r = reason("ON CONFLICT DO UPDATE SET assigns column \"%s\" of the arbiter \"%s\"",
+					   get_attname(target, lfirst_int(lc), false),
+					   RelationGetRelationName(index));
+	while (r == NULL && (col = bms_next_member(cols, col)) >= 0)
+	{
+		AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno > 0 &&
+			TupleDescAttr(RelationGetDescr(rel), attno - 1)->attgenerated)
+			r = reason("the ON CONFLICT DO UPDATE arbiter \"%s\" has a generated column",
+					   RelationGetRelationName(index));
+	}
+	relation_close(rel, NoLock);
+	index_close(index, AccessShareLock);
+
+	rels = find_all_inheritors(target, AccessShareLock, NULL);
+	foreach(lc, rels)
+	{
+		rel = relation_open(lfirst_oid(lc), NoLock);
+		if (r == NULL && rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+			r = reason("partition \"%s\" is a foreign table (ON CONFLICT DO UPDATE)",
+					   RelationGetRelationName(rel));
+		if (r == NULL && rel->trigdesc && rel->trigdesc->trig_update_before_row)
+			r = reason("\"%s\" has a BEFORE ROW UPDATE trigger (ON CONFLICT DO UPDATE would run it while rows of the statement wait to be written)",
+					   RelationGetRelationName(rel));
+		relation_close(rel, NoLock);
+	}
+	list_free(rels);
+	return r;
+}
+
 /* Built-in volatile functions that run queries of their own. */
 static bool
 builtin_runs_queries(Oid funcid)
@@ -385,6 +464,7 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 {
 	ModifyTable *mt;
 	const char *why;
+	Oid			target;
 
 	if (!IsA(stmt->planTree, ModifyTable))
 		return "the statement's plan does not end in an INSERT";
@@ -399,13 +479,12 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 		return "the statement has a data-modifying WITH";
 	if (!hinted && dp_query_is_single_row(parse))
 		return "single-row VALUES";
-	if (mt->onConflictAction == ONCONFLICT_UPDATE)
-		return "INSERT ... ON CONFLICT DO UPDATE";
 	why = dp_expr_ineligible((Node *) parse);
-	if (why == NULL && mt->onConflictAction == ONCONFLICT_NOTHING)
-		why = dp_arbiters_ineligible(rt_fetch(linitial_int(mt->resultRelations),
-											  stmt->rtable)->relid,
-									 mt->arbiterIndexes);
+	target = rt_fetch(linitial_int(mt->resultRelations), stmt->rtable)->relid;
+	if (why == NULL && mt->onConflictAction != ONCONFLICT_NONE)
+		why = dp_arbiters_ineligible(target, mt->arbiterIndexes);
+	if (why == NULL && mt->onConflictAction == ONCONFLICT_UPDATE)
+		why = do_update_ineligible(mt, target);
 	return why;
 }
 

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * conflict.c
- *	  INSERT ... ON CONFLICT DO NOTHING on the direct path: which rows are
- *	  skipped, decided a batch of rows at a time.
+ *	  INSERT ... ON CONFLICT on the direct path: which rows are skipped (or,
+ *	  under DO UPDATE, updated), decided a batch of rows at a time.
  *
  * Core's rule (ExecInsert, ExecCheckIndexConstraints).  After its NOT NULL,
  * CHECK and partition checks, each row's key in every arbiter index (the
@@ -37,6 +37,10 @@
  *				accepted;
  *	then the load inserts the accepted rows in input order, and the
  *	batch's accepted keys move to the set (dp_conflicts_batch_done).
+ *
+ * Under DO UPDATE (upsert.c) a row whose key is in the table is kept for
+ * core's update instead of skipped, and stays "in the table" for the rows
+ * after it; one whose key was accepted raises core's cardinality error.
  *
  * The set holds the keys of accepted rows whose index entries may not be in
  * the index yet (the direct path makes entries after a batch of pages is
@@ -166,6 +170,8 @@ struct DPConflicts
 	Buffer		vmbuffer;		/* the heap's visibility map page */
 	IndexFetchTableData *fetch; /* heap fetches of entries found */
 	TupleTableSlot *row;		/* a decided row, for the load */
+	bool		do_update;		/* DO UPDATE: a key in the table keeps the
+								 * row for upsert.c */
 	int			narbiters;
 	DPArbiter  *arbiters;
 	MemoryContext scan_cxt;		/* the scans' (they keep memory of their own
@@ -278,12 +284,14 @@ arbiter_begin(DPConflicts *c, DPArbiter *a, int i)
 }
 
 DPConflicts *
-dp_conflicts_begin(ResultRelInfo *rri, EState *estate, List *arbiters)
+dp_conflicts_begin(ResultRelInfo *rri, EState *estate, List *arbiters,
+				   bool do_update)
 {
 	DPConflicts *c = palloc0(sizeof(DPConflicts));
 	int			n = 0;
 
 	c->rri = rri;
+	c->do_update = do_update;
 	c->estate = estate;
 	c->scan_cxt = CurrentMemoryContext;
 	c->vmbuffer = InvalidBuffer;
@@ -625,7 +633,7 @@ key_state(DPArbiter *a, int r)
 	return dpbatch_lookup(a->batch, a->keys[r])->state;
 }
 
-bool
+DPDecision
 dp_conflicts_decide(DPConflicts *c)
 {
 	int			r = c->next++;
@@ -647,8 +655,16 @@ dp_conflicts_decide(DPConflicts *c)
 						 errmsg("could not serialize access due to concurrent update")));
 				break;
 			case DPK_TABLE:
+				return c->do_update ? DP_ROW_UPDATE : DP_ROW_SKIP;
 			case DPK_ACCEPTED:
-				return false;
+				if (c->do_update)
+					ereport(ERROR,
+							(errcode(ERRCODE_CARDINALITY_VIOLATION),
+					/* translator: %s is a SQL command name */
+							 errmsg("%s command cannot affect row a second time",
+									"ON CONFLICT DO UPDATE"),
+							 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+				return DP_ROW_SKIP;
 			case DPK_WAIT:
 				elog(ERROR, "directpath: conflict key left unprobed");
 		}
@@ -657,7 +673,7 @@ dp_conflicts_decide(DPConflicts *c)
 		if (c->arbiters[i].has_key[r])
 			dpbatch_lookup(c->arbiters[i].batch, c->arbiters[i].keys[r])->state =
 				DPK_ACCEPTED;
-	return true;
+	return DP_ROW_INSERT;
 }
 
 TupleTableSlot *

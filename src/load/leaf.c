@@ -101,7 +101,7 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 		leaf->conflicts = dp_conflicts_begin(rri, set->estate,
 											 set->mtstate->ps.plan ?
 											 rri->ri_onConflictArbiterIndexes :
-											 set->arbiters);
+											 set->arbiters, set->do_update);
 	leaf->needs_post = needs_post(leaf, set->mtstate);
 	MemoryContextSwitchTo(old);
 

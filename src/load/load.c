@@ -16,8 +16,9 @@
  *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
  *	  constraints, the partition constraint when inserting into a partition
  *	  directly (with a rejects table, checked without raising: rejects.c);
- *	under ON CONFLICT DO NOTHING, hold it until a batch of rows is
- *	  decided together: skipped if its key is taken, else on (conflict.c);
+ *	under ON CONFLICT, hold it until a batch of rows is decided together:
+ *	  skipped if its key is taken (DO NOTHING), kept for core's update
+ *	  at the end (DO UPDATE, upsert.c), else on (conflict.c);
  *	then hold the row, place it on a page (pages.c; its index entries
  *	  sorted for a build at the end, indexes.c, or the row queued for its
  *	  after-insert work, queue.c), or send it to a foreign partition
@@ -95,12 +96,14 @@ struct DPLoad
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	DPInputLine *input;			/* COPY's input position, or NULL */
 	uint64		foreign_rows;	/* rows sent to foreign partitions */
-	/* ON CONFLICT DO NOTHING: checked rows waiting for their decision */
+	/* ON CONFLICT: checked rows waiting for their decision */
 	DPRow	   *pending;		/* DP_CONFLICT_BATCH at most */
 	int			npending;
 	Size		pending_bytes;
 	MemoryContext pending_cxt;
 	uint64		skipped;		/* rows skipped for a conflict */
+	DPUpsert   *upsert;			/* DO UPDATE's rows for core, or NULL */
+	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
 	DPReport	report;			/* what the statement did */
 };
 
@@ -119,8 +122,17 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	s->leaves.estate = estate;
 	s->leaves.mtstate = mtstate;
 	s->leaves.freeze_allowed = freeze_allowed;
-	s->leaves.on_conflict = mtstate->ps.plan != NULL &&
-		((ModifyTable *) mtstate->ps.plan)->onConflictAction == ONCONFLICT_NOTHING;
+	if (mtstate->ps.plan != NULL)
+	{
+		OnConflictAction action = ((ModifyTable *) mtstate->ps.plan)->onConflictAction;
+
+		s->leaves.on_conflict = action != ONCONFLICT_NONE;
+		s->leaves.do_update = action == ONCONFLICT_UPDATE;
+		/* this command's rows stay invisible to its SET and WHERE */
+		if (s->leaves.do_update)
+			s->leaves.freeze_allowed = false;
+	}
+	s->retstore = retstore;
 	s->leaves.xid = GetCurrentTransactionId();
 	s->leaves.cid = GetCurrentCommandId(true);
 	initStringInfo(&s->leaves.fk_batched);
@@ -436,20 +448,21 @@ insert_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 static void
 decide_pending(DPLoad *s)
 {
-	bool	   *keep = MemoryContextAlloc(s->pending_cxt, sizeof(bool) * s->npending);
+	DPDecision *decision = MemoryContextAlloc(s->pending_cxt,
+											  sizeof(DPDecision) * s->npending);
 
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->conflicts && dp_conflicts_batch_rows(leaf->conflicts) > 0)
 			dp_conflicts_probe(leaf->conflicts);
 	for (int i = 0; i < s->npending; i++)
-		keep[i] = dp_conflicts_decide(s->pending[i].leaf->conflicts);
+		decision[i] = dp_conflicts_decide(s->pending[i].leaf->conflicts);
 	for (int i = 0; i < s->npending; i++)
 	{
 		DPRow	   *row = &s->pending[i];
 		TupleTableSlot *slot = dp_conflicts_slot(row->leaf->conflicts);
 		DPFlush		f;
 
-		if (!keep[i])
+		if (decision[i] == DP_ROW_SKIP)
 		{
 			/* EXPLAIN ANALYZE's "Conflicting Tuples", as ExecInsert counts */
 			InstrCountTuples2(&s->leaves.mtstate->ps, 1);
@@ -458,6 +471,15 @@ decide_pending(DPLoad *s)
 		}
 		ExecStoreHeapTuple(row->tuple, slot, false);
 		slot->tts_tableOid = RelationGetRelid(row->leaf->rri->ri_RelationDesc);
+		if (decision[i] == DP_ROW_UPDATE)
+		{
+			if (s->upsert == NULL)
+				s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,
+											s->retstore);
+			dp_upsert_keep(s->upsert, row->leaf->rri, slot);
+			ExecClearTuple(slot);
+			continue;
+		}
 		if ((f = flush_rule(s, row->leaf)) != DPF_NONE)
 			flush_before_row(s, slot, f);
 		insert_row(s, row->leaf, slot, row->lineno);
@@ -601,8 +623,16 @@ dp_load_finish(DPLoad *s)
 {
 	if (s->state == DPS_WRITTEN)
 		finish_indexes(s);
+	/*
+	 * DO UPDATE's kept rows, now that no page builder owns the heap's end
+	 * and no entry waits to be appended or merged behind their versions'
+	 */
+	if (s->upsert)
+		dp_upsert_run(s->upsert);
 	s->state = DPS_DONE;
 	dp_leaf_end_all(&s->leaves);
+	if (s->upsert)
+		dp_upsert_end(s->upsert);
 
 	s->report.rows -= dp_queue_deleted(s->queue);
 	s->report.relations = s->leaves.count;

@@ -4,7 +4,8 @@
  *	  The load stage: the row loop (load.c) and its parts - the relations
  *	  written (leaf.c), the after-insert queue (queue.c), foreign partitions
  *	  (foreign.c), foreign keys per batch (fkeys.c), COPY's rejects
- *	  (rejects.c), ON CONFLICT DO NOTHING's skipped rows (conflict.c).
+ *	  (rejects.c), ON CONFLICT's decisions (conflict.c) and DO UPDATE's
+ *	  updated rows (upsert.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -55,7 +56,8 @@ typedef struct DPLeafSet
 	EState	   *estate;
 	ModifyTableState *mtstate;
 	bool		reject_duplicates;	/* COPY's rejects table takes them */
-	bool		on_conflict;	/* ON CONFLICT DO NOTHING (conflict.c) */
+	bool		on_conflict;	/* ON CONFLICT (conflict.c) */
+	bool		do_update;		/* ... DO UPDATE (upsert.c) */
 	List	   *arbiters;		/* COPY's: the target's arbiter indexes,
 								 * NIL for every unique index */
 	bool		freeze_allowed; /* by the statement (admission.c) */
@@ -86,7 +88,8 @@ typedef struct DPRow
  * and 'rejects' are COPY's (or NULL).  dp_load_row: one row in the target's
  * format; false if it was rejected.  dp_load_end_rows: writes every row and
  * does their work (errors still name their row).  dp_load_finish: builds
- * the indexes of new storage, publishes the report.
+ * the indexes of new storage, runs ON CONFLICT DO UPDATE's updates,
+ * publishes the report.
  */
 extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 							 ModifyTableState *mtstate, bool hinted,
@@ -242,21 +245,28 @@ extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
  * index), checked with its indexes open.
  */
 extern DPConflicts *dp_conflicts_begin(ResultRelInfo *rri, EState *estate,
-									   List *arbiters);
+									   List *arbiters, bool do_update);
 
 /*
  * A checked row (in 'slot', the leaf's format) joins the batch, of at
  * most DP_CONFLICT_BATCH rows; then
  * dp_conflicts_probe looks the batch's keys up in the indexes;
  * dp_conflicts_decide, once per row in the order added (interleaved with
- * other leaves' in input order), says whether the row is inserted (true)
- * or skipped; dp_conflicts_batch_done, after the inserted rows were given
+ * other leaves' in input order), says whether the row is inserted, skipped
+ * or (DO UPDATE) kept for upsert.c; dp_conflicts_batch_done, after the inserted rows were given
  * to the load, ends the batch.
  */
 extern void dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot);
 extern int	dp_conflicts_batch_rows(DPConflicts *c);
 extern void dp_conflicts_probe(DPConflicts *c);
-extern bool dp_conflicts_decide(DPConflicts *c);
+typedef enum DPDecision
+{
+	DP_ROW_INSERT,
+	DP_ROW_SKIP,
+	DP_ROW_UPDATE,				/* DO UPDATE: its key is in the table */
+} DPDecision;
+
+extern DPDecision dp_conflicts_decide(DPConflicts *c);
 extern void dp_conflicts_batch_done(DPConflicts *c);
 
 /* A heap-tuple slot of the leaf's row type, for a decided row. */
@@ -266,6 +276,25 @@ extern TupleTableSlot *dp_conflicts_slot(DPConflicts *c);
 extern void dp_conflicts_indexed(DPConflicts *c);
 
 extern void dp_conflicts_end(DPConflicts *c);
+
+/* ---------- upsert.c: ON CONFLICT DO UPDATE's updated rows ---------- */
+
+typedef struct DPUpsert DPUpsert;
+
+/*
+ * dp_upsert_keep: a row (in 'slot', leaf 'rri''s format) whose key is in
+ * the table, kept in input order.  dp_upsert_run, once the load's page
+ * builders are finished and its index work is done: the kept rows through the statement's ModifyTable
+ * node, as a plain INSERT ... ON CONFLICT DO UPDATE runs them; RETURNING
+ * rows go to 'retstore'.
+ */
+extern DPUpsert *dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
+								 Tuplestorestate *retstore);
+extern void dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri,
+						   TupleTableSlot *slot);
+extern uint64 dp_upsert_kept(DPUpsert *u);
+extern void dp_upsert_run(DPUpsert *u);
+extern void dp_upsert_end(DPUpsert *u);
 
 /* ---------- fkeys.c: foreign keys checked per batch ---------- */
 

@@ -143,6 +143,12 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 	}
 }
 
+static inline bool
+do_update(ModifyTableState *mt)
+{
+	return ((ModifyTable *) mt->ps.plan)->onConflictAction == ONCONFLICT_UPDATE;
+}
+
 /* Pull input rows until RETURNING output is ready or the input ends. */
 static void
 run(DPScanState *s)
@@ -157,6 +163,8 @@ run(DPScanState *s)
 		if (mt->fireBSTriggers)
 		{
 			ExecBSInsertTriggers(estate, mt->rootResultRelInfo);
+			if (do_update(mt))
+				ExecBSUpdateTriggers(estate, mt->rootResultRelInfo);
 			mt->fireBSTriggers = false;
 		}
 		s->load = dp_load_begin("INSERT", estate, mt, s->hinted,
@@ -187,6 +195,9 @@ run(DPScanState *s)
 	dp_load_end_rows(s->load);
 	dp_load_finish(s->load);
 	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
+	if (do_update(mt))
+		ExecASUpdateTriggers(estate, mt->rootResultRelInfo,
+							 mt->mt_oc_transition_capture);
 	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);
 	mt->mt_done = true;
 	s->done = true;

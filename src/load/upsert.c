@@ -1,0 +1,170 @@
+/*-------------------------------------------------------------------------
+ *
+ * upsert.c
+ *	  INSERT ... ON CONFLICT DO UPDATE: the rows that meet a row of the
+ *	  table, updated by core's own executor once the rows the statement
+ *	  inserts are written.
+ *
+ * conflict.c decides each row of a DO UPDATE statement as it decides rows
+ * for DO NOTHING, with two changes: a row whose key an earlier row of the
+ * statement inserted raises core's "cannot affect row a second time"
+ * (that earlier row is this command's, which is what core's tuple lock
+ * finds); a row whose key a live row of the table has is not skipped but
+ * kept here.  The others take the direct path.
+ *
+ * The rows kept are stored, in input order and in the target's format, in
+ * a tuplestore (spilling to disk past work_mem).  When every row the
+ * statement inserts is written, its page builders are finished and its
+ * index work is done (dp_load_finish), they are run through the statement's own ModifyTable node:
+ * its subplan is replaced, for the run, by a feeder that returns the kept
+ * rows one by one, and ExecModifyTable does for each exactly what it does
+ * for a plain INSERT ... ON CONFLICT DO UPDATE - routing, the conflict
+ * check, the tuple lock, EXCLUDED, the WHERE clause, RLS, the update with
+ * its triggers, index entries and transition tables, RETURNING, the
+ * counters, and every error.  RETURNING rows go to the load's tuplestore.
+ *
+ * Why at the very end: core's heap_update may extend the relation, and a
+ * page builder owns the blocks past the end of the relation while it runs
+ * (append.c); and the index work that waits for the end (indexes.c:
+ * appended, merged or run-inserted entries) takes the load's entries to
+ * follow every entry already in the index with an equal key, which the
+ * new versions' entries would not.  Why this is the same outcome as
+ * core's, row for row:
+ *	- the arbiter's key cannot change (eligibility.c: SET assigns none of
+ *	  its columns, none is generated, no BEFORE UPDATE trigger), so a kept
+ *	  row and an inserted row never share an arbiter key; every later row
+ *	  with a kept row's key is kept too, behind it;
+ *	- the rows of this command are invisible to its snapshot on both paths
+ *	  (the load does not freeze under DO UPDATE), so SET and WHERE
+ *	  expressions see the same table; volatile functions that could read
+ *	  it are refused;
+ *	- ExecModifyTable's AFTER STATEMENT triggers, queued at the end of each
+ *	  run, are cancelled by the ones the DirectPath node queues last, as
+ *	  core cancels repeated ones (trigger.c).
+ * What differs is order: the updated rows' trigger events and RETURNING
+ * rows come after those of the rows inserted, and when several rows would
+ * fail, an inserted row's error can come first.
+ *
+ * Invariants: the ModifyTable node's subplan is restored after each run,
+ * also on error (the executor's end would otherwise end the feeder); the
+ * kept rows are run once, in input order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "load/load.h"
+
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "utils/tuplestore.h"
+
+/* The subplan ExecModifyTable pulls from during a run. */
+typedef struct DPFeeder
+{
+	PlanState	ps;				/* first: ExecProcNode calls ps.ExecProcNode */
+	DPUpsert   *u;
+} DPFeeder;
+
+struct DPUpsert
+{
+	EState	   *estate;
+	ModifyTableState *mtstate;
+	Tuplestorestate *rows;		/* the kept rows, target's format */
+	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
+	TupleTableSlot *read;		/* a kept row read back (minimal tuple) */
+	TupleTableSlot *fed;		/* ... in the subplan's slot type */
+	TupleTableSlot *root;		/* a leaf's row converted to the target's */
+	DPFeeder	feeder;
+	uint64		kept;
+};
+
+static TupleTableSlot *
+feed_next(PlanState *ps)
+{
+	DPUpsert   *u = ((DPFeeder *) ps)->u;
+
+	if (!tuplestore_gettupleslot(u->rows, true, false, u->read))
+		return NULL;
+	ExecCopySlot(u->fed, u->read);
+	return u->fed;
+}
+
+DPUpsert *
+dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
+				Tuplestorestate *retstore)
+{
+	DPUpsert   *u = palloc0(sizeof(DPUpsert));
+	PlanState  *subplan = outerPlanState(mtstate);
+	TupleDesc	rootdesc = RelationGetDescr(mtstate->rootResultRelInfo->ri_RelationDesc);
+	bool		fixed;
+
+	u->estate = estate;
+	u->mtstate = mtstate;
+	u->retstore = retstore;
+	u->rows = tuplestore_begin_heap(false, false, work_mem);
+	u->read = ExecInitExtraTupleSlot(estate, rootdesc, &TTSOpsMinimalTuple);
+	u->root = ExecInitExtraTupleSlot(estate, rootdesc, &TTSOpsVirtual);
+	/* the type of slot the ModifyTable's projection was compiled for */
+	u->fed = ExecInitExtraTupleSlot(estate, ExecGetResultType(subplan),
+									ExecGetResultSlotOps(subplan, &fixed));
+	u->feeder.ps.state = estate;
+	u->feeder.ps.plan = subplan->plan;
+	u->feeder.ps.ExecProcNode = feed_next;
+	u->feeder.u = u;
+	return u;
+}
+
+void
+dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot)
+{
+	TupleConversionMap *map = NULL;
+
+	if (rri != u->mtstate->rootResultRelInfo)
+		map = ExecGetChildToRootMap(rri);
+	if (map != NULL)
+		slot = execute_attr_map_slot(map->attrMap, slot, u->root);
+	tuplestore_puttupleslot(u->rows, slot);
+	u->kept++;
+}
+
+uint64
+dp_upsert_kept(DPUpsert *u)
+{
+	return u->kept;
+}
+
+void
+dp_upsert_run(DPUpsert *u)
+{
+	ModifyTableState *mt = u->mtstate;
+	PlanState  *subplan = outerPlanState(mt);
+
+	if (u->kept == 0)
+		return;
+	outerPlanState(mt) = &u->feeder.ps;
+	mt->mt_done = false;
+	PG_TRY();
+	{
+		for (;;)
+		{
+			TupleTableSlot *ret = ExecProcNode(&mt->ps);
+
+			if (TupIsNull(ret))
+				break;
+			if (u->retstore)
+				tuplestore_puttupleslot(u->retstore, ret);
+		}
+	}
+	PG_FINALLY();
+	{
+		outerPlanState(mt) = subplan;
+	}
+	PG_END_TRY();
+	tuplestore_clear(u->rows);
+	u->kept = 0;
+}
+
+void
+dp_upsert_end(DPUpsert *u)
+{
+	tuplestore_end(u->rows);
+}
