@@ -19,6 +19,7 @@ OBJS = \
 	src/statement/copyopts.o \
 	src/admission/hint.o \
 	src/admission/eligibility.o \
+	src/admission/existing.o \
 	src/admission/admission.o \
 	src/load/load.o \
 	src/load/leaf.o \

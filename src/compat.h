@@ -26,7 +26,8 @@
  *	- btree internals gained the heap relation in 16 (and _bt_allocbuf
  *	  split from _bt_getbuf), lost the snapshot in 17; extending a
  *	  relation by a buffer became ExtendBufferedRel in 16;
- *	- RelationSetNewRelfilenode became RelationSetNewRelfilenumber in 16.
+ *	- RelationSetNewRelfilenode became RelationSetNewRelfilenumber in 16;
+ *	- 17 split MERGE's actions into three lists (NOT MATCHED BY SOURCE).
  *
  *-------------------------------------------------------------------------
  */
@@ -398,6 +399,14 @@ dp_copy_skips_errors(CopyFromState cstate)
 #else
 #define DP_SORT_SUPPORT_FROM_INDEX(index, ssup) \
 	PrepareSortSupportFromIndexRel((index), BTLessStrategyNumber, (ssup))
+#endif
+
+/* MERGE's WHEN NOT MATCHED [BY TARGET] action states (17 keeps three lists). */
+#if PG_VERSION_NUM >= 170000
+#define DP_MERGE_NOT_MATCHED_ACTIONS(rri) \
+	((rri)->ri_MergeActions[MERGE_WHEN_NOT_MATCHED_BY_TARGET])
+#else
+#define DP_MERGE_NOT_MATCHED_ACTIONS(rri) ((rri)->ri_notMatchedMergeAction)
 #endif
 
 #endif							/* DIRECTPATH_COMPAT_H */

@@ -136,11 +136,14 @@ typedef struct DPReport
 /* Empty report: normal path, no reason, nothing written. */
 extern void dp_report_init(DPReport *r);
 
+/* A reason, formatted into memory of the current context. */
+extern const char *dp_report_reason(const char *fmt,...) pg_attribute_printf(1, 2);
+
 /*
  * The statement uses the normal path because of 'why': copy the reason into
  * the report and tell the user, at directpath.fallback_message_level with
  * 'notify' (a hinted statement refused for a reason other than its size),
- * else at DEBUG1.  'kind' is "INSERT" or "COPY".
+ * else at DEBUG1.  'kind' is "INSERT", "COPY" or "MERGE".
  */
 extern void dp_report_normal(DPReport *r, bool notify, const char *kind,
 							 const char *why);

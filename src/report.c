@@ -67,6 +67,18 @@ dp_report_init(DPReport *r)
 	memset(r, 0, sizeof(DPReport));
 }
 
+const char *
+dp_report_reason(const char *fmt,...)
+{
+	va_list		ap;
+	char		buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return pstrdup(buf);
+}
+
 void
 dp_report_normal(DPReport *r, bool notify, const char *kind, const char *why)
 {

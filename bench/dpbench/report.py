@@ -835,7 +835,8 @@ UPSERT_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "rows as pl
 def upsert_rows(agg):
     def same(a):
         # every case leaves the table the plain INSERT of its kind leaves
-        ref = "update_plain" if a.case.startswith("update") else "plain"
+        ref = next((k + "_plain" for k in ("update", "merge") if a.case.startswith(k)),
+                   "plain")
         plain = agg.get("upsert", "replica", ref)
         if a.case == ref or plain is None:
             return "–"
@@ -854,7 +855,8 @@ def section_upsert(agg, meta, out, figs):
             "primary key and two more btrees; half the staged keys are new, half already in "
             "the table, in random order; from a table, or from a file (plain: COPY into a "
             "staging table, then the INSERT). DO NOTHING skips the rows whose key is taken; "
-            "DO UPDATE updates them (SET ts, v WHERE the table's row is older: all of them). "
+            "DO UPDATE updates them (SET ts, v WHERE the table's row is older: all of them), "
+            "and so does the MERGE. "
             "Time is the statement(s) plus the CHECKPOINT after them; ratio against the "
             "plain form of the same run; the last column compares the table's contents "
             "with the plain INSERT's of the same kind.", "",

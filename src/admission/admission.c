@@ -166,13 +166,26 @@ lock_waiting(Oid relid)
 	return true;
 }
 
+/* Has a MERGE a WHEN NOT MATCHED THEN INSERT action (the direct part)? */
+static bool
+merge_inserts(Query *query)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->mergeActionList)
+		if (lfirst_node(MergeAction, lc)->commandType == CMD_INSERT)
+			return true;
+	return false;
+}
+
 void
 dp_admit_parse(const char *source, Query *query)
 {
 	RangeTblEntry *rte;
 
-	if (dp_mode == DP_MODE_OFF || query->commandType != CMD_INSERT ||
-		query->resultRelation <= 0)
+	if (dp_mode == DP_MODE_OFF || query->resultRelation <= 0 ||
+		(query->commandType != CMD_INSERT &&
+		 !(query->commandType == CMD_MERGE && merge_inserts(query))))
 		return;
 	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len, NULL),
 			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)

@@ -53,18 +53,24 @@ extern bool dp_query_is_single_row(Query *parse);
 /* Why per-row expressions (COPY defaults, WHERE) keep a COPY off, or NULL. */
 extern const char *dp_expr_ineligible(Node *expr);
 
+/* Does the expression call a function that is not built in? */
+extern bool dp_expr_has_user_function(Node *expr);
+
+/* ---------- existing.c: ON CONFLICT and MERGE's rules ---------- */
+
 /*
- * ON CONFLICT DO NOTHING (conflict.c): are a btree's keys equal exactly
- * when their bytes are; is 'index' one of 'arbiters' (NIL: every unique
- * index), or a partition of one; why the arbiters in the leaves of 'relid'
- * cannot be checked on the direct path, or NULL.
+ * ON CONFLICT (conflict.c): are a btree's keys equal exactly when their
+ * bytes are; is 'index' one of 'arbiters' (NIL: every unique index), or a
+ * partition of one; why the arbiters in the leaves of 'relid' cannot be
+ * checked on the direct path, or NULL.
  */
 extern bool dp_index_keys_equal_image(Relation index);
 extern bool dp_index_is_arbiter(Relation index, List *arbiters);
 extern const char *dp_arbiters_ineligible(Oid relid, List *arbiters);
 
-/* Does the expression call a function that is not built in? */
-extern bool dp_expr_has_user_function(Node *expr);
+/* Why a planned DO UPDATE into 'target', or a MERGE, stays off, or NULL. */
+extern const char *dp_do_update_ineligible(ModifyTable *mt, Oid target);
+extern const char *dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt);
 
 /* ---------- admission.c ---------- */
 

@@ -10,13 +10,7 @@
  * observe that difference, or whatever the page writer cannot produce with
  * identical results, sends the statement to the normal path:
  *
- *	- ON CONFLICT with an arbiter whose keys cannot be compared by their
- *	  bytes (conflict.c keeps the keys of the rows not yet in the index as
- *	  byte images: an exclusion constraint, numeric, float, a
- *	  nondeterministic collation); DO UPDATE with more than one arbiter,
- *	  a SET that assigns an arbiter's column, an arbiter over a generated
- *	  column, a BEFORE ROW UPDATE trigger or a foreign partition
- *	  (do_update_ineligible);
+ *	- what keeps ON CONFLICT and MERGE off (existing.c);
  *	- data-modifying WITH, more than one target;
  *	- targets that are not heap tables: views (INSTEAD OF triggers),
  *	  foreign tables, other table access methods; temporary tables (local
@@ -50,36 +44,18 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/transam.h"
-#include "access/nbtree.h"
 #include "catalog/catalog.h"
-#include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "foreign/fdwapi.h"
 #include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-/* A reason, formatted into memory of the current context. */
-static const char *
-reason(const char *fmt,...) pg_attribute_printf(1, 2);
-
-static const char *
-reason(const char *fmt,...)
-{
-	va_list		ap;
-	char		buf[512];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return pstrdup(buf);
-}
 
 /*
  * Checks of one relation, without looking at its partitions.  A foreign
@@ -98,27 +74,27 @@ check_one_relation(Relation rel, bool as_partition)
 			break;
 		case RELKIND_FOREIGN_TABLE:
 			if (!as_partition)
-				return reason("\"%s\" is a foreign table", name);
+				return dp_report_reason("\"%s\" is a foreign table", name);
 			if (GetFdwRoutineForRelation(rel, false)->ExecForeignInsert == NULL)
-				return reason("partition \"%s\" is a foreign table whose wrapper cannot insert",
-							  name);
+				return dp_report_reason("partition \"%s\" is a foreign table whose wrapper cannot insert",
+										name);
 			break;
 		case RELKIND_VIEW:
-			return reason("\"%s\" is a view", name);
+			return dp_report_reason("\"%s\" is a view", name);
 		default:
-			return reason("\"%s\" is not a table", name);
+			return dp_report_reason("\"%s\" is not a table", name);
 	}
 	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
-		return reason("\"%s\" is a temporary table", name);
+		return dp_report_reason("\"%s\" is a temporary table", name);
 	if (IsCatalogRelation(rel) || RelationIsAccessibleInLogicalDecoding(rel))
-		return reason("\"%s\" is a catalog table", name);
+		return dp_report_reason("\"%s\" is a catalog table", name);
 	if (rel->rd_rel->relkind == RELKIND_RELATION &&
 		rel->rd_rel->relam != HEAP_TABLE_AM_OID)
-		return reason("\"%s\" does not use the heap access method", name);
+		return dp_report_reason("\"%s\" does not use the heap access method", name);
 	if (trig && trig->trig_insert_before_row)
-		return reason("\"%s\" has a BEFORE ROW INSERT trigger", name);
+		return dp_report_reason("\"%s\" has a BEFORE ROW INSERT trigger", name);
 	if (trig && trig->trig_insert_instead_row)
-		return reason("\"%s\" has an INSTEAD OF INSERT trigger", name);
+		return dp_report_reason("\"%s\" has an INSTEAD OF INSERT trigger", name);
 	return NULL;
 }
 
@@ -161,186 +137,6 @@ const char *
 dp_partition_ineligible(Relation rel)
 {
 	return check_one_relation(rel, true);
-}
-
-/*
- * Are the index's keys equal exactly when their bytes are?  As
- * _bt_allequalimage asks each key column's operator class, but without
- * its refusal of INCLUDE columns (deduplication's concern, not ours: they
- * are no part of the key).
- */
-bool
-dp_index_keys_equal_image(Relation index)
-{
-	if (index->rd_rel->relam != BTREE_AM_OID || IsSystemRelation(index))
-		return false;
-	for (int j = 0; j < IndexRelationGetNumberOfKeyAttributes(index); j++)
-	{
-		Oid			type = index->rd_opcintype[j];
-		Oid			proc = get_opfamily_proc(index->rd_opfamily[j], type, type,
-											 BTEQUALIMAGE_PROC);
-
-		if (!OidIsValid(proc) ||
-			!DatumGetBool(OidFunctionCall1Coll(proc, index->rd_indcollation[j],
-											   ObjectIdGetDatum(type))))
-			return false;
-	}
-	return true;
-}
-
-/*
- * Is 'index' an arbiter of 'arbiters' (OIDs; NIL: every unique index)?  A
- * partition's index is one when an index it is a partition of is.
- */
-bool
-dp_index_is_arbiter(Relation index, List *arbiters)
-{
-	List	   *ancestors;
-	bool		found = false;
-	ListCell   *lc;
-
-	if (arbiters == NIL || list_member_oid(arbiters, RelationGetRelid(index)))
-		return true;
-	if (!index->rd_rel->relispartition)
-		return false;
-	ancestors = get_partition_ancestors(RelationGetRelid(index));
-	foreach(lc, ancestors)
-		found = found || list_member_oid(arbiters, lfirst_oid(lc));
-	list_free(ancestors);
-	return found;
-}
-
-/* Why the leaf's arbiters keep ON CONFLICT DO NOTHING off, or NULL. */
-static const char *
-leaf_arbiters_ineligible(Relation rel, List *arbiters)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	const char *r = NULL;
-	ListCell   *lc;
-
-	foreach(lc, indexes)
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = index->rd_index;
-
-		if ((ix->indisunique || ix->indisexclusion) &&
-			dp_index_is_arbiter(index, arbiters))
-		{
-			if (ix->indisexclusion)
-				r = reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
-						   RelationGetRelationName(index));
-			else if (!dp_index_keys_equal_image(index))
-				r = reason("the ON CONFLICT arbiter \"%s\" has a key type whose equal values can differ in their bytes (such as numeric, float or a nondeterministic collation)",
-						   RelationGetRelationName(index));
-		}
-		index_close(index, AccessShareLock);
-		if (r != NULL)
-			break;
-	}
-	list_free(indexes);
-	return r;
-}
-
-/*
- * Arbiters conflict.c can check, in every leaf of 'relid': with no
- * conflict target a partition's own unique index is an arbiter too.
- * Foreign partitions are their wrapper's.
- */
-const char *
-dp_arbiters_ineligible(Oid relid, List *arbiters)
-{
-	List	   *rels;
-	const char *r = NULL;
-	ListCell   *lc;
-
-	rels = find_all_inheritors(relid, AccessShareLock, NULL);
-	foreach(lc, rels)
-	{
-		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
-
-		if (rel->rd_rel->relkind == RELKIND_RELATION)
-			r = leaf_arbiters_ineligible(rel, arbiters);
-		relation_close(rel, NoLock);
-		if (r != NULL)
-			break;
-	}
-	list_free(rels);
-	return r;
-}
-
-/*
- * The columns of an index (key, INCLUDE, expression and predicate columns)
- * as attribute numbers offset by FirstLowInvalidHeapAttributeNumber, as
- * pull_varattnos gives them.
- */
-static Bitmapset *
-index_columns(Relation index)
-{
-	Bitmapset  *cols = NULL;
-
-	for (int i = 0; i < index->rd_index->indnatts; i++)
-		if (index->rd_index->indkey.values[i] != 0)
-			cols = bms_add_member(cols, index->rd_index->indkey.values[i] -
-								  FirstLowInvalidHeapAttributeNumber);
-	pull_varattnos((Node *) RelationGetIndexExpressions(index), 1, &cols);
-	pull_varattnos((Node *) RelationGetIndexPredicate(index), 1, &cols);
-	return cols;
-}
-
-/*
- * ON CONFLICT DO UPDATE's own rules (upsert.c hands the conflicting rows to
- * core's executor, after the rows the statement inserts are written):
- * one arbiter, whose key the update cannot change (SET assigns none of its
- * columns, none is generated), so that no row inserted later can meet a
- * key the update made; no BEFORE UPDATE row trigger, no foreign partition.
- */
-static const char *
-do_update_ineligible(ModifyTable *mt, Oid target)
-{
-	Relation	index;
-	Relation	rel;
-	Bitmapset  *cols;
-	List	   *rels;
-	const char *r = NULL;
-	ListCell   *lc;
-	int			col = -1;
-
-	if (list_length(mt->arbiterIndexes) != 1)
-		return "ON CONFLICT DO UPDATE with more than one arbiter index";
-	index = index_open(linitial_oid(mt->arbiterIndexes), AccessShareLock);
-	cols = index_columns(index);
-	rel = relation_open(target, NoLock);
-	foreach(lc, mt->onConflictCols)
-		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber, cols))
-			r = reason("ON CONFLICT DO UPDATE SET assigns column \"%s\" of the arbiter \"%s\"",
-					   get_attname(target, lfirst_int(lc), false),
-					   RelationGetRelationName(index));
-	while (r == NULL && (col = bms_next_member(cols, col)) >= 0)
-	{
-		AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
-
-		if (attno > 0 &&
-			TupleDescAttr(RelationGetDescr(rel), attno - 1)->attgenerated)
-			r = reason("the ON CONFLICT DO UPDATE arbiter \"%s\" has a generated column",
-					   RelationGetRelationName(index));
-	}
-	relation_close(rel, NoLock);
-	index_close(index, AccessShareLock);
-
-	rels = find_all_inheritors(target, AccessShareLock, NULL);
-	foreach(lc, rels)
-	{
-		rel = relation_open(lfirst_oid(lc), NoLock);
-		if (r == NULL && rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
-			r = reason("partition \"%s\" is a foreign table (ON CONFLICT DO UPDATE)",
-					   RelationGetRelationName(rel));
-		if (r == NULL && rel->trigdesc && rel->trigdesc->trig_update_before_row)
-			r = reason("\"%s\" has a BEFORE ROW UPDATE trigger (ON CONFLICT DO UPDATE would run it while rows of the statement wait to be written)",
-					   RelationGetRelationName(rel));
-		relation_close(rel, NoLock);
-	}
-	list_free(rels);
-	return r;
 }
 
 /* Built-in volatile functions that run queries of their own. */
@@ -438,8 +234,8 @@ dp_expr_ineligible(Node *expr)
 	Oid			func = find_function(expr, unsafe_function);
 
 	if (OidIsValid(func))
-		return reason("volatile function %s() could observe the partly loaded table",
-					  get_func_name(func));
+		return dp_report_reason("volatile function %s() could observe the partly loaded table",
+								get_func_name(func));
 	return NULL;
 }
 
@@ -470,7 +266,10 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 		return "the statement's plan does not end in an INSERT";
 	mt = (ModifyTable *) stmt->planTree;
 	if (mt->operation == CMD_MERGE)
-		return "MERGE (the rows it inserts do not take the direct path yet)";
+	{
+		why = dp_expr_ineligible((Node *) parse);
+		return why ? why : dp_merge_ineligible(stmt, mt);
+	}
 	if (mt->operation != CMD_INSERT)
 		return "not an INSERT";
 	if (list_length(mt->resultRelations) != 1)
@@ -484,7 +283,7 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 	if (why == NULL && mt->onConflictAction != ONCONFLICT_NONE)
 		why = dp_arbiters_ineligible(target, mt->arbiterIndexes);
 	if (why == NULL && mt->onConflictAction == ONCONFLICT_UPDATE)
-		why = do_update_ineligible(mt, target);
+		why = dp_do_update_ineligible(mt, target);
 	return why;
 }
 

@@ -102,7 +102,7 @@ struct DPLoad
 	Size		pending_bytes;
 	MemoryContext pending_cxt;
 	uint64		skipped;		/* rows skipped for a conflict */
-	DPUpsert   *upsert;			/* DO UPDATE's rows for core, or NULL */
+	DPUpsert   *upsert;			/* rows for core after the load, or NULL */
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
 	DPReport	report;			/* what the statement did */
 };
@@ -128,8 +128,11 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 
 		s->leaves.on_conflict = action != ONCONFLICT_NONE;
 		s->leaves.do_update = action == ONCONFLICT_UPDATE;
-		/* this command's rows stay invisible to its SET and WHERE */
-		if (s->leaves.do_update)
+		/*
+		 * this command's rows stay invisible to its own snapshot, which
+		 * DO UPDATE's SET and WHERE and MERGE's join read
+		 */
+		if (s->leaves.do_update || mtstate->operation == CMD_MERGE)
 			s->leaves.freeze_allowed = false;
 	}
 	s->retstore = retstore;
@@ -441,6 +444,16 @@ insert_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 		place(s, leaf, slot, lineno);
 }
 
+/* A row for core's executor after the load (upsert.c). */
+static void
+defer(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot)
+{
+	if (s->upsert == NULL)
+		s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,
+									s->retstore);
+	dp_upsert_keep(s->upsert, rri, slot);
+}
+
 /*
  * The pending rows decided (conflict.c): keys probed, rows decided in
  * input order, the others inserted in that order, flush rule first.
@@ -473,10 +486,7 @@ decide_pending(DPLoad *s)
 		slot->tts_tableOid = RelationGetRelid(row->leaf->rri->ri_RelationDesc);
 		if (decision[i] == DP_ROW_UPDATE)
 		{
-			if (s->upsert == NULL)
-				s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,
-											s->retstore);
-			dp_upsert_keep(s->upsert, row->leaf->rri, slot);
+			defer(s, row->leaf->rri, slot);
 			ExecClearTuple(slot);
 			continue;
 		}
@@ -624,8 +634,9 @@ dp_load_finish(DPLoad *s)
 	if (s->state == DPS_WRITTEN)
 		finish_indexes(s);
 	/*
-	 * DO UPDATE's kept rows, now that no page builder owns the heap's end
-	 * and no entry waits to be appended or merged behind their versions'
+	 * The rows left to core (DO UPDATE's, MERGE's matched ones), now that
+	 * no page builder owns the heap's end and no entry waits to be appended
+	 * or merged behind their versions'
 	 */
 	if (s->upsert)
 		dp_upsert_run(s->upsert);
@@ -728,6 +739,12 @@ uint64
 dp_load_deleted(DPLoad *s)
 {
 	return dp_queue_deleted(s->queue) + s->skipped;
+}
+
+void
+dp_load_defer(DPLoad *s, TupleTableSlot *planSlot)
+{
+	defer(s, NULL, planSlot);
 }
 
 void

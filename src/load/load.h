@@ -4,8 +4,8 @@
  *	  The load stage: the row loop (load.c) and its parts - the relations
  *	  written (leaf.c), the after-insert queue (queue.c), foreign partitions
  *	  (foreign.c), foreign keys per batch (fkeys.c), COPY's rejects
- *	  (rejects.c), ON CONFLICT's decisions (conflict.c) and DO UPDATE's
- *	  updated rows (upsert.c).
+ *	  (rejects.c), ON CONFLICT's decisions (conflict.c) and the rows left
+ *	  to core's executor after the load (upsert.c: DO UPDATE's, MERGE's).
  *
  *-------------------------------------------------------------------------
  */
@@ -115,6 +115,12 @@ extern uint64 dp_load_deleted(DPLoad *load);
  * the first row.
  */
 extern void dp_load_on_conflict(DPLoad *load, List *arbiters);
+
+/*
+ * A row of the ModifyTable's subplan that core's ModifyTable node
+ * processes itself, after the load (MERGE's matched rows: exec.c).
+ */
+extern void dp_load_defer(DPLoad *load, TupleTableSlot *planSlot);
 
 /*
  * A parallel load's leader (parallel.c): dp_load_pages_begin makes the load
@@ -277,13 +283,13 @@ extern void dp_conflicts_indexed(DPConflicts *c);
 
 extern void dp_conflicts_end(DPConflicts *c);
 
-/* ---------- upsert.c: ON CONFLICT DO UPDATE's updated rows ---------- */
+/* ---------- upsert.c: rows core's executor takes after the load ---------- */
 
 typedef struct DPUpsert DPUpsert;
 
 /*
- * dp_upsert_keep: a row (in 'slot', leaf 'rri''s format) whose key is in
- * the table, kept in input order.  dp_upsert_run, once the load's page
+ * dp_upsert_keep: a row (in 'slot', leaf 'rri''s format; or, 'rri' NULL,
+ * a row of the ModifyTable's subplan) for core, kept in input order.  dp_upsert_run, once the load's page
  * builders are finished and its index work is done: the kept rows through the statement's ModifyTable
  * node, as a plain INSERT ... ON CONFLICT DO UPDATE runs them; RETURNING
  * rows go to 'retstore'.

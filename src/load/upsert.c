@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * upsert.c
- *	  INSERT ... ON CONFLICT DO UPDATE: the rows that meet a row of the
- *	  table, updated by core's own executor once the rows the statement
- *	  inserts are written.
+ *	  The rows a direct-path statement leaves to core's own executor, run
+ *	  once the rows it inserts are written: INSERT ... ON CONFLICT DO
+ *	  UPDATE's rows that meet a row of the table, MERGE's matched rows.
  *
  * conflict.c decides each row of a DO UPDATE statement as it decides rows
  * for DO NOTHING, with two changes: a row whose key an earlier row of the
@@ -44,6 +44,13 @@
  * What differs is order: the updated rows' trigger events and RETURNING
  * rows come after those of the rows inserted, and when several rows would
  * fail, an inserted row's error can come first.
+ *
+ * MERGE (exec.c) keeps its matched rows here as the subplan produced them,
+ * junk columns included; ExecModifyTable takes each down its matched path
+ * (ExecMergeMatched: the row lock, the actions, the cardinality check).
+ * The inserted rows cannot be matched instead: the join reads the target
+ * through the statement's snapshot, which does not see this command's
+ * rows (the load does not freeze under MERGE either).
  *
  * Invariants: the ModifyTable node's subplan is restored after each run,
  * also on error (the executor's end would otherwise end the feeder); the
@@ -101,7 +108,9 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	u->mtstate = mtstate;
 	u->retstore = retstore;
 	u->rows = tuplestore_begin_heap(false, false, work_mem);
-	u->read = ExecInitExtraTupleSlot(estate, rootdesc, &TTSOpsMinimalTuple);
+	/* a target's row has the subplan's layout (one column per attribute) */
+	u->read = ExecInitExtraTupleSlot(estate, ExecGetResultType(subplan),
+									 &TTSOpsMinimalTuple);
 	u->root = ExecInitExtraTupleSlot(estate, rootdesc, &TTSOpsVirtual);
 	/* the type of slot the ModifyTable's projection was compiled for */
 	u->fed = ExecInitExtraTupleSlot(estate, ExecGetResultType(subplan),
@@ -118,7 +127,7 @@ dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot)
 {
 	TupleConversionMap *map = NULL;
 
-	if (rri != u->mtstate->rootResultRelInfo)
+	if (rri != NULL && rri != u->mtstate->rootResultRelInfo)
 		map = ExecGetChildToRootMap(rri);
 	if (map != NULL)
 		slot = execute_attr_map_slot(map->attrMap, slot, u->root);

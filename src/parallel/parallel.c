@@ -320,6 +320,8 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 	Plan	   *sub = outerPlan(mt);
 	RangeTblEntry *rte;
 
+	if (mt->operation == CMD_MERGE)
+		return "the statement is a MERGE (the leader decides each row's action)";
 	if (mt->returningLists != NIL)
 		return "the statement has RETURNING";
 	if (mt->onConflictAction != ONCONFLICT_NONE)

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * exec.c
- *	  The DirectPath executor node, which runs an INSERT's rows through a
- *	  direct-path load (load.c), and the executor hooks around it.
+ *	  The DirectPath executor node, which runs an INSERT's (or a MERGE's
+ *	  WHEN NOT MATCHED inserts') rows through a direct-path load (load.c),
+ *	  and the executor hooks around it.
  *
  * The node sits on top of the INSERT's ModifyTable (plan.c) and initialises
  * it as usual, so result relations, partition routing, WITH CHECK options,
@@ -11,7 +12,11 @@
  * ModifyTable's subplan itself and feeds them to the load, firing the
  * statement-level triggers as ExecModifyTable would.  RETURNING rows come
  * back from the load in batches, through a tuplestore, and are returned
- * one per call.  A hinted statement refused at plan time keeps the node
+ * one per call.  A MERGE's rows are sorted as ExecModifyTable sorts them:
+ * a row not matched with a target row gets its WHEN NOT MATCHED action
+ * here (an insert goes to the load), a matched one is left, with every
+ * action on it, to the ModifyTable node after the load (upsert.c).  A
+ * hinted statement refused at plan time keeps the node
  * only so that EXPLAIN can say why; the node then passes the ModifyTable's
  * output through.
  *
@@ -149,6 +154,105 @@ do_update(ModifyTableState *mt)
 	return ((ModifyTable *) mt->ps.plan)->onConflictAction == ONCONFLICT_UPDATE;
 }
 
+/* BEFORE STATEMENT triggers, as ExecModifyTable's first call fires them. */
+static void
+fire_before_statement(EState *estate, ModifyTableState *mt)
+{
+	ResultRelInfo *root = mt->rootResultRelInfo;
+	int			merge = mt->mt_merge_subcommands;
+
+	if (mt->operation == CMD_MERGE)
+	{
+		if (merge & MERGE_INSERT)
+			ExecBSInsertTriggers(estate, root);
+		if (merge & MERGE_UPDATE)
+			ExecBSUpdateTriggers(estate, root);
+		if (merge & MERGE_DELETE)
+			ExecBSDeleteTriggers(estate, root);
+	}
+	else
+	{
+		ExecBSInsertTriggers(estate, root);
+		if (do_update(mt))
+			ExecBSUpdateTriggers(estate, root);
+	}
+	mt->fireBSTriggers = false;
+}
+
+/* AFTER STATEMENT triggers, queued as fireASTriggers queues them. */
+static void
+fire_after_statement(EState *estate, ModifyTableState *mt)
+{
+	ResultRelInfo *root = mt->rootResultRelInfo;
+	int			merge = mt->mt_merge_subcommands;
+
+	if (mt->operation == CMD_MERGE)
+	{
+		if (merge & MERGE_DELETE)
+			ExecASDeleteTriggers(estate, root, mt->mt_transition_capture);
+		if (merge & MERGE_UPDATE)
+			ExecASUpdateTriggers(estate, root, mt->mt_transition_capture);
+		if (merge & MERGE_INSERT)
+			ExecASInsertTriggers(estate, root, mt->mt_transition_capture);
+		return;
+	}
+	if (do_update(mt))
+		ExecASUpdateTriggers(estate, root, mt->mt_oc_transition_capture);
+	ExecASInsertTriggers(estate, root, mt->mt_transition_capture);
+}
+
+/* Is a MERGE subplan row matched with a target row?  (ExecModifyTable's test) */
+static bool
+merge_matched(ModifyTableState *mt, TupleTableSlot *planSlot)
+{
+	AttrNumber	attno = AttributeNumberIsValid(mt->mt_resultOidAttno) ?
+		mt->mt_resultOidAttno : mt->resultRelInfo->ri_RowIdAttNo;
+	bool		isnull;
+
+	/* neither: a partitioned target without partitions has no rows */
+	if (!AttributeNumberIsValid(attno))
+		return false;
+	(void) ExecGetJunkAttribute(planSlot, attno, &isnull);
+	return !isnull;
+}
+
+/*
+ * One MERGE row.  Not matched: the first WHEN NOT MATCHED action whose
+ * condition holds, as ExecMergeNotMatched picks it, inserts its projection
+ * on the direct path, or does nothing.  Matched: core's ModifyTable node
+ * takes the row after the load (upsert.c).
+ */
+static void
+merge_row(DPScanState *s, TupleTableSlot *planSlot)
+{
+	ModifyTableState *mt = s->mtstate;
+	ExprContext *econtext = mt->ps.ps_ExprContext;
+	ListCell   *lc;
+
+	if (merge_matched(mt, planSlot))
+	{
+		dp_load_defer(s->load, planSlot);
+		return;
+	}
+	ResetExprContext(econtext);
+	econtext->ecxt_scantuple = NULL;
+	econtext->ecxt_innertuple = planSlot;
+	econtext->ecxt_outertuple = NULL;
+	foreach(lc, DP_MERGE_NOT_MATCHED_ACTIONS(mt->resultRelInfo))
+	{
+		MergeActionState *action = lfirst(lc);
+
+		if (!ExecQual(action->mas_whenqual, econtext))
+			continue;
+		if (action->mas_action->commandType == CMD_INSERT)
+		{
+			dp_load_row(s->load, ExecProject(action->mas_proj));
+			mt->mt_merge_inserted += 1;
+		}
+		break;
+	}
+}
+
 /* Pull input rows until RETURNING output is ready or the input ends. */
 static void
 run(DPScanState *s)
@@ -159,15 +263,10 @@ run(DPScanState *s)
 
 	if (s->load == NULL)
 	{
-		/* BEFORE STATEMENT triggers, as ExecModifyTable's first call */
 		if (mt->fireBSTriggers)
-		{
-			ExecBSInsertTriggers(estate, mt->rootResultRelInfo);
-			if (do_update(mt))
-				ExecBSUpdateTriggers(estate, mt->rootResultRelInfo);
-			mt->fireBSTriggers = false;
-		}
-		s->load = dp_load_begin("INSERT", estate, mt, s->hinted,
+			fire_before_statement(estate, mt);
+		s->load = dp_load_begin(mt->operation == CMD_MERGE ? "MERGE" : "INSERT",
+								estate, mt, s->hinted,
 								s->freeze_allowed, s->retstore, NULL, NULL);
 		if (s->no_parallel[0] != '\0')
 			dp_load_note_parallel(s->load, 0, s->no_parallel);
@@ -186,7 +285,10 @@ run(DPScanState *s)
 		planSlot = ExecProcNode(subplan);
 		if (TupIsNull(planSlot))
 			break;
-		dp_load_row(s->load, planSlot);
+		if (mt->operation == CMD_MERGE)
+			merge_row(s, planSlot);
+		else
+			dp_load_row(s->load, planSlot);
 
 		if (s->retstore && tuplestore_tuple_count(s->retstore) > 0)
 			return;
@@ -194,11 +296,7 @@ run(DPScanState *s)
 
 	dp_load_end_rows(s->load);
 	dp_load_finish(s->load);
-	/* AFTER STATEMENT triggers, as fireASTriggers does for INSERT */
-	if (do_update(mt))
-		ExecASUpdateTriggers(estate, mt->rootResultRelInfo,
-							 mt->mt_oc_transition_capture);
-	ExecASInsertTriggers(estate, mt->rootResultRelInfo, mt->mt_transition_capture);
+	fire_after_statement(estate, mt);
 	mt->mt_done = true;
 	s->done = true;
 }

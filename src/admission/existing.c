@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * existing.c
+ *	  The rules for statements that meet rows already in the table:
+ *	  INSERT ... ON CONFLICT (conflict.c, upsert.c) and MERGE (exec.c).
+ *
+ * ON CONFLICT.  conflict.c keeps the keys of the rows not yet in the index
+ * as byte images, so an arbiter must compare its keys by their bytes: not
+ * an exclusion constraint, not numeric, float or a nondeterministic
+ * collation (dp_arbiters_ineligible).  DO UPDATE hands the rows whose key
+ * is in the table to core's executor after the load (upsert.c), which is
+ * core's outcome only if no row inserted later can meet a key an update
+ * made: one arbiter, whose columns (key, expression, predicate) SET does
+ * not assign and none of which is generated; and nothing of the update
+ * may run while the statement's rows wait in memory: no BEFORE ROW UPDATE
+ * trigger (dp_do_update_ineligible).
+ *
+ * MERGE.  Its WHEN NOT MATCHED inserts are appended and its matched rows
+ * left to core after the load (exec.c): so it must have an INSERT action
+ * (else there is nothing to append), no RETURNING (its rows would come
+ * back out of order, and 17's merge_action() is the executor's), and no
+ * BEFORE ROW trigger of the UPDATE or DELETE it does
+ * (dp_merge_ineligible; its expressions are INSERT's concern,
+ * eligibility.c).  Foreign partitions are refused for both: their
+ * wrapper's updates are no part of this.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "admission/admission.h"
+
+#include "access/nbtree.h"
+#include "access/relation.h"
+#include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+/*
+ * Are the index's keys equal exactly when their bytes are?  As
+ * _bt_allequalimage asks each key column's operator class, but without
+ * its refusal of INCLUDE columns (deduplication's concern, not ours: they
+ * are no part of the key).
+ */
+bool
+dp_index_keys_equal_image(Relation index)
+{
+	if (index->rd_rel->relam != BTREE_AM_OID || IsSystemRelation(index))
+		return false;
+	for (int j = 0; j < IndexRelationGetNumberOfKeyAttributes(index); j++)
+	{
+		Oid			type = index->rd_opcintype[j];
+		Oid			proc = get_opfamily_proc(index->rd_opfamily[j], type, type,
+											 BTEQUALIMAGE_PROC);
+
+		if (!OidIsValid(proc) ||
+			!DatumGetBool(OidFunctionCall1Coll(proc, index->rd_indcollation[j],
+											   ObjectIdGetDatum(type))))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is 'index' an arbiter of 'arbiters' (OIDs; NIL: every unique index)?  A
+ * partition's index is one when an index it is a partition of is.
+ */
+bool
+dp_index_is_arbiter(Relation index, List *arbiters)
+{
+	List	   *ancestors;
+	bool		found = false;
+	ListCell   *lc;
+
+	if (arbiters == NIL || list_member_oid(arbiters, RelationGetRelid(index)))
+		return true;
+	if (!index->rd_rel->relispartition)
+		return false;
+	ancestors = get_partition_ancestors(RelationGetRelid(index));
+	foreach(lc, ancestors)
+		found = found || list_member_oid(arbiters, lfirst_oid(lc));
+	list_free(ancestors);
+	return found;
+}
+
+/* Why the leaf's arbiters keep ON CONFLICT DO NOTHING off, or NULL. */
+static const char *
+leaf_arbiters_ineligible(Relation rel, List *arbiters)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	const char *r = NULL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index ix = index->rd_index;
+
+		if ((ix->indisunique || ix->indisexclusion) &&
+			dp_index_is_arbiter(index, arbiters))
+		{
+			if (ix->indisexclusion)
+				r = dp_report_reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
+									 RelationGetRelationName(index));
+			else if (!dp_index_keys_equal_image(index))
+				r = dp_report_reason("the ON CONFLICT arbiter \"%s\" has a key type whose equal values can differ in their bytes (such as numeric, float or a nondeterministic collation)",
+									 RelationGetRelationName(index));
+		}
+		index_close(index, AccessShareLock);
+		if (r != NULL)
+			break;
+	}
+	list_free(indexes);
+	return r;
+}
+
+/* A rule for one relation of a target's tree: why not, or NULL. */
+typedef const char *(*DPTreeRule) (Relation rel, const void *arg);
+
+/* The first reason 'rule' gives for 'relid' or any of its partitions. */
+static const char *
+tree_ineligible(Oid relid, DPTreeRule rule, const void *arg)
+{
+	List	   *rels = find_all_inheritors(relid, AccessShareLock, NULL);
+	const char *r = NULL;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+
+		r = rule(rel, arg);
+		relation_close(rel, NoLock);
+		if (r != NULL)
+			break;
+	}
+	list_free(rels);
+	return r;
+}
+
+static const char *
+arbiters_rule(Relation rel, const void *arg)
+{
+	/* a foreign partition's arbiters are its wrapper's */
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		return NULL;
+	return leaf_arbiters_ineligible(rel, (List *) arg);
+}
+
+/*
+ * Arbiters conflict.c can check, in every leaf of 'relid': with no
+ * conflict target a partition's own unique index is an arbiter too.
+ */
+const char *
+dp_arbiters_ineligible(Oid relid, List *arbiters)
+{
+	return tree_ineligible(relid, arbiters_rule, arbiters);
+}
+
+/*
+ * The columns of an index (key, INCLUDE, expression and predicate columns)
+ * as attribute numbers offset by FirstLowInvalidHeapAttributeNumber, as
+ * pull_varattnos gives them.
+ */
+static Bitmapset *
+index_columns(Relation index)
+{
+	Bitmapset  *cols = NULL;
+
+	for (int i = 0; i < index->rd_index->indnatts; i++)
+		if (index->rd_index->indkey.values[i] != 0)
+			cols = bms_add_member(cols, index->rd_index->indkey.values[i] -
+								  FirstLowInvalidHeapAttributeNumber);
+	pull_varattnos((Node *) RelationGetIndexExpressions(index), 1, &cols);
+	pull_varattnos((Node *) RelationGetIndexPredicate(index), 1, &cols);
+	return cols;
+}
+
+/* The actions core runs after the load: their BEFORE ROW triggers count. */
+typedef struct DPDeferred
+{
+	bool		update;
+	bool		delete;
+} DPDeferred;
+
+/*
+ * A relation of a statement whose updates or deletes core makes after the
+ * load (ON CONFLICT DO UPDATE, MERGE: upsert.c): why it cannot be one, or
+ * NULL.  A BEFORE ROW trigger of those would run while the statement's
+ * rows wait to be written, and could read the table; a foreign partition
+ * is the wrapper's (and core refuses most of it).
+ */
+static const char *
+deferred_rule(Relation rel, const void *arg)
+{
+	const DPDeferred *d = arg;
+	TriggerDesc *trig = rel->trigdesc;
+
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		return dp_report_reason("partition \"%s\" is a foreign table",
+								RelationGetRelationName(rel));
+	if (trig && d->update && trig->trig_update_before_row)
+		return dp_report_reason("\"%s\" has a BEFORE ROW UPDATE trigger (it would run while rows of the statement wait to be written)",
+								RelationGetRelationName(rel));
+	if (trig && d->delete && trig->trig_delete_before_row)
+		return dp_report_reason("\"%s\" has a BEFORE ROW DELETE trigger (it would run while rows of the statement wait to be written)",
+								RelationGetRelationName(rel));
+	return NULL;
+}
+
+/*
+ * ON CONFLICT DO UPDATE's own rules (upsert.c hands the conflicting rows to
+ * core's executor, after the rows the statement inserts are written):
+ * one arbiter, whose key the update cannot change (SET assigns none of its
+ * columns, none is generated), so that no row inserted later can meet a
+ * key the update made; no BEFORE UPDATE row trigger, no foreign partition.
+ */
+const char *
+dp_do_update_ineligible(ModifyTable *mt, Oid target)
+{
+	Relation	index;
+	Relation	rel;
+	Bitmapset  *cols;
+	const char *r = NULL;
+	ListCell   *lc;
+	int			col = -1;
+
+	if (list_length(mt->arbiterIndexes) != 1)
+		return "ON CONFLICT DO UPDATE with more than one arbiter index";
+	index = index_open(linitial_oid(mt->arbiterIndexes), AccessShareLock);
+	cols = index_columns(index);
+	rel = relation_open(target, NoLock);
+	foreach(lc, mt->onConflictCols)
+		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber, cols))
+			r = dp_report_reason("ON CONFLICT DO UPDATE SET assigns column \"%s\" of the arbiter \"%s\"",
+								 get_attname(target, lfirst_int(lc), false),
+					   RelationGetRelationName(index));
+	while (r == NULL && (col = bms_next_member(cols, col)) >= 0)
+	{
+		AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno > 0 &&
+			TupleDescAttr(RelationGetDescr(rel), attno - 1)->attgenerated)
+			r = dp_report_reason("the ON CONFLICT DO UPDATE arbiter \"%s\" has a generated column",
+								 RelationGetRelationName(index));
+	}
+	relation_close(rel, NoLock);
+	index_close(index, AccessShareLock);
+
+	return r ? r : tree_ineligible(target, deferred_rule,
+								   &(DPDeferred) {.update = true});
+}
+
+/*
+ * MERGE: its WHEN NOT MATCHED inserts take the direct path, the rest of
+ * its rows are core's after the load (exec.c, upsert.c).
+ */
+const char *
+dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
+{
+	bool		insert = false;
+	DPDeferred	d = {false, false};
+	ListCell   *lc;
+
+	if (stmt->hasModifyingCTE)
+		return "the statement has a data-modifying WITH";
+	if (mt->returningLists != NIL)
+		return "MERGE ... RETURNING";
+	foreach(lc, (List *) linitial(mt->mergeActionLists))
+	{
+		MergeAction *action = lfirst_node(MergeAction, lc);
+
+		insert |= action->commandType == CMD_INSERT;
+		d.update |= action->commandType == CMD_UPDATE;
+		d.delete |= action->commandType == CMD_DELETE;
+	}
+	if (!insert)
+		return "MERGE without WHEN NOT MATCHED THEN INSERT (nothing it does is an append)";
+	return tree_ineligible(rt_fetch(linitial_int(mt->resultRelations),
+									stmt->rtable)->relid, deferred_rule, &d);
+}

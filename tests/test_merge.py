@@ -1,0 +1,171 @@
+"""MERGE on the direct path: its WHEN NOT MATCHED inserts are appended, its
+matched rows are core's, after the load (src/statement/exec.c,
+src/load/upsert.c).
+
+Differential: each MERGE runs plain on one copy of the target and hinted on
+another; the tables, the command's row count, EXPLAIN ANALYZE's inserted /
+updated / deleted counts, and what AFTER triggers and transition tables saw
+must agree.  Errors: a target row matched twice fails both with 21000.  The
+MERGEs the direct path does not take say why (one without an INSERT
+action: test_upsert.py).
+"""
+
+import pytest
+
+from conftest import SMALL_BATCHES, last_statement, run_both, set_gucs, sqlstate_of
+
+pytestmark = pytest.mark.directpath
+
+SOURCE = ("SELECT (abs(hashint8(g)) % 12000)::int AS id, 'src' || g AS v, g % 7 AS k "
+          "FROM generate_series(1, 8000) g")
+
+
+def make_tables(conn, n, partitioned=False):
+    conn.execute(f"CREATE TABLE mg_src_{n} AS SELECT DISTINCT ON (id) * FROM ({SOURCE}) s "
+                 f"ORDER BY id, v")
+    for t in (f"mg_p_{n}", f"mg_d_{n}"):
+        if partitioned:
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text, k int, "
+                         f"n int DEFAULT 0) PARTITION BY RANGE (id)")
+            conn.execute(f"CREATE TABLE {t}_a PARTITION OF {t} FOR VALUES FROM (0) TO (5000)")
+            conn.execute(f"CREATE TABLE {t}_b PARTITION OF {t} DEFAULT")
+        else:
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text, k int, n int DEFAULT 0)")
+        conn.execute(f"CREATE INDEX ON {t} (k)")
+        conn.execute(f"INSERT INTO {t} SELECT g * 2, 'old', g % 5 FROM generate_series(1, 4000) g")
+    return f"mg_src_{n}", f"mg_p_{n}", f"mg_d_{n}"
+
+
+ACTIONS = {
+    "update and insert": "WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+                         "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v, s.k)",
+    "conditions, delete, do nothing": "WHEN MATCHED AND s.k = 0 THEN DELETE "
+                                      "WHEN MATCHED AND s.k < 3 THEN UPDATE SET v = 'u' "
+                                      "WHEN NOT MATCHED AND s.k = 1 THEN DO NOTHING "
+                                      "WHEN NOT MATCHED AND s.k = 2 THEN INSERT (id) VALUES (s.id) "
+                                      "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v, s.k, 9)",
+    "insert only": "WHEN NOT MATCHED THEN INSERT VALUES (s.id, upper(s.v), s.k)",
+}
+
+
+def tuples_line(conn, sql):
+    plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql).fetchall()
+    return [line.strip() for (line,) in plan if "Tuples:" in line]
+
+
+@pytest.mark.parametrize("case", list(ACTIONS))
+@pytest.mark.parametrize("shape", ["table", "partitioned, small batches"])
+def test_differential(cluster, case, shape):
+    n = 10 * list(ACTIONS).index(case) + (shape != "table")
+    with cluster.conn() as conn:
+        src, tp, td = make_tables(conn, n, partitioned=shape != "table")
+        set_gucs(conn, SMALL_BATCHES if shape != "table" else {"directpath.min_bytes": "0"})
+        stmt = f"MERGE INTO {{t}} t USING {src} s ON t.id = s.id {ACTIONS[case]}"
+        out = run_both(conn, stmt, tp, td)
+        assert out["report"]["path"] == "direct", out["report"]
+        assert out["report"]["frozen"] is False
+        assert out["direct"] == out["plain"]
+        assert out["report"]["rows_inserted"] > 0
+        # EXPLAIN ANALYZE counts alike (in a transaction rolled back)
+        lines = {}
+        for t, hint in ((tp, ""), (td, "/*+ APPEND */ ")):
+            conn.execute("BEGIN")
+            lines[t] = tuples_line(conn, hint + stmt.format(t=t))
+            conn.execute("ROLLBACK")
+        assert lines[tp] == lines[td] and lines[tp], lines
+        for t in (tp, td):
+            conn.execute(f"SELECT bt_index_parent_check(i.indexrelid, true, true) FROM pg_index i "
+                         f"JOIN pg_inherits h ON h.inhrelid = i.indrelid WHERE h.inhparent = "
+                         f"'{t}'::regclass UNION ALL SELECT bt_index_parent_check(indexrelid, "
+                         f"true, true) FROM pg_index WHERE indrelid = '{t}'::regclass "
+                         f"AND (SELECT relkind FROM pg_class WHERE oid = indexrelid) = 'i'"
+                         ).fetchall()
+
+
+def test_triggers_and_transition_tables(cluster):
+    with cluster.conn() as conn:
+        src, tp, td = make_tables(conn, 90)
+        conn.execute("CREATE TABLE mg_seen (tg text, op text, id int, n bigint)")
+        conn.execute("""CREATE FUNCTION mg_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO mg_seen VALUES (TG_TABLE_NAME, TG_OP,
+                  CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, NULL);
+            RETURN NULL; END $$""")
+        conn.execute("""CREATE FUNCTION mg_ins() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO mg_seen SELECT TG_TABLE_NAME, 'S' || TG_OP, NULL, count(*)
+            FROM newrows; RETURN NULL; END $$""")
+        conn.execute("""CREATE FUNCTION mg_del() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO mg_seen SELECT TG_TABLE_NAME, 'S' || TG_OP, NULL, count(*)
+            FROM oldrows; RETURN NULL; END $$""")
+        for t in (tp, td):
+            conn.execute(f"CREATE TRIGGER r AFTER INSERT OR UPDATE OR DELETE ON {t} "
+                         f"FOR EACH ROW EXECUTE FUNCTION mg_row()")
+            conn.execute(f"CREATE TRIGGER si AFTER INSERT ON {t} REFERENCING NEW TABLE AS "
+                         f"newrows FOR EACH STATEMENT EXECUTE FUNCTION mg_ins()")
+            conn.execute(f"CREATE TRIGGER sd AFTER DELETE ON {t} REFERENCING OLD TABLE AS "
+                         f"oldrows FOR EACH STATEMENT EXECUTE FUNCTION mg_del()")
+        set_gucs(conn, SMALL_BATCHES)
+        out = run_both(conn, f"MERGE INTO {{t}} t USING {src} s ON t.id = s.id "
+                             f"WHEN MATCHED AND s.k = 0 THEN DELETE "
+                             f"WHEN MATCHED THEN UPDATE SET v = s.v "
+                             f"WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v, s.k)", tp, td)
+        assert out["report"]["path"] == "direct", out["report"]
+        assert out["direct"] == out["plain"]
+        seen = {t: conn.execute("SELECT op, id, n FROM mg_seen WHERE tg = %s ORDER BY 1, 2, 3",
+                                (t,)).fetchall() for t in (tp, td)}
+        assert seen[tp] == seen[td]
+        assert {op for op, _, _ in seen[tp]} == {"INSERT", "UPDATE", "DELETE", "SINSERT",
+                                                 "SDELETE"}
+
+
+def test_target_row_matched_twice(cluster):
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        for t in ("mg_tw_p", "mg_tw_d"):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            conn.execute(f"INSERT INTO {t} VALUES (1, 'old')")
+        for t, hint in (("mg_tw_p", ""), ("mg_tw_d", "/*+ APPEND */ ")):
+            code = sqlstate_of(conn, f"{hint}MERGE INTO {t} t USING (SELECT g % 3000 AS id "
+                                     f"FROM generate_series(1, 6000) g) s ON t.id = s.id "
+                                     f"WHEN MATCHED THEN UPDATE SET v = 'u' "
+                                     f"WHEN NOT MATCHED THEN DO NOTHING")
+            assert code == "21000", hint
+            assert conn.execute(f"SELECT v FROM {t}").fetchall() == [("old",)]
+
+
+REFUSED = {
+    "BEFORE UPDATE trigger": ("WHEN MATCHED THEN UPDATE SET v = s.v "
+                              "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)",
+                              "BEFORE ROW UPDATE trigger"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_refusals_say_why(cluster, case):
+    actions, why = REFUSED[case]
+    t = f"mg_ref_{list(REFUSED).index(case)}"
+    with cluster.conn() as conn:
+        conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+        conn.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 3000) g")
+        if "trigger" in case:
+            conn.execute("CREATE FUNCTION mg_noop() RETURNS trigger LANGUAGE plpgsql AS "
+                         "$$ BEGIN RETURN NEW; END $$")
+            conn.execute(f"CREATE TRIGGER b BEFORE UPDATE ON {t} FOR EACH ROW "
+                         f"EXECUTE FUNCTION mg_noop()")
+        cur = conn.execute(f"/*+ APPEND */ MERGE INTO {t} t USING (SELECT g AS id, 'new' AS v "
+                           f"FROM generate_series(1, 6000) g) s ON t.id = s.id {actions}")
+        st = last_statement(conn)
+        assert st["path"] == "normal" and why in st["reason"], st
+        assert cur.rowcount >= 3000
+
+
+def test_merge_returning_is_refused(cluster):
+    with cluster.conn() as conn:
+        if conn.info.server_version < 170000:
+            pytest.skip("MERGE ... RETURNING is PostgreSQL 17+")
+        conn.execute("CREATE TABLE mg_ret (id int PRIMARY KEY, v text)")
+        cur = conn.execute("/*+ APPEND */ MERGE INTO mg_ret t USING (SELECT g AS id FROM "
+                           "generate_series(1, 5000) g) s ON t.id = s.id WHEN NOT MATCHED "
+                           "THEN INSERT VALUES (s.id, 'n') RETURNING t.id")
+        assert len(cur.fetchall()) == 5000
+        st = last_statement(conn)
+        assert st["path"] == "normal" and "RETURNING" in st["reason"], st
