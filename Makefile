@@ -17,6 +17,7 @@ OBJS = \
 	src/statement/exec.o \
 	src/statement/copy.o \
 	src/statement/copyopts.o \
+	src/statement/born.o \
 	src/admission/hint.o \
 	src/admission/eligibility.o \
 	src/admission/existing.o \

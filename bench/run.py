@@ -92,6 +92,7 @@ from dpbench.s11_parallel import ParallelScenario  # noqa: E402
 from dpbench.s12_parse import ParseScenario  # noqa: E402
 from dpbench.s13_restore import RestoreScenario  # noqa: E402
 from dpbench.s14_upsert import UpsertScenario  # noqa: E402
+from dpbench.s15_born import BornScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -99,7 +100,8 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
-             ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario]
+             ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario,
+             BornScenario]
 
 
 def parse_args(argv=None):

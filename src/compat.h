@@ -27,7 +27,11 @@
  *	  split from _bt_getbuf), lost the snapshot in 17; extending a
  *	  relation by a buffer became ExtendBufferedRel in 16;
  *	- RelationSetNewRelfilenode became RelationSetNewRelfilenumber in 16;
- *	- 17 split MERGE's actions into three lists (NOT MATCHED BY SOURCE).
+ *	- 17 split MERGE's actions into three lists (NOT MATCHED BY SOURCE);
+ *	- ExecutorRun lost "execute_once" in 18;
+ *	- the private receivers of CREATE TABLE AS and REFRESH MATERIALIZED
+ *	  VIEW are read through mirrors of their leading fields (the same in
+ *	  15-18).
  *
  *-------------------------------------------------------------------------
  */
@@ -408,5 +412,57 @@ dp_copy_skips_errors(CopyFromState cstate)
 #else
 #define DP_MERGE_NOT_MATCHED_ACTIONS(rri) ((rri)->ri_notMatchedMergeAction)
 #endif
+
+/* ExecutorRun lost its "execute_once" argument in 18. */
+#if PG_VERSION_NUM >= 180000
+#define DP_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define DP_EXECUTOR_RUN_ARGS	queryDesc, direction, count
+#else
+#define DP_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define DP_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
+#endif
+
+/* A range table of one relation, as the executor opens it (16+, 18). */
+#if PG_VERSION_NUM >= 180000
+#define DP_INIT_ONE_RANGE_TABLE(estate, rtable) \
+	ExecInitRangeTable((estate), (rtable), NIL, bms_make_singleton(1))
+#elif PG_VERSION_NUM >= 160000
+#define DP_INIT_ONE_RANGE_TABLE(estate, rtable) \
+	ExecInitRangeTable((estate), (rtable), NIL)
+#else
+#define DP_INIT_ONE_RANGE_TABLE(estate, rtable) \
+	ExecInitRangeTable((estate), (rtable))
+#endif
+
+/*
+ * The relation a CREATE TABLE AS / materialized view receiver
+ * (createas.c's DR_intorel) or a REFRESH receiver (matview.c's
+ * DR_transientrel) writes, once its rStartup ran.  Both structs are
+ * private to core; their leading fields, mirrored here, are the same in
+ * 15 to 18.
+ */
+typedef struct DPIntoRelDest
+{
+	DestReceiver pub;
+	void	   *into;
+	Relation	rel;
+} DPIntoRelDest;
+
+typedef struct DPTransientRelDest
+{
+	DestReceiver pub;
+	Oid			transientoid;
+	Relation	transientrel;
+} DPTransientRelDest;
+
+static inline Relation
+dp_dest_relation(DestReceiver *dest)
+{
+	if (dest->mydest == DestIntoRel)
+		return ((DPIntoRelDest *) dest)->rel;
+	return ((DPTransientRelDest *) dest)->transientrel;
+}
 
 #endif							/* DIRECTPATH_COMPAT_H */

@@ -190,4 +190,5 @@ _PG_init(void)
 	dp_plan_init();
 	dp_exec_init();
 	dp_copy_init();
+	dp_born_init();
 }

@@ -867,6 +867,45 @@ def upsert_text(agg):
     return titled_table("Upsert", UPSERT_HEADER, upsert_rows(agg))
 
 
+# ----------------------------------------------------------- born (15) ----
+
+BORN_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "WAL / plain",
+               "all-frozen pages", "rows as plain"]
+
+
+def born_rows(agg):
+    rows = []
+    for a in agg.cases("born", "replica"):
+        base = agg.get("born", "replica", a.twin) if a.twin else None
+        wal = "1"
+        same = "–"
+        if base:
+            wal = fmt_stat(run_ratios(a, base, "wal_bytes"))
+            same = "yes" if a.first("digest") == base.first("digest") else "NO"
+        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
+                     wal, a.first("frozen_pages"), same])
+    return rows
+
+
+def section_born(agg, meta, out, figs):
+    cases = agg.cases("born", "replica")
+    if not cases:
+        return []
+    n = cases[0].first("rows")
+    return ["## 15. Tables born ready: CREATE TABLE AS, REFRESH MATERIALIZED VIEW", "",
+            f"{n:,} rows of 5 columns from an unlogged source table, by CREATE TABLE AS and by "
+            "REFRESH MATERIALIZED VIEW (from WITH NO DATA), plain and hinted. Time is the "
+            "statement plus the CHECKPOINT after it; ratios (time, WAL) against the plain form "
+            "of the same run; the last columns give the visibility map's all-frozen pages and "
+            "compare the contents with the plain statement's.", "",
+            md_table(BORN_HEADER, born_rows(agg)), ""]
+
+
+def born_text(agg):
+    return titled_table("Tables born ready", BORN_HEADER, born_rows(agg))
+
+
 # --------------------------------------------------------------- summary ----
 
 def summary_rows(agg, meta):
@@ -986,7 +1025,7 @@ def summary_text(agg, meta):
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
-            upsert_text(agg))
+            upsert_text(agg) + born_text(agg))
     return "\n".join(out)
 
 
@@ -1063,7 +1102,7 @@ def write_all(out, meta, records):
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
                section_fkeys, section_parallel, section_parse, section_restore,
-               section_upsert):
+               section_upsert, section_born):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

@@ -219,6 +219,15 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 	return w != DP_HINT_NOAPPEND;
 }
 
+bool
+dp_admit_born_wanted(const char *source, int location, int len, bool *hinted)
+{
+	DPHint		w = wanted(dp_find_hint(source, location, len, NULL), false);
+
+	*hinted = w == DP_HINT_APPEND;
+	return w != DP_HINT_NOAPPEND;
+}
+
 /*
  * The strong lock, at plan time, for an INSERT whose parse analysis did not
  * take it (an updatable view's base table is only known after rewriting;

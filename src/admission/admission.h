@@ -105,6 +105,14 @@ extern void dp_admit_parse(const char *source, Query *query);
 extern bool dp_admit_insert_wanted(Query *parse, const char *source,
 								   bool *hinted, int *parallel);
 
+/*
+ * A statement whose target it creates (CREATE TABLE AS, REFRESH
+ * MATERIALIZED VIEW: born.c), its text at 'location' for 'len' bytes: is it
+ * wanted on the direct path?  *hinted set.
+ */
+extern bool dp_admit_born_wanted(const char *source, int location, int len,
+								 bool *hinted);
+
 /* After planning (plan top is a ModifyTable): the decision for the INSERT. */
 extern void dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted,
 							DPAdmission *a);

@@ -30,6 +30,7 @@
 
 #include "access/nbtree.h"
 #include "access/relation.h"
+#include "catalog/catalog.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "optimizer/optimizer.h"

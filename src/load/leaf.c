@@ -81,7 +81,9 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	MemoryContext old;
 	DPLeaf	   *leaf;
 
-	check_leaf(rel, set->mtstate->mt_partition_tuple_routing != NULL);
+	/* a relation the statement created was judged by born.c */
+	if (!set->born)
+		check_leaf(rel, set->mtstate->mt_partition_tuple_routing != NULL);
 	if (!foreign)
 		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
 

@@ -742,6 +742,13 @@ dp_load_deleted(DPLoad *s)
 }
 
 void
+dp_load_new_relation(DPLoad *s)
+{
+	Assert(s->leaves.list == NULL);
+	s->leaves.born = true;
+}
+
+void
 dp_load_defer(DPLoad *s, TupleTableSlot *planSlot)
 {
 	defer(s, NULL, planSlot);

@@ -58,6 +58,7 @@ typedef struct DPLeafSet
 	bool		reject_duplicates;	/* COPY's rejects table takes them */
 	bool		on_conflict;	/* ON CONFLICT (conflict.c) */
 	bool		do_update;		/* ... DO UPDATE (upsert.c) */
+	bool		born;			/* the target is new in the statement */
 	List	   *arbiters;		/* COPY's: the target's arbiter indexes,
 								 * NIL for every unique index */
 	bool		freeze_allowed; /* by the statement (admission.c) */
@@ -115,6 +116,13 @@ extern uint64 dp_load_deleted(DPLoad *load);
  * the first row.
  */
 extern void dp_load_on_conflict(DPLoad *load, List *arbiters);
+
+/*
+ * The target was created by the statement itself (born.c: CREATE TABLE
+ * AS, a materialized view): born.c judged it, a leaf's checks are skipped.
+ * Before the first row.
+ */
+extern void dp_load_new_relation(DPLoad *load);
 
 /*
  * A row of the ModifyTable's subplan that core's ModifyTable node

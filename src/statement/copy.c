@@ -604,12 +604,8 @@ dp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		copy_utility(&report_id, pstmt, queryString, queryEnv, qc))
 		return;
 
-	if (prev_process_utility)
-		prev_process_utility(pstmt, queryString, readOnlyTree, context,
-							 params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	dp_next_process_utility(prev_process_utility, pstmt, queryString,
+							readOnlyTree, context, params, queryEnv, dest, qc);
 
 	/* a COPY we left to core: its row count, for last_statement() */
 	if (report_id != 0 && qc != NULL)

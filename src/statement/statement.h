@@ -2,8 +2,9 @@
  *
  * statement/statement.h
  *	  The statement stage: the hooks through which directpath takes over an
- *	  INSERT (plan.c, exec.c) or a COPY FROM (copy.c, its own options in
- *	  copyopts.c).
+ *	  INSERT or a MERGE (plan.c, exec.c), a COPY FROM (copy.c, its own
+ *	  options in copyopts.c), or a statement that creates the table it
+ *	  fills (born.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -11,11 +12,29 @@
 #define DP_STATEMENT_H
 
 #include "parallel/parallel.h"
+#include "tcop/utility.h"
 
 /* Each module's hooks, installed by _PG_init. */
 extern void dp_plan_init(void);
 extern void dp_exec_init(void);
 extern void dp_copy_init(void);
+extern void dp_born_init(void);	/* born.c: CREATE TABLE AS, REFRESH */
+
+/* The next ProcessUtility: the hook we replaced, else core's. */
+static inline void
+dp_next_process_utility(ProcessUtility_hook_type prev, PlannedStmt *pstmt,
+						const char *queryString, bool readOnlyTree,
+						ProcessUtilityContext context, ParamListInfo params,
+						QueryEnvironment *queryEnv, DestReceiver *dest,
+						QueryCompletion *qc)
+{
+	if (prev)
+		prev(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+			 dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
 
 /* ---------- exec.c ---------- */
 

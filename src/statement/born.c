@@ -1,0 +1,272 @@
+/*-------------------------------------------------------------------------
+ *
+ * born.c
+ *	  Tables born ready: CREATE TABLE AS, SELECT INTO, CREATE MATERIALIZED
+ *	  VIEW and REFRESH MATERIALIZED VIEW write their rows on the direct path.
+ *
+ * These statements never go through an INSERT: core creates the table (or,
+ * for REFRESH, a new heap to swap in) from a DestReceiver's rStartup, then
+ * the query's executor hands each row to the receiver, which calls
+ * table_tuple_insert (createas.c, matview.c).  So directpath takes them at
+ * the receiver:
+ *
+ *	ProcessUtility	a CREATE TABLE AS (SELECT INTO and CREATE MATERIALIZED
+ *					VIEW are parsed into one; its EXECUTE form too) or a
+ *					REFRESH MATERIALIZED VIEW without CONCURRENTLY is judged
+ *					by its text: the hint, directpath.mode (admission.c).
+ *					The answer holds while the statement runs.
+ *	ExecutorRun		when such a statement's query runs into core's
+ *					receiver (DestIntoRel, DestTransientRel), the receiver is
+ *					wrapped for the run:
+ *	  rStartup		core's first, which creates and opens the relation; then
+ *					the relation is judged (heap, not temporary: REFRESH
+ *					CONCURRENTLY's diff table is one) and a load begun on it
+ *					with an executor state of its own (a one-relation range
+ *					table, a result relation), as COPY's is built;
+ *	  receiveSlot	each row to the load (load.c): held until min_bytes,
+ *					then placed on pages;
+ *	  rShutdown		the load ended (its report published), then core's.
+ *
+ * The relation is new in the transaction and empty, nobody else can see it
+ * (AccessExclusiveLock), and it has no index, trigger, constraint or policy
+ * yet: its pages go out frozen and all-visible, with the visibility map set,
+ * whenever COPY FREEZE's conditions hold (no snapshot registered before the
+ * statement, no open cursor), and WAL-logged as any direct load's, not at
+ * all where core skips it (wal_level = minimal).  The query itself cannot
+ * read the relation it fills, so nothing else is judged.  A refused
+ * statement runs through core's receiver untouched, with its reason.
+ *
+ * Invariant: core's receiver is the one ExecCreateTableAs and
+ * refresh_matview_datafill see before and after the run (the executor's
+ * destination is put back, also on error).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "statement/statement.h"
+
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "tcop/utility.h"
+#include "utils/rel.h"
+
+/* The born-ready statement being run (ProcessUtility), or none. */
+typedef struct DPBornStmt
+{
+	bool		wanted;
+	bool		hinted;
+	const char *kind;			/* for messages and last_statement() */
+} DPBornStmt;
+
+/* A core receiver, wrapped for one run of its query. */
+typedef struct DPBornDest
+{
+	DestReceiver pub;			/* first: the executor calls through it */
+	DestReceiver *core;
+	const DPBornStmt *stmt;
+	EState	   *estate;			/* the load's, or NULL when refused */
+	ModifyTableState *mtstate;
+	DPLoad	   *load;
+	uint64		report_id;		/* refused: our last_statement() entry */
+	uint64		rows;
+} DPBornDest;
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+static ExecutorRun_hook_type prev_executor_run = NULL;
+static DPBornStmt *current = NULL;
+
+/* Why rows cannot be appended to the new relation, or NULL. */
+static const char *
+born_ineligible(Relation rel)
+{
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return dp_report_reason("\"%s\" is a temporary table",
+								RelationGetRelationName(rel));
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		return dp_report_reason("\"%s\" does not use the heap access method",
+								RelationGetRelationName(rel));
+	return NULL;
+}
+
+/* The executor state of the load: 'rel' as range table entry 1. */
+static void
+begin_executor(DPBornDest *d, Relation rel)
+{
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	ModifyTableState *mt = makeNode(ModifyTableState);
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = AccessExclusiveLock;
+	d->estate = CreateExecutorState();
+	DP_INIT_ONE_RANGE_TABLE(d->estate, list_make1(rte));
+	ExecInitResultRelation(d->estate, rri, 1);
+
+	mt->ps.plan = NULL;
+	mt->ps.state = d->estate;
+	mt->operation = CMD_INSERT;
+	mt->canSetTag = true;
+	mt->mt_nrels = 1;
+	mt->resultRelInfo = rri;
+	mt->rootResultRelInfo = rri;
+	d->mtstate = mt;
+}
+
+static void
+born_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	DPBornDest *d = (DPBornDest *) self;
+	Relation	rel;
+	const char *why;
+	bool		freeze;
+
+	d->core->rStartup(d->core, operation, typeinfo);
+	rel = dp_dest_relation(d->core);
+	why = born_ineligible(rel);
+	if (why != NULL)
+	{
+		DPReport	r;
+
+		dp_report_init(&r);
+		dp_report_normal(&r, d->stmt->hinted, d->stmt->kind, why);
+		d->report_id = dp_report_publish(&r);
+		return;
+	}
+	freeze = dp_admit_no_prior_activity();
+	begin_executor(d, rel);
+	d->load = dp_load_begin(d->stmt->kind, d->estate, d->mtstate,
+							d->stmt->hinted, freeze, NULL, NULL, NULL);
+	dp_load_new_relation(d->load);
+}
+
+static bool
+born_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	DPBornDest *d = (DPBornDest *) self;
+
+	d->rows++;
+	if (d->load == NULL)
+		return d->core->receiveSlot(slot, d->core);
+	ResetPerTupleExprContext(d->estate);
+	dp_load_row(d->load, slot);
+	return true;
+}
+
+static void
+born_shutdown(DestReceiver *self)
+{
+	DPBornDest *d = (DPBornDest *) self;
+
+	if (d->load != NULL)
+	{
+		dp_load_end_rows(d->load);
+		dp_load_finish(d->load);
+		ExecCloseResultRelations(d->estate);
+		ExecCloseRangeTableRelations(d->estate);
+		FreeExecutorState(d->estate);
+		d->load = NULL;
+		d->estate = NULL;
+	}
+	else if (d->report_id != 0)
+		dp_report_rows(d->report_id, d->rows);
+	d->core->rShutdown(d->core);
+}
+
+static void
+born_destroy(DestReceiver *self)
+{
+	/* the wrapper is the hook's to free; core destroys its own receiver */
+}
+
+/* Run the query; into a wrapped receiver if it fills a born relation. */
+static void
+born_executor_run(DP_EXECUTOR_RUN_PARAMS)
+{
+	DestReceiver *core = queryDesc->dest;
+	DPBornDest *d;
+
+	if (current == NULL || !current->wanted ||
+		(core->mydest != DestIntoRel && core->mydest != DestTransientRel))
+	{
+		if (prev_executor_run)
+			prev_executor_run(DP_EXECUTOR_RUN_ARGS);
+		else
+			standard_ExecutorRun(DP_EXECUTOR_RUN_ARGS);
+		return;
+	}
+
+	d = palloc0(sizeof(DPBornDest));
+	d->pub.receiveSlot = born_receive;
+	d->pub.rStartup = born_startup;
+	d->pub.rShutdown = born_shutdown;
+	d->pub.rDestroy = born_destroy;
+	d->pub.mydest = core->mydest;
+	d->core = core;
+	d->stmt = current;
+	queryDesc->dest = &d->pub;
+	PG_TRY();
+	{
+		if (prev_executor_run)
+			prev_executor_run(DP_EXECUTOR_RUN_ARGS);
+		else
+			standard_ExecutorRun(DP_EXECUTOR_RUN_ARGS);
+	}
+	PG_FINALLY();
+	{
+		queryDesc->dest = core;
+	}
+	PG_END_TRY();
+	pfree(d);
+}
+
+/* Which statements create the relation their rows fill. */
+static const char *
+born_kind(Node *stmt)
+{
+	if (IsA(stmt, CreateTableAsStmt))
+		return ((CreateTableAsStmt *) stmt)->objtype == OBJECT_MATVIEW ?
+			"CREATE MATERIALIZED VIEW" : "CREATE TABLE AS";
+	if (IsA(stmt, RefreshMatViewStmt) && !((RefreshMatViewStmt *) stmt)->concurrent)
+		return "REFRESH MATERIALIZED VIEW";
+	return NULL;
+}
+
+static void
+born_process_utility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	DPBornStmt	stmt;
+	DPBornStmt *saved = current;
+	const char *kind = born_kind(pstmt->utilityStmt);
+
+	if (kind != NULL)
+	{
+		stmt.kind = kind;
+		stmt.wanted = dp_admit_born_wanted(queryString, pstmt->stmt_location,
+										   pstmt->stmt_len, &stmt.hinted);
+		current = &stmt;
+	}
+	PG_TRY();
+	{
+		dp_next_process_utility(prev_process_utility, pstmt, queryString,
+								readOnlyTree, context, params, queryEnv,
+								dest, qc);
+	}
+	PG_FINALLY();
+	{
+		current = saved;
+	}
+	PG_END_TRY();
+}
+
+void
+dp_born_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = born_process_utility;
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = born_executor_run;
+}
