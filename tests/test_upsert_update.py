@@ -218,6 +218,10 @@ REFUSED = {
                               "EXECUTE FUNCTION uu_noop()",
                               "ON CONFLICT (id) DO UPDATE SET v = excluded.v",
                               "BEFORE ROW UPDATE trigger"),
+    "SET assigns another unique index's column": (
+        "CREATE TABLE {t} (id int PRIMARY KEY, v int UNIQUE)",
+        "ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+        "assigns column \"v\" of the unique index"),
     "numeric key": ("CREATE TABLE {t} (id numeric PRIMARY KEY, v int)",
                     "ON CONFLICT (id) DO UPDATE SET v = excluded.v",
                     "equal values can differ in their bytes"),
@@ -233,7 +237,7 @@ def test_refusals_say_why(cluster, case):
                      "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$")
         for s in ddl.format(t=t).split("; "):
             conn.execute(s)
-        conn.execute(f"INSERT INTO {t} SELECT g, 0 FROM generate_series(1, 2500) g")
+        conn.execute(f"INSERT INTO {t} SELECT g, -g FROM generate_series(1, 2500) g")
         cur = conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT g, g FROM "
                            f"generate_series(1, 5000) g {clause}")
         assert cur.rowcount == 5000

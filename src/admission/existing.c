@@ -13,15 +13,19 @@
  * made: one arbiter, whose columns (key, expression, predicate) SET does
  * not assign and none of which is generated; and nothing of the update
  * may run while the statement's rows wait in memory: no BEFORE ROW UPDATE
- * trigger (dp_do_update_ineligible).
+ * trigger (dp_do_update_ineligible).  Nor may an update free a key of any
+ * unique index that a row inserted before it could then have taken in
+ * core's order but meets in ours (keys_rule): SET assigns no column of a
+ * unique or exclusion index, none of those has a generated column.
  *
  * MERGE.  Its WHEN NOT MATCHED inserts are appended and its matched rows
  * left to core after the load (exec.c): so it must have an INSERT action
  * (else there is nothing to append), no RETURNING (its rows would come
  * back out of order, and 17's merge_action() is the executor's), and no
- * BEFORE ROW trigger of the UPDATE or DELETE it does
- * (dp_merge_ineligible; its expressions are INSERT's concern,
- * eligibility.c).  Foreign partitions are refused for both: their
+ * BEFORE ROW trigger of the UPDATE or DELETE it does, no DELETE from a
+ * table with a unique index and no UPDATE of such an index's column
+ * (keys_rule, as for DO UPDATE) (dp_merge_ineligible; its expressions are
+ * INSERT's concern, eligibility.c).  Foreign partitions are refused for both: their
  * wrapper's updates are no part of this.
  *
  *-------------------------------------------------------------------------
@@ -85,9 +89,12 @@ dp_index_is_arbiter(Relation index, List *arbiters)
 	return found;
 }
 
-/* Why the leaf's arbiters keep ON CONFLICT DO NOTHING off, or NULL. */
+/* A rule for one index of a relation: why not, or NULL. */
+typedef const char *(*DPIndexRule) (Relation rel, Relation index, const void *arg);
+
+/* The first reason 'rule' gives for one of the relation's indexes. */
 static const char *
-leaf_arbiters_ineligible(Relation rel, List *arbiters)
+indexes_ineligible(Relation rel, DPIndexRule rule, const void *arg)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	const char *r = NULL;
@@ -96,24 +103,32 @@ leaf_arbiters_ineligible(Relation rel, List *arbiters)
 	foreach(lc, indexes)
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = index->rd_index;
 
-		if ((ix->indisunique || ix->indisexclusion) &&
-			dp_index_is_arbiter(index, arbiters))
-		{
-			if (ix->indisexclusion)
-				r = dp_report_reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
-									 RelationGetRelationName(index));
-			else if (!dp_index_keys_equal_image(index))
-				r = dp_report_reason("the ON CONFLICT arbiter \"%s\" has a key type whose equal values can differ in their bytes (such as numeric, float or a nondeterministic collation)",
-									 RelationGetRelationName(index));
-		}
+		r = rule(rel, index, arg);
 		index_close(index, AccessShareLock);
 		if (r != NULL)
 			break;
 	}
 	list_free(indexes);
 	return r;
+}
+
+/* Why an arbiter (of 'arbiters', a List) keeps ON CONFLICT off, or NULL. */
+static const char *
+arbiter_rule(Relation rel, Relation index, const void *arg)
+{
+	Form_pg_index ix = index->rd_index;
+
+	if ((!ix->indisunique && !ix->indisexclusion) ||
+		!dp_index_is_arbiter(index, (List *) arg))
+		return NULL;
+	if (ix->indisexclusion)
+		return dp_report_reason("the ON CONFLICT arbiter \"%s\" is an exclusion constraint",
+								RelationGetRelationName(index));
+	if (!dp_index_keys_equal_image(index))
+		return dp_report_reason("the ON CONFLICT arbiter \"%s\" has a key type whose equal values can differ in their bytes (such as numeric, float or a nondeterministic collation)",
+								RelationGetRelationName(index));
+	return NULL;
 }
 
 /* A rule for one relation of a target's tree: why not, or NULL. */
@@ -146,7 +161,7 @@ arbiters_rule(Relation rel, const void *arg)
 	/* a foreign partition's arbiters are its wrapper's */
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		return NULL;
-	return leaf_arbiters_ineligible(rel, (List *) arg);
+	return indexes_ineligible(rel, arbiter_rule, arg);
 }
 
 /*
@@ -211,6 +226,74 @@ deferred_rule(Relation rel, const void *arg)
 }
 
 /*
+ * What core's updates and deletes after the load may do to the keys of
+ * unique indexes: 'assigned' names the columns updates assign (of the
+ * target), 'delete' says whether rows are deleted.
+ */
+typedef struct DPKeyChange
+{
+	List	   *assigned;		/* column names (String) */
+	bool		delete;
+} DPKeyChange;
+
+/*
+ * Could an update or a delete made after the load free a key of one of
+ * the relation's unique or exclusion indexes?  Then a row the statement
+ * inserted (before it, on the direct path) could have met that key where
+ * core, inserting in input order after it, would not: refused.  A
+ * generated column in such an index counts as assigned when anything is
+ * (an update recomputes it).
+ */
+static const char *
+key_rule(Relation rel, Relation index, const void *arg)
+{
+	const DPKeyChange *k = arg;
+	Bitmapset  *cols;
+	int			col = -1;
+
+	if (!index->rd_index->indisunique && !index->rd_index->indisexclusion)
+		return NULL;
+	if (k->delete)
+		return dp_report_reason("the statement deletes rows of \"%s\", which has the unique index \"%s\"",
+								RelationGetRelationName(rel),
+								RelationGetRelationName(index));
+	cols = index_columns(index);
+	while ((col = bms_next_member(cols, col)) >= 0)
+	{
+		AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
+		Form_pg_attribute att;
+
+		if (attno <= 0)
+			continue;
+		att = TupleDescAttr(RelationGetDescr(rel), attno - 1);
+		if ((att->attgenerated && k->assigned != NIL) ||
+			list_member(k->assigned, makeString(NameStr(att->attname))))
+			return dp_report_reason("the statement's update assigns column \"%s\" of the unique index \"%s\"",
+									NameStr(att->attname),
+									RelationGetRelationName(index));
+	}
+	return NULL;
+}
+
+static const char *
+keys_rule(Relation rel, const void *arg)
+{
+	return indexes_ineligible(rel, key_rule, arg);
+}
+
+/* The names of the target's columns 'attnums' (integers). */
+static List *
+column_names(Oid target, List *attnums)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	foreach(lc, attnums)
+		names = lappend(names, makeString(get_attname(target, lfirst_int(lc), false)));
+	return names;
+}
+
+/*
  * ON CONFLICT DO UPDATE's own rules (upsert.c hands the conflicting rows to
  * core's executor, after the rows the statement inserts are written):
  * one arbiter, whose key the update cannot change (SET assigns none of its
@@ -249,8 +332,12 @@ dp_do_update_ineligible(ModifyTable *mt, Oid target)
 	relation_close(rel, NoLock);
 	index_close(index, AccessShareLock);
 
-	return r ? r : tree_ineligible(target, deferred_rule,
-								   &(DPDeferred) {.update = true});
+	if (r == NULL)
+		r = tree_ineligible(target, deferred_rule, &(DPDeferred) {.update = true});
+	if (r == NULL)
+		r = tree_ineligible(target, keys_rule, &(DPKeyChange) {
+			.assigned = column_names(target, mt->onConflictCols)});
+	return r;
 }
 
 /*
@@ -262,6 +349,10 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 {
 	bool		insert = false;
 	DPDeferred	d = {false, false};
+	DPKeyChange keys = {NIL, false};
+	const char *r;
+	Oid			target = rt_fetch(linitial_int(mt->resultRelations),
+								  stmt->rtable)->relid;
 	ListCell   *lc;
 
 	if (stmt->hasModifyingCTE)
@@ -275,9 +366,13 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 		insert |= action->commandType == CMD_INSERT;
 		d.update |= action->commandType == CMD_UPDATE;
 		d.delete |= action->commandType == CMD_DELETE;
+		if (action->commandType == CMD_UPDATE)
+			keys.assigned = list_concat(keys.assigned,
+										column_names(target, action->updateColnos));
 	}
+	keys.delete = d.delete;
 	if (!insert)
 		return "MERGE without WHEN NOT MATCHED THEN INSERT (nothing it does is an append)";
-	return tree_ineligible(rt_fetch(linitial_int(mt->resultRelations),
-									stmt->rtable)->relid, deferred_rule, &d);
+	r = tree_ineligible(target, deferred_rule, &d);
+	return r ? r : tree_ineligible(target, keys_rule, &keys);
 }

@@ -30,10 +30,13 @@
  * follow every entry already in the index with an equal key, which the
  * new versions' entries would not.  Why this is the same outcome as
  * core's, row for row:
- *	- the arbiter's key cannot change (eligibility.c: SET assigns none of
+ *	- the arbiter's key cannot change (existing.c: SET assigns none of
  *	  its columns, none is generated, no BEFORE UPDATE trigger), so a kept
  *	  row and an inserted row never share an arbiter key; every later row
  *	  with a kept row's key is kept too, behind it;
+ *	- no update (or MERGE's delete) frees a key of any unique index
+ *	  (existing.c), so an inserted row cannot meet, before the update, a
+ *	  key that core's order would have freed for it;
  *	- the rows of this command are invisible to its snapshot on both paths
  *	  (the load does not freeze under DO UPDATE), so SET and WHERE
  *	  expressions see the same table; volatile functions that could read
