@@ -176,3 +176,21 @@ def test_merge_returning_is_refused(cluster):
         assert len(cur.fetchall()) == 5000
         st = last_statement(conn)
         assert st["path"] == "normal" and "RETURNING" in st["reason"], st
+
+
+def test_refused_delete_merge_takes_no_strong_lock(cluster):
+    """A MERGE with a DELETE action into a table with a unique index is
+    refused at plan time; it does not take the load's lock at parse time
+    either, so other writers go on while its transaction is open."""
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE mg_lk (id int PRIMARY KEY, v text)")
+        conn.execute("INSERT INTO mg_lk SELECT g, 'old' FROM generate_series(1, 3000) g")
+    with cluster.conn(autocommit=False) as a, cluster.conn() as b:
+        a.execute("/*+ APPEND */ MERGE INTO mg_lk t USING (SELECT g AS id FROM "
+                  "generate_series(1, 6000) g) s ON t.id = s.id WHEN MATCHED AND s.id % 2 = 0 "
+                  "THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'new')")
+        assert "deletes rows of" in last_statement(a)["reason"]
+        b.execute("SET lock_timeout = '2s'")
+        b.execute("INSERT INTO mg_lk VALUES (100000, 'other')")
+        a.commit()
+        assert b.execute("SELECT count(*) FROM mg_lk").fetchone()[0] == 3000 - 1500 + 3000 + 1

@@ -166,16 +166,26 @@ lock_waiting(Oid relid)
 	return true;
 }
 
-/* Has a MERGE a WHEN NOT MATCHED THEN INSERT action (the direct part)? */
+/*
+ * Could a MERGE take the direct path?  It needs a WHEN NOT MATCHED THEN
+ * INSERT action; one with a DELETE action is refused at plan time wherever
+ * the target has a unique index (existing.c), so it takes no early lock.
+ */
 static bool
-merge_inserts(Query *query)
+merge_may_be_direct(Query *query)
 {
+	bool		insert = false;
 	ListCell   *lc;
 
 	foreach(lc, query->mergeActionList)
-		if (lfirst_node(MergeAction, lc)->commandType == CMD_INSERT)
-			return true;
-	return false;
+	{
+		CmdType		cmd = lfirst_node(MergeAction, lc)->commandType;
+
+		if (cmd == CMD_DELETE)
+			return false;
+		insert |= cmd == CMD_INSERT;
+	}
+	return insert;
 }
 
 void
@@ -185,7 +195,7 @@ dp_admit_parse(const char *source, Query *query)
 
 	if (dp_mode == DP_MODE_OFF || query->resultRelation <= 0 ||
 		(query->commandType != CMD_INSERT &&
-		 !(query->commandType == CMD_MERGE && merge_inserts(query))))
+		 !(query->commandType == CMD_MERGE && merge_may_be_direct(query))))
 		return;
 	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len, NULL),
 			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)
