@@ -306,7 +306,6 @@ extern DPUpsert *dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 								 Tuplestorestate *retstore);
 extern void dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri,
 						   TupleTableSlot *slot);
-extern uint64 dp_upsert_kept(DPUpsert *u);
 extern void dp_upsert_run(DPUpsert *u);
 extern void dp_upsert_end(DPUpsert *u);
 

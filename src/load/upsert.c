@@ -12,16 +12,19 @@
  * finds); a row whose key a live row of the table has is not skipped but
  * kept here.  The others take the direct path.
  *
- * The rows kept are stored, in input order and in the target's format, in
- * a tuplestore (spilling to disk past work_mem).  When every row the
- * statement inserts is written, its page builders are finished and its
- * index work is done (dp_load_finish), they are run through the statement's own ModifyTable node:
- * its subplan is replaced, for the run, by a feeder that returns the kept
- * rows one by one, and ExecModifyTable does for each exactly what it does
- * for a plain INSERT ... ON CONFLICT DO UPDATE - routing, the conflict
- * check, the tuple lock, EXCLUDED, the WHERE clause, RLS, the update with
- * its triggers, index entries and transition tables, RETURNING, the
- * counters, and every error.  RETURNING rows go to the load's tuplestore.
+ * The rows kept are stored in input order, in the layout of the
+ * ModifyTable's subplan (an INSERT's subplan yields one column per
+ * attribute of the target, so a target row has it), in a tuplestore
+ * (spilling to disk past work_mem).  When every row the statement inserts
+ * is written, its page builders are finished and its index work is done
+ * (dp_load_finish), they are run through the statement's own ModifyTable
+ * node: its subplan is replaced, for the run, by a feeder that returns the
+ * kept rows one by one, and ExecModifyTable does for each exactly what it
+ * does for a plain INSERT ... ON CONFLICT DO UPDATE - routing, the
+ * conflict check, the tuple lock, EXCLUDED, the WHERE clause, RLS, the
+ * update with its triggers, index entries and transition tables,
+ * RETURNING, the counters, and every error.  RETURNING rows go to the
+ * load's tuplestore.
  *
  * Why at the very end: core's heap_update may extend the relation, and a
  * page builder owns the blocks past the end of the relation while it runs
@@ -76,9 +79,8 @@ typedef struct DPFeeder
 
 struct DPUpsert
 {
-	EState	   *estate;
 	ModifyTableState *mtstate;
-	Tuplestorestate *rows;		/* the kept rows, target's format */
+	Tuplestorestate *rows;		/* the kept rows, the subplan's layout */
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
 	TupleTableSlot *read;		/* a kept row read back (minimal tuple) */
 	TupleTableSlot *fed;		/* ... in the subplan's slot type */
@@ -107,7 +109,6 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	TupleDesc	rootdesc = RelationGetDescr(mtstate->rootResultRelInfo->ri_RelationDesc);
 	bool		fixed;
 
-	u->estate = estate;
 	u->mtstate = mtstate;
 	u->retstore = retstore;
 	u->rows = tuplestore_begin_heap(false, false, work_mem);
@@ -136,12 +137,6 @@ dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot)
 		slot = execute_attr_map_slot(map->attrMap, slot, u->root);
 	tuplestore_puttupleslot(u->rows, slot);
 	u->kept++;
-}
-
-uint64
-dp_upsert_kept(DPUpsert *u)
-{
-	return u->kept;
 }
 
 void
