@@ -690,15 +690,16 @@ def etl_text(agg):
 FKEY_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "foreign keys"]
 
 
-def load_rows(agg, scenario, last):
+def load_rows(agg, scenario, *columns):
     """Per case of a replica-phase scenario: label, load time, ratio against
-    its twin (1 for a case without one), and 'last(case)'."""
+    its twin (1 for a case without one), then column(case) for each of
+    'columns'."""
     rows = []
     for a in agg.cases(scenario, "replica"):
         base = agg.get(scenario, "replica", a.twin) if a.twin else None
         rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
-                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
-                     last(a)])
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1"] +
+                    [column(a) for column in columns])
     return rows
 
 
@@ -874,18 +875,18 @@ BORN_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "WAL / plain"
 
 
 def born_rows(agg):
-    rows = []
-    for a in agg.cases("born", "replica"):
-        base = agg.get("born", "replica", a.twin) if a.twin else None
-        wal = "1"
-        same = "–"
-        if base:
-            wal = fmt_stat(run_ratios(a, base, "wal_bytes"))
-            same = "yes" if a.first("digest") == base.first("digest") else "NO"
-        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
-                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "1",
-                     wal, a.first("frozen_pages"), same])
-    return rows
+    def twin(a):
+        return agg.get("born", "replica", a.twin) if a.twin else None
+
+    def wal(a):
+        return fmt_stat(run_ratios(a, twin(a), "wal_bytes")) if twin(a) else "1"
+
+    def same(a):
+        if twin(a) is None:
+            return "–"
+        return "yes" if a.first("digest") == twin(a).first("digest") else "NO"
+
+    return load_rows(agg, "born", wal, lambda a: a.first("frozen_pages"), same)
 
 
 def section_born(agg, meta, out, figs):
