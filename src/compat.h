@@ -205,17 +205,29 @@ typedef RangeTblEntry DPPermInfo;
 	ExecCheckRTPerms((pstate)->p_rtable, true)
 #endif
 
-/* COPY FROM's one-entry range table into an executor state. */
+/*
+ * A one-entry range table into an executor state: 16 added the permission
+ * infos (COPY's, or NIL for a relation the statement created), 18 the
+ * unpruned relids.
+ */
 #if PG_VERSION_NUM >= 180000
-#define DP_INIT_COPY_RANGE_TABLE(estate, cstate) \
-	ExecInitRangeTable((estate), (cstate)->range_table, (cstate)->rteperminfos, \
-					   bms_make_singleton(1))
+#define DP_INIT_RANGE_TABLE(estate, rtable, perminfos) \
+	ExecInitRangeTable((estate), (rtable), (perminfos), bms_make_singleton(1))
 #elif PG_VERSION_NUM >= 160000
+#define DP_INIT_RANGE_TABLE(estate, rtable, perminfos) \
+	ExecInitRangeTable((estate), (rtable), (perminfos))
+#else
+#define DP_INIT_RANGE_TABLE(estate, rtable, perminfos) \
+	ExecInitRangeTable((estate), (rtable))
+#endif
+
+/* COPY FROM's range table into an executor state. */
+#if PG_VERSION_NUM >= 160000
 #define DP_INIT_COPY_RANGE_TABLE(estate, cstate) \
-	ExecInitRangeTable((estate), (cstate)->range_table, (cstate)->rteperminfos)
+	DP_INIT_RANGE_TABLE((estate), (cstate)->range_table, (cstate)->rteperminfos)
 #else
 #define DP_INIT_COPY_RANGE_TABLE(estate, cstate) \
-	ExecInitRangeTable((estate), (cstate)->range_table)
+	DP_INIT_RANGE_TABLE((estate), (cstate)->range_table, NIL)
 #endif
 
 #if PG_VERSION_NUM >= 180000
@@ -422,18 +434,6 @@ dp_copy_skips_errors(CopyFromState cstate)
 #define DP_EXECUTOR_RUN_PARAMS \
 	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
 #define DP_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
-#endif
-
-/* A range table of one relation, as the executor opens it (16+, 18). */
-#if PG_VERSION_NUM >= 180000
-#define DP_INIT_ONE_RANGE_TABLE(estate, rtable) \
-	ExecInitRangeTable((estate), (rtable), NIL, bms_make_singleton(1))
-#elif PG_VERSION_NUM >= 160000
-#define DP_INIT_ONE_RANGE_TABLE(estate, rtable) \
-	ExecInitRangeTable((estate), (rtable), NIL)
-#else
-#define DP_INIT_ONE_RANGE_TABLE(estate, rtable) \
-	ExecInitRangeTable((estate), (rtable))
 #endif
 
 /*

@@ -93,24 +93,15 @@ begin_executor(DPBornDest *d, Relation rel)
 {
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	ModifyTableState *mt = makeNode(ModifyTableState);
 
 	rte->rtekind = RTE_RELATION;
 	rte->relid = RelationGetRelid(rel);
 	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = AccessExclusiveLock;
 	d->estate = CreateExecutorState();
-	DP_INIT_ONE_RANGE_TABLE(d->estate, list_make1(rte));
+	DP_INIT_RANGE_TABLE(d->estate, list_make1(rte), NIL);
 	ExecInitResultRelation(d->estate, rri, 1);
-
-	mt->ps.plan = NULL;
-	mt->ps.state = d->estate;
-	mt->operation = CMD_INSERT;
-	mt->canSetTag = true;
-	mt->mt_nrels = 1;
-	mt->resultRelInfo = rri;
-	mt->rootResultRelInfo = rri;
-	d->mtstate = mt;
+	d->mtstate = dp_insert_state(d->estate, rri);
 }
 
 static void

@@ -215,19 +215,12 @@ static ModifyTableState *
 begin_executor(CopyFromState cstate, Relation rel, EState *estate)
 {
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	ModifyTableState *mtstate = makeNode(ModifyTableState);
+	ModifyTableState *mtstate;
 
 	DP_INIT_COPY_RANGE_TABLE(estate, cstate);
 	ExecInitResultRelation(estate, rri, 1);
 	DP_CHECK_VALID_INSERT_REL(rri);
-
-	mtstate->ps.plan = NULL;
-	mtstate->ps.state = estate;
-	mtstate->operation = CMD_INSERT;
-	mtstate->canSetTag = true;
-	mtstate->mt_nrels = 1;
-	mtstate->resultRelInfo = rri;
-	mtstate->rootResultRelInfo = rri;
+	mtstate = dp_insert_state(estate, rri);
 
 	AfterTriggerBeginQuery();
 	cstate->transition_capture = mtstate->mt_transition_capture =
