@@ -26,6 +26,9 @@ OBJS = \
 	src/load/leaf.o \
 	src/load/queue.o \
 	src/load/foreign.o \
+	src/load/shard.o \
+	src/load/copyenc.o \
+	src/load/fdwconn.o \
 	src/load/fkeys.o \
 	src/load/rejects.o \
 	src/load/conflict.o \
@@ -57,7 +60,9 @@ REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.co
 	--outputdir=$(REGRESS_OUTPUTDIR)
 REGRESS_OUTPUTDIR ?= .
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
+# shard.c speaks libpq on postgres_fdw's connections
+SHLIB_LINK_INTERNAL = $(libpq)
 # a missing declaration links against a macro that does not exist on 15/16
 PG_CFLAGS = -Werror=implicit-function-declaration
 

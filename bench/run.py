@@ -35,6 +35,11 @@ Scenarios (--only takes the name or the number):
  13 restore  pg_restore of a pgbench database (scale = rows / 200,000), plain
              vs PGOPTIONS='-c directpath.mode=always', with and without
              --single-transaction (default 10M rows: scale 50)
+ 14 upsert   INSERT ... ON CONFLICT DO NOTHING / DO UPDATE and MERGE, half new
+             keys (default 2M rows)
+ 15 born     CREATE TABLE AS and REFRESH MATERIALIZED VIEW (default 5M rows)
+ 16 shard    a table with postgres_fdw partitions on 2 other servers: plain,
+             batched, COPY streams; 1, 2, 4 shards (default 2M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -93,6 +98,7 @@ from dpbench.s12_parse import ParseScenario  # noqa: E402
 from dpbench.s13_restore import RestoreScenario  # noqa: E402
 from dpbench.s14_upsert import UpsertScenario  # noqa: E402
 from dpbench.s15_born import BornScenario  # noqa: E402
+from dpbench.s16_shard import ShardScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -101,7 +107,7 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
              ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario,
-             BornScenario]
+             BornScenario, ShardScenario]
 
 
 def parse_args(argv=None):

@@ -1,7 +1,8 @@
 --
 -- Partitioned targets with foreign partitions: local partitions take the
--- direct path, foreign ones get their rows through the wrapper
--- (postgres_fdw, over a loopback connection here), batched.
+-- direct path, foreign ones (postgres_fdw, over a loopback connection here)
+-- get their rows as one COPY per partition, or through the wrapper's
+-- batched INSERTs where COPY cannot give what the statement needs.
 --
 SET directpath.min_bytes = 0;
 CREATE EXTENSION postgres_fdw;
@@ -21,9 +22,17 @@ CREATE FOREIGN TABLE fp_remote PARTITION OF fp FOR VALUES FROM (1000) TO (2000)
 -- both kinds of partition in one statement
 EXPLAIN (COSTS OFF) /*+ APPEND */ INSERT INTO fp SELECT g, 'r' || g FROM generate_series(1, 1999) g;
 /*+ APPEND */ INSERT INTO fp SELECT g, 'r' || g FROM generate_series(1, 1999) g;
-SELECT path, reason, rows_inserted, pages_written > 0 AS wrote, relations
+SELECT path, reason, rows_inserted, pages_written > 0 AS wrote, relations,
+       foreign_partitions
   FROM directpath.last_statement();
 SELECT tableoid::regclass, count(*), sum(a), min(b), max(b) FROM fp GROUP BY 1 ORDER BY 1;
+SELECT count(*), sum(a) FROM fp_remote_data;
+
+-- the wrapper's batches instead, by the setting
+SET directpath.foreign_copy = off;
+/*+ APPEND */ INSERT INTO fp SELECT g, 'w' || g FROM generate_series(990, 1009) g;
+SELECT path, rows_inserted, foreign_partitions FROM directpath.last_statement();
+RESET directpath.foreign_copy;
 SELECT count(*), sum(a) FROM fp_remote_data;
 
 -- a row the remote side refuses fails the statement, and nothing is left
@@ -46,6 +55,7 @@ SET directpath.min_bytes = 0;
   SELECT CASE WHEN g % 2 = 0 THEN 900 + g ELSE 1100 + g END, 'ret'
   FROM generate_series(1, 8) g
   RETURNING tableoid::regclass, a, b;
+SELECT foreign_partitions FROM directpath.last_statement();
 
 -- AFTER ROW triggers on the parent fire for every row, local and foreign
 CREATE TABLE fp_log (a int, rel text);
@@ -75,7 +85,7 @@ DROP TRIGGER fp_stmt ON fp;
 6	copy-local
 1006	copy-remote
 \.
-SELECT path, rows_inserted, relations FROM directpath.last_statement();
+SELECT path, rows_inserted, relations, foreign_partitions FROM directpath.last_statement();
 SELECT tableoid::regclass, a, b FROM fp WHERE b LIKE 'copy%' ORDER BY a;
 
 -- what still uses the normal path: a foreign partition with a BEFORE ROW

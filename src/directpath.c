@@ -26,6 +26,8 @@
  *	directpath.wal_format		image | records (wal.c)
  *	directpath.copy_fast_input	on | off | check (fastin.c)
  *	directpath.copy_row_former	form text and CSV rows in one pass (rowform.c)
+ *	directpath.foreign_copy		stream postgres_fdw partitions' rows as COPY
+ *								(shard.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
  *								fault injection for the crash tests (fault.c)
  *
@@ -57,6 +59,7 @@ bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 int			dp_copy_fast_input = DP_FASTIN_ON;
 bool		dp_copy_row_former = true;
+bool		dp_foreign_copy = true;
 
 static const struct config_enum_entry fast_input_options[] = {
 	{"on", DP_FASTIN_ON, false},
@@ -183,6 +186,11 @@ _PG_init(void)
 							 "Whether a direct text or CSV COPY forms its rows itself.",
 							 "on: directpath's reader splits the input into rows and fields in one pass and hands what it does not reproduce to core's; off: core's reader.",
 							 &dp_copy_row_former, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.foreign_copy",
+							 "Whether a direct load streams the rows of postgres_fdw partitions as COPY.",
+							 "on: each postgres_fdw partition's rows go to its server as one COPY over postgres_fdw's connection, all servers at once; off: the wrapper's batched INSERTs.",
+							 &dp_foreign_copy, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	dp_fault_init();
 	MarkGUCPrefixReserved("directpath");

@@ -97,6 +97,7 @@ typedef enum DPFastInMode
 
 extern int	dp_copy_fast_input;
 extern bool dp_copy_row_former;	/* directpath.copy_row_former (input/rowform.c) */
+extern bool dp_foreign_copy;	/* directpath.foreign_copy (load/shard.c) */
 extern int	dp_wal_format;
 
 
@@ -131,6 +132,7 @@ typedef struct DPReport
 	int			parallel_workers;	/* workers that built pages (parallel.c) */
 	char		parallel[DP_REASON_LEN];	/* asked for parallel: why not,
 											 * or "" */
+	char		foreign_partitions[DP_REASON_LEN];	/* each one's path, or "" */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */

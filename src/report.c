@@ -155,6 +155,8 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 		ExplainPropertyInteger("Parallel Workers", NULL, r->parallel_workers, es);
 	if (r->parallel[0])
 		ExplainPropertyText("Parallel", r->parallel, es);
+	if (r->foreign_partitions[0])
+		ExplainPropertyText("Foreign Partitions", r->foreign_partitions, es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */
@@ -216,8 +218,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[11];
-	bool		nulls[11] = {0};
+	Datum		values[12];
+	bool		nulls[12] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -247,5 +249,10 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 		values[10] = CStringGetTextDatum(last.parallel);
 	else
 		nulls[10] = true;
+	/* (the extension's SQL before 0.4 has no such column: not formed) */
+	if (last.foreign_partitions[0])
+		values[11] = CStringGetTextDatum(last.foreign_partitions);
+	else
+		nulls[11] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

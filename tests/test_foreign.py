@@ -1,6 +1,8 @@
 """Partitioned targets with postgres_fdw partitions on another server: the
 local partitions take the direct path, the foreign ones receive their rows
-through postgres_fdw in batches of batch_size, in the loading transaction."""
+through postgres_fdw in batches of batch_size (directpath.foreign_copy off)
+or as one COPY each (the default; test_shard.py has the rest), in the
+loading transaction."""
 
 import re
 
@@ -54,6 +56,7 @@ def test_foreign_partitions_batched(make_cluster, batch_size):
     off = remote.log_size()
     with local.conn() as conn:
         set_gucs(conn, SMALL_BATCHES)
+        set_gucs(conn, {"directpath.foreign_copy": "off"})
         conn.execute(f"/*+ APPEND */ INSERT INTO hp {rows_select(1, N)}")
         st = last_statement(conn)
         assert st["path"] == "direct" and st["rows_inserted"] == N, st

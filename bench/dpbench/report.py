@@ -889,6 +889,55 @@ def born_rows(agg):
     return load_rows(agg, "born", wal, lambda a: a.first("frozen_pages"), same)
 
 
+# ---------------------------------------------------------- shard (16) ----
+
+SHARD_HEADER = ["load", "statement + CHECKPOINTs s", "/ plain", "/ local direct",
+                "foreign partitions", "rows as plain"]
+
+
+def shard_rows(agg):
+    def local(a):
+        ref = agg.get("shard", "replica", f"{a.case.split('_')[0]}_local_direct")
+        if a.case.startswith("grow_"):
+            ref = agg.get("shard", "replica", "insert_local_direct")
+        if ref is None or a.case.endswith("_local_direct") or a.case.endswith("_local_plain"):
+            return "–"
+        return fmt_stat(run_ratios(a, ref, "load_ckpt_s"))
+
+    def paths(a):
+        return a.first("foreign_partitions") or "–"
+
+    def same(a):
+        plain = agg.get("shard", "replica", a.twin) if a.twin else None
+        if plain is None or a.case.startswith("grow_"):
+            return "–"
+        return "yes" if a.first("digest") == plain.first("digest") else "NO"
+
+    return load_rows(agg, "shard", local, paths, same)
+
+
+def section_shard(agg, meta, out, figs):
+    cases = agg.cases("shard", "replica")
+    if not cases:
+        return []
+    n = cases[0].first("rows")
+    return ["## 16. Sharded loads: postgres_fdw partitions fed by COPY streams", "",
+            f"{n:,} rows of 5 columns by INSERT ... SELECT from an unlogged staging table and "
+            "by COPY from a text file, into a table hash-partitioned three ways: three local "
+            "partitions, or two postgres_fdw partitions on two other servers on this machine "
+            "(directpath preloaded, batch_size 1000) and one local. Plain; hinted with "
+            "`directpath.foreign_copy = off` (the wrapper's batched INSERTs); hinted (each "
+            "shard's rows as one COPY). Then 1, 2 and 4 shards (INSERT). Time is the "
+            "statement plus a CHECKPOINT on every server written; ratios against the plain "
+            "load of the same run (growth rows: against the local direct INSERT), and "
+            "against the direct load into three local partitions.", "",
+            md_table(SHARD_HEADER, shard_rows(agg)), ""]
+
+
+def shard_text(agg):
+    return titled_table("Sharded loads", SHARD_HEADER, shard_rows(agg))
+
+
 def section_born(agg, meta, out, figs):
     cases = agg.cases("born", "replica")
     if not cases:
@@ -1026,7 +1075,7 @@ def summary_text(agg, meta):
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
-            upsert_text(agg) + born_text(agg))
+            upsert_text(agg) + born_text(agg) + shard_text(agg))
     return "\n".join(out)
 
 
@@ -1103,7 +1152,7 @@ def write_all(out, meta, records):
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
                section_fkeys, section_parallel, section_parse, section_restore,
-               section_upsert, section_born):
+               section_upsert, section_born, section_shard):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

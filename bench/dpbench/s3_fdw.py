@@ -11,8 +11,11 @@ with n = rows / 10 (20,000 in quick mode), into:
   - the same table locally (plain and /*+ APPEND */), unpartitioned and
     with three local partitions, for reference.
 With /*+ APPEND */ the partitioned table's local partition takes the
-direct path and the foreign ones get their rows through postgres_fdw,
-batched as core batches them; that case must take the direct path.
+direct path and the foreign ones get their rows either through
+postgres_fdw, batched as core batches them (directpath.foreign_copy off),
+or as one COPY per foreign partition (the default; the second server has
+no directpath, so it runs a plain COPY); those cases must take the direct
+path.
 """
 
 from .measure import measure_load
@@ -103,7 +106,11 @@ class FdwScenario(Scenario):
                      twin="pt_local_plain", params={"batch": b}, group="partitioned")
                 for b in BATCHES]
         out.append(Case("pt_fdw_b1000_append", "2 foreign + 1 local partitions, batch_size "
-                        "1000, /*+ APPEND */", "fdw_direct",
+                        "1000, /*+ APPEND */, foreign_copy off", "fdw_direct",
+                        twin="pt_fdw_b1000", params={"batch": 1000, "foreign_copy": "off"},
+                        group="partitioned"))
+        out.append(Case("pt_fdw_copy_append", "2 foreign + 1 local partitions, /*+ APPEND */, "
+                        "COPY streams", "fdw_direct",
                         twin="pt_fdw_b1000", params={"batch": 1000}, group="partitioned"))
         return out
 
@@ -137,10 +144,12 @@ class FdwScenario(Scenario):
             rec = measure_load(ctx, setup=[], load=[f"INSERT INTO ft_b{b} {gen(n)}"], tables=[],
                                rows=n, freeze_vacuum=False, remote=rem, what=what)
         else:
+            opts = [f"SET directpath.foreign_copy = {case.params['foreign_copy']}"] \
+                if "foreign_copy" in case.params else []
             rec = measure_load(ctx, setup=[f"TRUNCATE pt_b{b}_l"],
                                load=[f"{hint}INSERT INTO pt_b{b} {gen(n)}"],
                                tables=[f"pt_b{b}"], rows=n, freeze_vacuum=False, remote=rem,
-                               what=what)
+                               conn_options=opts, what=what)
         with rem.conn() as r:
             got = sum(r.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                       for t in ("fdw_target", "fdw_p0", "fdw_p1"))

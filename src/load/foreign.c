@@ -8,8 +8,15 @@
  * writer; they go to the foreign-data wrapper, as ExecInsert would send
  * them, while the statement's local partitions keep the direct path.
  *
- * Tuple routing (ExecInitPartitionInfo) has already begun the wrapper's
- * insert (BeginForeignInsert) and asked it for its batch size
+ * A postgres_fdw partition's rows are streamed to its server as one COPY
+ * (shard.c) unless the statement needs what only the wrapper's INSERT
+ * gives (stream_refusal): each row back (RETURNING, AFTER ROW triggers,
+ * view checks), ON CONFLICT, or the server's connection free for reading
+ * a foreign table of the same server in the same statement.  Each
+ * foreign partition's path, and why not COPY, goes to the report.
+ *
+ * Otherwise tuple routing (ExecInitPartitionInfo) has already begun the
+ * wrapper's insert (BeginForeignInsert) and asked it for its batch size
  * (GetForeignModifyBatchSize: postgres_fdw's batch_size option, 1 when
  * RETURNING, row triggers or view checks need each row back at once).  With
  * a batch size of 1 each row goes to ExecForeignInsert at once; otherwise
@@ -25,8 +32,8 @@
  * first.  Routing's cleanup (ExecCleanupTupleRouting) ends the wrapper's
  * insert.
  *
- * Invariants: rows reach the wrapper in input order; no row is left in a
- * batch after dp_foreign_flush_all().
+ * Invariants: rows reach the wrapper, or the stream, in input order; no
+ * row is left in a batch or a stream after dp_foreign_flush_all().
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +41,8 @@
 
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 struct DPForeign
@@ -44,14 +53,72 @@ struct DPForeign
 	TupleTableSlot **slots;		/* rows waiting for the batch */
 	int			nslots;
 	int			ninit;			/* slots made so far */
+	DPShard    *shard;			/* the COPY stream instead, or NULL */
+	struct pg_conn *conn;		/* a batched postgres_fdw partition's
+								 * connection, which streams may hold */
 };
 
-DPForeign *
-dp_foreign_begin(ResultRelInfo *rri, EState *estate)
+/* Does the statement read a foreign table of 'serverid'? */
+static const char *
+reads_server(EState *estate, Oid serverid)
 {
+	ListCell   *lc;
+
+	foreach(lc, estate->es_range_table)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION &&
+			rte->relkind == RELKIND_FOREIGN_TABLE &&
+			GetForeignTable(rte->relid)->serverid == serverid)
+			return get_rel_name(rte->relid);
+	}
+	return NULL;
+}
+
+/* Why the leaf's rows cannot be streamed as a COPY, or NULL. */
+static const char *
+stream_refusal(DPLeaf *leaf, DPLeafSet *set)
+{
+	Relation	rel = leaf->rri->ri_RelationDesc;
+	const char *read;
+
+	if (!dp_foreign_copy)
+		return "directpath.foreign_copy is off";
+	if (leaf->needs_post)
+		return "RETURNING, an AFTER ROW trigger or a view check needs each row back";
+	if (set->on_conflict)
+		return "ON CONFLICT is the wrapper's to send";
+	read = reads_server(set->estate, GetForeignTable(RelationGetRelid(rel))->serverid);
+	if (read)
+		return dp_report_reason("the statement reads \"%s\" through the same server",
+								read);
+	return NULL;
+}
+
+DPForeign *
+dp_foreign_begin(DPLeaf *leaf, DPLeafSet *set)
+{
+	ResultRelInfo *rri = leaf->rri;
+	EState	   *estate = set->estate;
 	DPForeign  *f = MemoryContextAllocZero(estate->es_query_cxt, sizeof(DPForeign));
+	const char *why = stream_refusal(leaf, set);
+	StringInfo	paths = &set->foreign_paths;
+
+	if (why == NULL)
+		f->shard = dp_shard_open(rri, estate, &why);
+	appendStringInfo(paths, "%s%s", paths->len > 0 ? "; " : "",
+					 RelationGetRelationName(rri->ri_RelationDesc));
+	if (f->shard)
+	{
+		appendStringInfo(paths, ": COPY %s",
+						 dp_shard_binary(f->shard) ? "binary" : "text");
+		return f;
+	}
+	appendStringInfo(paths, ": batched (%s)", why);
 
 	f->rri = rri;
+	f->conn = dp_shard_connection(rri);
 	f->cxt = estate->es_query_cxt;
 	f->batch_size = Max(rri->ri_BatchSize, 1);
 	if (rri->ri_FdwRoutine->ExecForeignBatchInsert == NULL)
@@ -82,6 +149,8 @@ send_batch(DPLeaf *leaf, EState *estate, DPQueue *q)
 
 	if (n == 0)
 		return 0;
+	if (f->conn)
+		dp_shard_free_connection(f->conn);
 	rslots = rri->ri_FdwRoutine->ExecForeignBatchInsert(estate, rri, f->slots,
 														 f->slots, &ninserted);
 	for (int i = 0; i < ninserted; i++)
@@ -105,10 +174,18 @@ dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
 	ResultRelInfo *rri = f->rri;
 	uint64		skipped = 0;
 
+	if (f->shard)
+	{
+		dp_shard_row(f->shard, slot);
+		return 0;
+	}
 	if (f->batch_size == 1)
 	{
-		TupleTableSlot *r = rri->ri_FdwRoutine->ExecForeignInsert(estate, rri,
-																	slot, slot);
+		TupleTableSlot *r;
+
+		if (f->conn)
+			dp_shard_free_connection(f->conn);
+		r = rri->ri_FdwRoutine->ExecForeignInsert(estate, rri, slot, slot);
 
 		if (r == NULL)
 			return 1;
@@ -135,7 +212,8 @@ dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
 bool
 dp_foreign_needs_order(DPLeaf *leaf)
 {
-	return leaf->needs_post && leaf->foreign->batch_size == 1;
+	return leaf->needs_post && leaf->foreign->shard == NULL &&
+		leaf->foreign->batch_size == 1;
 }
 
 uint64
@@ -143,15 +221,27 @@ dp_foreign_flush_all(DPLeafSet *set, DPQueue *q)
 {
 	uint64		skipped = 0;
 
+	/* every stream ends before any result is awaited */
 	for (DPLeaf *leaf = set->list; leaf; leaf = leaf->next)
-		if (leaf->foreign)
+		if (leaf->foreign && leaf->foreign->shard)
+			dp_shard_end_input(leaf->foreign->shard);
+	for (DPLeaf *leaf = set->list; leaf; leaf = leaf->next)
+	{
+		if (leaf->foreign == NULL)
+			continue;
+		if (leaf->foreign->shard)
+			skipped += dp_shard_collect(leaf->foreign->shard);
+		else
 			skipped += send_batch(leaf, set->estate, q);
+	}
 	return skipped;
 }
 
 void
 dp_foreign_end(DPForeign *f)
 {
+	if (f->shard)
+		dp_shard_close(f->shard);
 	Assert(f->nslots == 0);
 	for (int i = 0; i < f->ninit; i++)
 		ExecDropSingleTupleTableSlot(f->slots[i]);

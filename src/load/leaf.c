@@ -18,8 +18,8 @@
  *	given	its index strategy (indexes.c), whether its rows need work
  *			after the insert (queue.c), under ON CONFLICT DO NOTHING its
  *			arbiters (conflict.c), and its writer: a heap page builder
- *			(pages.c) once the load goes direct, or a foreign batch
- *			(foreign.c) for a foreign partition.
+ *			(pages.c) once the load goes direct, or for a foreign
+ *			partition a COPY stream or the wrapper's batches (foreign.c).
  *
  * Freezing is decided per leaf when its builder starts: the statement
  * allows it (admission.c), the leaf's storage is new in this
@@ -108,7 +108,7 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	MemoryContextSwitchTo(old);
 
 	if (foreign)
-		leaf->foreign = dp_foreign_begin(rri, set->estate);
+		leaf->foreign = dp_foreign_begin(leaf, set);
 	leaf->next = set->list;
 	set->list = leaf;
 	set->count++;

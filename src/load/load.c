@@ -140,6 +140,7 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	s->leaves.cid = GetCurrentCommandId(true);
 	initStringInfo(&s->leaves.fk_batched);
 	initStringInfo(&s->leaves.fk_rowwise);
+	initStringInfo(&s->leaves.foreign_paths);
 	s->queue = dp_queue_create(estate, mtstate, retstore, input, rejects);
 	s->rejects = rejects;
 	if (rejects)
@@ -650,6 +651,8 @@ dp_load_finish(DPLoad *s)
 	if (s->report.direct)
 		dp_report_foreign_keys(&s->report, s->leaves.fk_batched.data,
 							   s->leaves.fk_rowwise.data);
+	strlcpy(s->report.foreign_partitions, s->leaves.foreign_paths.data,
+			sizeof(s->report.foreign_partitions));
 	dp_report_publish(&s->report);
 }
 
