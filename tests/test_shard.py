@@ -415,3 +415,26 @@ def test_every_type_arrives_as_with_plain(shards, fmt):
     with s.remotes[1].conn() as rc:
         set_gucs(rc, settings)
         assert table_digest(rc, "wide_r") == want
+
+
+@pytest.mark.parametrize("fmt", ["binary", "text"])
+def test_remote_error_names_the_input_line(shards, fmt):
+    """A row a shard refuses during a COPY is named by its input line (the
+    remote names its position in what that shard received)."""
+    s = shards
+    g = 1 if fmt == "binary" else 3      # shard 3's COPY is text
+    bad = 20_001 + (g - 20_001) % 4       # the first id >= 20001 routed to shard g
+    with s.remotes[g].conn() as rc:
+        rc.execute(f"ALTER TABLE data_{g} ADD CONSTRAINT small CHECK (id <> {bad})")
+    with s.local.conn() as conn:
+        conn.execute(f"INSERT INTO ref {rows_select(1, N)}")
+        rows = conn.execute("SELECT * FROM ref ORDER BY id").fetchall()
+        with pytest.raises(Exception) as e:
+            with conn.cursor() as cur:
+                with cur.copy("/*+ APPEND */ COPY sh FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+        msg = str(e.value.diag.context or "")
+        assert getattr(e.value, "sqlstate", None) == "23514", e.value
+        assert f"the row of input line {bad}" in msg, msg
+        assert f"COPY data_{g}, line {(bad - g) // 4 + 1}" in msg, msg

@@ -473,6 +473,12 @@ dp_copyenc_row(DPCopyEncoder *e, TupleTableSlot *slot, StringInfo buf)
 	}
 }
 
+int
+dp_copyenc_waiting(DPCopyEncoder *e)
+{
+	return e->nbatch;
+}
+
 void
 dp_copyenc_end(DPCopyEncoder *e)
 {

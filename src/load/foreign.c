@@ -168,7 +168,7 @@ send_batch(DPLeaf *leaf, EState *estate, DPQueue *q)
  */
 uint64
 dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
-				  DPQueue *q)
+				  DPQueue *q, uint64 lineno)
 {
 	DPForeign  *f = leaf->foreign;
 	ResultRelInfo *rri = f->rri;
@@ -176,7 +176,7 @@ dp_foreign_insert(DPLeaf *leaf, EState *estate, TupleTableSlot *slot,
 
 	if (f->shard)
 	{
-		dp_shard_row(f->shard, slot);
+		dp_shard_row(f->shard, slot, lineno);
 		return 0;
 	}
 	if (f->batch_size == 1)

@@ -433,7 +433,8 @@ insert_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 	if (leaf->foreign)
 	{
 		s->foreign_rows++;
-		uncount(s, dp_foreign_insert(leaf, s->leaves.estate, slot, s->queue));
+		uncount(s, dp_foreign_insert(leaf, s->leaves.estate, slot, s->queue,
+									 lineno));
 	}
 	else if (s->state == DPS_HOLD)
 	{

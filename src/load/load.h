@@ -194,9 +194,13 @@ extern void dp_queue_insert_normal(DPQueue *q, CommandId cid);
  */
 extern DPForeign *dp_foreign_begin(DPLeaf *leaf, DPLeafSet *set);
 
-/* Send or batch a row; returns how many rows the wrapper did not insert. */
+/*
+ * Send, stream or batch a row ('lineno': its input line, or 0); returns how
+ * many rows the wrapper did not insert.
+ */
 extern uint64 dp_foreign_insert(DPLeaf *leaf, EState *estate,
-								TupleTableSlot *slot, DPQueue *q);
+								TupleTableSlot *slot, DPQueue *q,
+								uint64 lineno);
 
 /* Must the rows before a row of this leaf be done before it is sent? */
 extern bool dp_foreign_needs_order(DPLeaf *leaf);
@@ -219,8 +223,8 @@ typedef struct DPShard DPShard;
 extern DPShard *dp_shard_open(ResultRelInfo *rri, EState *estate,
 							  const char **why);
 
-/* One row in the partition's format. */
-extern void dp_shard_row(DPShard *sh, TupleTableSlot *slot);
+/* One row in the partition's format; 'lineno': its input line (COPY), or 0. */
+extern void dp_shard_row(DPShard *sh, TupleTableSlot *slot, uint64 lineno);
 
 /*
  * The end, in two steps so that the shards finish together: send the
@@ -297,6 +301,9 @@ extern void dp_copyenc_trailer(DPCopyEncoder *e, StringInfo buf);
 extern void dp_copyenc_row(DPCopyEncoder *e, TupleTableSlot *slot,
 						   StringInfo buf);
 extern void dp_copyenc_flush(DPCopyEncoder *e, StringInfo buf);
+
+/* Rows waiting for a batch (not in 'buf' yet). */
+extern int	dp_copyenc_waiting(DPCopyEncoder *e);
 
 /* Release its slots. */
 extern void dp_copyenc_end(DPCopyEncoder *e);

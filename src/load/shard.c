@@ -75,6 +75,7 @@
 
 #define DP_SHARD_CHUNK		(64 * 1024)	/* bytes handed to libpq at once */
 #define DP_SHARD_MAX_BUFFER (1024 * 1024)	/* collected before waiting */
+#define DP_SHARD_LINES		(1 << 18)	/* input lines of the last rows sent */
 
 struct DPShard
 {
@@ -91,6 +92,10 @@ struct DPShard
 	bool		ending;			/* COPY ended, result not read yet */
 	uint64		sent;			/* rows sent */
 	uint64		copied;			/* rows the remote COPYs inserted */
+	/* COPY's input lines, to name a row the shard refused */
+	uint64	   *lines;			/* lines[i % DP_SHARD_LINES]: row i's line */
+	uint64		copy_first;		/* the current COPY's first row */
+	uint64		next_first;		/* the next COPY's */
 };
 
 
@@ -299,6 +304,7 @@ begin_copy(DPShard *sh)
 	StringInfoData header;
 
 	sh->track = dp_fdwconn_track(sh->conn, sh);
+	sh->copy_first = sh->next_first;
 	if (!PQsendQuery(sh->conn, sh->sql))
 		conn_error(sh, "send COPY to");
 	res = next_result(sh);
@@ -443,6 +449,8 @@ finish_input(DPShard *sh)
 {
 	dp_copyenc_trailer(sh->enc, &sh->buf);
 	put_buffer(sh);
+	/* rows still waiting in the encoder go to the next COPY */
+	sh->next_first = sh->sent - dp_copyenc_waiting(sh->enc);
 	if (PQputCopyEnd(sh->conn, NULL) <= 0)
 		conn_error(sh, "end COPY on");
 	sh->ending = true;
@@ -494,8 +502,15 @@ push(DPShard *sh, bool wait)
 }
 
 void
-dp_shard_row(DPShard *sh, TupleTableSlot *slot)
+dp_shard_row(DPShard *sh, TupleTableSlot *slot, uint64 lineno)
 {
+	if (lineno > 0)
+	{
+		if (sh->lines == NULL)
+			sh->lines = MemoryContextAllocHuge(GetMemoryChunkContext(sh),
+											   sizeof(uint64) * DP_SHARD_LINES);
+		sh->lines[sh->sent % DP_SHARD_LINES] = lineno;
+	}
 	dp_copyenc_row(sh->enc, slot, &sh->buf);
 	sh->sent++;
 	/* a shard waiting for its server's connection collects more first */
@@ -550,7 +565,31 @@ field(PGresult *res, int code)
 	return s ? pstrdup(s) : NULL;
 }
 
-/* Raise the shard's error as postgres_fdw reports a remote one. */
+/*
+ * The input line of the row a remote COPY error names ("COPY t, line n",
+ * the n-th row of that COPY, in the remote server's English messages), or
+ * 0 when unknown.
+ */
+static uint64
+input_line(DPShard *sh, const char *context)
+{
+	const char *at = context ? strstr(context, ", line ") : NULL;
+	uint64		n;
+	uint64		row;
+
+	if (sh->lines == NULL || at == NULL)
+		return 0;
+	n = strtoull(at + strlen(", line "), NULL, 10);
+	row = sh->copy_first + n - 1;
+	if (n == 0 || row >= sh->sent || sh->sent - row > DP_SHARD_LINES)
+		return 0;
+	return sh->lines[row % DP_SHARD_LINES];
+}
+
+/*
+ * Raise the shard's error as postgres_fdw reports a remote one, naming the
+ * input line of the row where it can be known (COPY).
+ */
 static void
 raise_remote(DPShard *sh, PGresult *res)
 {
@@ -560,6 +599,7 @@ raise_remote(DPShard *sh, PGresult *res)
 	char	   *hint = field(res, PG_DIAG_MESSAGE_HINT);
 	char	   *context = field(res, PG_DIAG_CONTEXT);
 	int			code = ERRCODE_CONNECTION_FAILURE;
+	uint64		line = input_line(sh, context);
 
 	if (state && strlen(state) == 5)
 		code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
@@ -573,5 +613,7 @@ raise_remote(DPShard *sh, PGresult *res)
 			 hint ? errhint("%s", hint) : 0,
 			 context ? errcontext("%s", context) : 0,
 			 errcontext("remote COPY into foreign partition \"%s\": %s",
-						RelationGetRelationName(sh->rel), sh->sql)));
+						RelationGetRelationName(sh->rel), sh->sql),
+			 line ? errcontext("the row of input line %llu",
+							   (unsigned long long) line) : 0));
 }
