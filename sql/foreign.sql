@@ -88,14 +88,16 @@ DROP TRIGGER fp_stmt ON fp;
 SELECT path, rows_inserted, relations, foreign_partitions FROM directpath.last_statement();
 SELECT tableoid::regclass, a, b FROM fp WHERE b LIKE 'copy%' ORDER BY a;
 
--- what still uses the normal path: a foreign partition with a BEFORE ROW
--- trigger (as any partition), a foreign table as the target itself
+-- a foreign partition with a BEFORE ROW trigger keeps the statement on the
+-- normal path (as any partition); a postgres_fdw table targeted itself gets
+-- its rows as a COPY stream
 CREATE FUNCTION fp_before() RETURNS trigger LANGUAGE plpgsql AS
 $$BEGIN RETURN NEW; END$$;
 CREATE TRIGGER fp_before BEFORE INSERT ON fp_remote FOR EACH ROW EXECUTE FUNCTION fp_before();
 /*+ APPEND */ INSERT INTO fp SELECT g, 'b' FROM generate_series(1, 1999) g;
 DROP TRIGGER fp_before ON fp_remote;
 /*+ APPEND */ INSERT INTO fp_remote SELECT g, 'direct-target' FROM generate_series(1000, 1009) g;
+SELECT path, rows_inserted, foreign_partitions FROM directpath.last_statement();
 
 SELECT count(*) FROM fp_remote_data;
 DROP TABLE fp, fp_log, fp_remote_data;

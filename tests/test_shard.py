@@ -438,3 +438,38 @@ def test_remote_error_names_the_input_line(shards, fmt):
         assert getattr(e.value, "sqlstate", None) == "23514", e.value
         assert f"the row of input line {bad}" in msg, msg
         assert f"COPY data_{g}, line {(bad - g) // 4 + 1}" in msg, msg
+
+
+@pytest.mark.parametrize("how", ["insert", "copy"])
+def test_foreign_table_targeted_directly(shards, how):
+    """A postgres_fdw table targeted itself (not through a parent) gets its
+    rows as a COPY stream too, under core's RowExclusive lock only."""
+    s = shards
+    with s.local.conn() as conn:
+        conn.execute(f"CREATE FOREIGN TABLE ft1 {COLUMNS} SERVER s1 OPTIONS (table_name 'data_1')")
+        conn.execute(f"INSERT INTO ref {rows_select(1, N)}")
+        conn.execute("BEGIN")
+        if how == "insert":
+            conn.execute(f"/*+ APPEND */ INSERT INTO ft1 SELECT * FROM ref")
+        else:
+            rows = conn.execute("SELECT * FROM ref").fetchall()
+            with conn.cursor() as cur:
+                with cur.copy("/*+ APPEND */ COPY ft1 FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["rows_inserted"] == N, st
+        assert st["foreign_partitions"] == "ft1: COPY binary", st
+        modes = [r[0] for r in conn.execute(
+            "SELECT mode FROM pg_locks WHERE relation = 'ft1'::regclass "
+            "AND pid = pg_backend_pid()").fetchall()]
+        assert "ShareRowExclusiveLock" not in modes and "RowExclusiveLock" in modes, modes
+        conn.execute("COMMIT")
+        set_gucs(conn, DIGEST_SETTINGS)
+        assert table_digest(conn, "ft1") == table_digest(conn, "ref")
+        # COPY FREEZE stays core's error
+        with pytest.raises(Exception) as e:
+            with conn.cursor() as cur:
+                with cur.copy("/*+ APPEND */ COPY ft1 FROM STDIN WITH (FREEZE)") as cp:
+                    cp.write_row((1, 1, "x", None, 1.0))
+        assert "COPY FREEZE on a foreign table" in str(e.value), e.value

@@ -28,7 +28,8 @@
  * waiting could deadlock: then the lock is taken only if it is free at
  * once, else the statement uses the normal path.  Users without INSERT
  * privilege take no strong lock at all: they get the plain path's
- * permission error.
+ * permission error.  Nor does a foreign table targeted directly: its rows
+ * go to its server (load/shard.c), and core's RowExclusive is enough.
  *
  * Small statements.  An INSERT of VALUES whose size is known before
  * execution (every value of fixed length or constant) and below
@@ -58,6 +59,7 @@
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/lsyscache.h"
 #include "utils/portal.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
@@ -206,7 +208,8 @@ dp_admit_parse(const char *source, Query *query)
 		values_too_small(query, rte->relid) != NULL ||
 		!may_insert(rte->relid))
 		return;
-	if (lock_waiting(rte->relid))
+	/* a foreign table's rows go to its server: nothing to lock here */
+	if (rte->relkind != RELKIND_FOREIGN_TABLE && lock_waiting(rte->relid))
 		rte->rellockmode = ShareRowExclusiveLock;
 }
 
@@ -249,7 +252,8 @@ lock_for_plan(PlannedStmt *stmt, Index rti)
 {
 	RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
 
-	if (rte->rellockmode == ShareRowExclusiveLock)
+	if (rte->rellockmode == ShareRowExclusiveLock ||
+		rte->relkind == RELKIND_FOREIGN_TABLE)
 		return NULL;
 	if (!may_insert(rte->relid))
 		return "no INSERT privilege on the table";
@@ -292,6 +296,7 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 	DPHint		hint;
 	Oid			relid;
 	Relation	rel;
+	bool		foreign;
 
 	memset(a, 0, sizeof(DPAdmission));
 	*relp = NULL;
@@ -325,13 +330,15 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 
 	/* the rules; then the strong lock; then the rules again under it */
 	a->reason = relation_rules(relid, true);
-	if (a->reason == NULL &&
+	foreign = get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
+	if (a->reason == NULL && !foreign &&
 		!ConditionalLockRelationOid(relid, ShareRowExclusiveLock) &&
 		CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
 		a->reason = CONFLICTING_LOCK;
 	if (a->reason != NULL)
 		return DP_COPY_NORMAL;
-	LockRelationOid(relid, ShareRowExclusiveLock);
+	/* a foreign table's rows go to its server: core's lock is enough */
+	LockRelationOid(relid, foreign ? RowExclusiveLock : ShareRowExclusiveLock);
 	rel = table_open(relid, NoLock);
 	a->reason = dp_relation_ineligible(rel, true);
 	if (a->reason != NULL)

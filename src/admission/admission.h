@@ -36,6 +36,9 @@ extern const char *dp_relation_ineligible(Relation rel, bool recurse);
 /* The same checks for a partition that tuple routing reached. */
 extern const char *dp_partition_ineligible(Relation rel);
 
+/* Is the foreign table postgres_fdw's (its handler postgres_fdw_handler)? */
+extern bool dp_is_postgres_fdw(Relation rel);
+
 /* Why a planned INSERT cannot take the direct path, or NULL. */
 extern const char *dp_statement_ineligible(Query *parse, PlannedStmt *stmt,
 										   bool hinted);

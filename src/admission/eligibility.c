@@ -13,7 +13,9 @@
  *	- what keeps ON CONFLICT and MERGE off (existing.c);
  *	- data-modifying WITH, more than one target;
  *	- targets that are not heap tables: views (INSTEAD OF triggers),
- *	  foreign tables, other table access methods; temporary tables (local
+ *	  foreign tables of wrappers other than postgres_fdw (postgres_fdw's
+ *	  get their rows as COPY streams, load/shard.c), other table access
+ *	  methods; temporary tables (local
  *	  buffers); system catalogs and user_catalog_table tables (logical
  *	  decoding reads those through historic snapshots, which need the
  *	  command ids that heap inserts log for them);
@@ -48,18 +50,49 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
+
+bool
+dp_is_postgres_fdw(Relation rel)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ForeignServer *server = GetForeignServer(table->serverid);
+	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
+	HeapTuple	tup;
+	bool		ours = false;
+
+	if (!OidIsValid(fdw->fdwhandler))
+		return false;
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fdw->fdwhandler));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
+		bool		isnull;
+		Datum		src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+
+		ours = proc->prolang == ClanguageId && !isnull &&
+			strcmp(TextDatumGetCString(src), "postgres_fdw_handler") == 0;
+		ReleaseSysCache(tup);
+	}
+	return ours;
+}
 
 /*
  * Checks of one relation, without looking at its partitions.  A foreign
- * table is acceptable only as a partition reached by routing.
+ * table is acceptable as a partition reached by routing whose wrapper can
+ * insert, or as the target itself if it is postgres_fdw's (its rows are
+ * streamed as COPY).
  */
 static const char *
 check_one_relation(Relation rel, bool as_partition)
@@ -73,10 +106,15 @@ check_one_relation(Relation rel, bool as_partition)
 		case RELKIND_PARTITIONED_TABLE:
 			break;
 		case RELKIND_FOREIGN_TABLE:
-			if (!as_partition)
-				return dp_report_reason("\"%s\" is a foreign table", name);
 			if (GetFdwRoutineForRelation(rel, false)->ExecForeignInsert == NULL)
-				return dp_report_reason("partition \"%s\" is a foreign table whose wrapper cannot insert",
+				return dp_report_reason("%s\"%s\" is a foreign table whose wrapper cannot insert",
+										as_partition ? "partition " : "", name);
+			/* a target of its own: its rows are streamed (load/shard.c) */
+			if (!as_partition && !dp_foreign_copy)
+				return dp_report_reason("\"%s\" is a foreign table and directpath.foreign_copy is off",
+										name);
+			if (!as_partition && !dp_is_postgres_fdw(rel))
+				return dp_report_reason("\"%s\" is a foreign table of another wrapper than postgres_fdw",
 										name);
 			break;
 		case RELKIND_VIEW:

@@ -84,30 +84,15 @@ PGconn *
 dp_fdwconn_of(ResultRelInfo *rri, const char **why)
 {
 	Relation	rel = rri->ri_RelationDesc;
-	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
-	ForeignServer *server = GetForeignServer(table->serverid);
-	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
 	DPFdwModifyHead *head = rri->ri_FdwState;
-	HeapTuple	tup;
-	bool		ours = false;
 
-	if (OidIsValid(fdw->fdwhandler) &&
-		HeapTupleIsValid(tup = SearchSysCache1(PROCOID,
-											   ObjectIdGetDatum(fdw->fdwhandler))))
+	if (!dp_is_postgres_fdw(rel))
 	{
-		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
-		bool		isnull;
-		Datum		src;
+		ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+		ForeignServer *server = GetForeignServer(table->serverid);
 
-		src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
-		ours = proc->prolang == ClanguageId && !isnull &&
-			strcmp(TextDatumGetCString(src), "postgres_fdw_handler") == 0;
-		ReleaseSysCache(tup);
-	}
-	if (!ours)
-	{
 		*why = dp_report_reason("its wrapper \"%s\" is not postgres_fdw",
-								fdw->fdwname);
+								GetForeignDataWrapper(server->fdwid)->fdwname);
 		return NULL;
 	}
 	if (head == NULL || head->rel != rel || head->conn == NULL ||

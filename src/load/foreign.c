@@ -58,17 +58,21 @@ struct DPForeign
 								 * connection, which streams may hold */
 };
 
-/* Does the statement read a foreign table of 'serverid'? */
+/*
+ * Does the statement read a foreign table of 'serverid'?  (The target's own
+ * entry, 'target', is not a read.)
+ */
 static const char *
-reads_server(EState *estate, Oid serverid)
+reads_server(EState *estate, Oid serverid, Index target)
 {
 	ListCell   *lc;
+	Index		rti = 0;
 
 	foreach(lc, estate->es_range_table)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		if (rte->rtekind == RTE_RELATION &&
+		if (++rti != target && rte->rtekind == RTE_RELATION &&
 			rte->relkind == RELKIND_FOREIGN_TABLE &&
 			GetForeignTable(rte->relid)->serverid == serverid)
 			return get_rel_name(rte->relid);
@@ -89,7 +93,8 @@ stream_refusal(DPLeaf *leaf, DPLeafSet *set)
 		return "RETURNING, an AFTER ROW trigger or a view check needs each row back";
 	if (set->on_conflict)
 		return "ON CONFLICT is the wrapper's to send";
-	read = reads_server(set->estate, GetForeignTable(RelationGetRelid(rel))->serverid);
+	read = reads_server(set->estate, GetForeignTable(RelationGetRelid(rel))->serverid,
+						set->mtstate->rootResultRelInfo->ri_RangeTableIndex);
 	if (read)
 		return dp_report_reason("the statement reads \"%s\" through the same server",
 								read);
@@ -111,6 +116,7 @@ dp_foreign_begin(DPLeaf *leaf, DPLeafSet *set)
 					 RelationGetRelationName(rri->ri_RelationDesc));
 	if (f->shard)
 	{
+		set->streams++;
 		appendStringInfo(paths, ": COPY %s",
 						 dp_shard_binary(f->shard) ? "binary" : "text");
 		return f;

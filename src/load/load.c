@@ -563,7 +563,10 @@ finish_normal(DPLoad *s)
 		dp_indexes_row_by_row(leaf->indexes);
 	dp_queue_insert_normal(s->queue, s->leaves.cid);
 
-	if (s->report.rows > s->foreign_rows)
+	if (s->report.rows > 0 && s->report.rows == s->foreign_rows &&
+		s->leaves.streams > 0)
+		s->report.direct = true;	/* streamed to their servers (shard.c) */
+	else if (s->report.rows > s->foreign_rows)
 	{
 		snprintf(why, sizeof(why),
 				 "the statement produced less than directpath.min_bytes (%d bytes) of rows",

@@ -69,6 +69,7 @@ typedef struct DPLeafSet
 	StringInfoData fk_rowwise;	/* those left per row, with why */
 	StringInfoData foreign_paths;	/* each foreign partition: by COPY, or
 									 * batched and why */
+	int			streams;		/* foreign leaves whose rows are streamed */
 	DPLeaf	   *list;			/* every leaf, newest first */
 	DPLeaf	   *last;			/* the leaf of the previous row */
 	int			count;

@@ -47,6 +47,7 @@
 #include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "executor/execPartition.h"
+#include "foreign/fdwapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -196,6 +197,10 @@ check_copy_freeze(Relation rel, bool freeze_allowed)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot perform COPY FREEZE on a partitioned table")));
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot perform COPY FREEZE on a foreign table")));
 	if (!freeze_allowed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
@@ -228,6 +233,14 @@ begin_executor(CopyFromState cstate, Relation rel, EState *estate)
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		mtstate->mt_partition_tuple_routing =
 			ExecSetupPartitionTupleRouting(estate, rel);
+	/* a foreign table targeted itself: its wrapper's insert, as CopyFrom */
+	if (rri->ri_FdwRoutine != NULL)
+	{
+		rri->ri_BatchSize = rri->ri_FdwRoutine->GetForeignModifyBatchSize ?
+			rri->ri_FdwRoutine->GetForeignModifyBatchSize(rri) : 1;
+		if (rri->ri_FdwRoutine->BeginForeignInsert != NULL)
+			rri->ri_FdwRoutine->BeginForeignInsert(mtstate, rri);
+	}
 	if (cstate->whereClause)
 		cstate->qualexpr = ExecInitQual(castNode(List, cstate->whereClause),
 										&mtstate->ps);
@@ -244,6 +257,10 @@ end_executor(CopyFromState cstate, ModifyTableState *mtstate, EState *estate)
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	if (mtstate->mt_partition_tuple_routing)
 		ExecCleanupTupleRouting(mtstate, mtstate->mt_partition_tuple_routing);
+	if (mtstate->rootResultRelInfo->ri_FdwRoutine != NULL &&
+		mtstate->rootResultRelInfo->ri_FdwRoutine->EndForeignInsert != NULL)
+		mtstate->rootResultRelInfo->ri_FdwRoutine->EndForeignInsert(estate,
+																 mtstate->rootResultRelInfo);
 	ExecCloseResultRelations(estate);
 	ExecCloseRangeTableRelations(estate);
 	FreeExecutorState(estate);
