@@ -80,6 +80,14 @@ def shards(make_cluster):
     return Shards(make_cluster)
 
 
+def copy_in(conn, table, rows, options=""):
+    """/*+ APPEND */ COPY table FROM STDIN [options], the rows by psycopg."""
+    with conn.cursor() as cur:
+        with cur.copy(f"/*+ APPEND */ COPY {table} FROM STDIN {options}") as cp:
+            for r in rows:
+                cp.write_row(r)
+
+
 DIGEST_SETTINGS = {"TimeZone": "UTC", "DateStyle": "ISO", "extra_float_digits": "1"}
 
 
@@ -125,10 +133,7 @@ def test_copy_from_stdin_streams(shards):
     with s.local.conn() as conn:
         conn.execute(f"INSERT INTO ref {rows_select(1, N)}")
         rows = conn.execute("SELECT * FROM ref ORDER BY id").fetchall()
-        with conn.cursor() as cur:
-            with cur.copy("/*+ APPEND */ COPY sh FROM STDIN") as cp:
-                for r in rows:
-                    cp.write_row(r)
+        copy_in(conn, "sh", rows)
         st = last_statement(conn)
         assert st["path"] == "direct" and st["rows_inserted"] == N, st
         assert "sh_1: COPY" in st["foreign_partitions"], st
@@ -430,10 +435,7 @@ def test_remote_error_names_the_input_line(shards, fmt):
         conn.execute(f"INSERT INTO ref {rows_select(1, N)}")
         rows = conn.execute("SELECT * FROM ref ORDER BY id").fetchall()
         with pytest.raises(Exception) as e:
-            with conn.cursor() as cur:
-                with cur.copy("/*+ APPEND */ COPY sh FROM STDIN") as cp:
-                    for r in rows:
-                        cp.write_row(r)
+            copy_in(conn, "sh", rows)
         msg = str(e.value.diag.context or "")
         assert getattr(e.value, "sqlstate", None) == "23514", e.value
         assert f"the row of input line {bad}" in msg, msg
@@ -452,11 +454,7 @@ def test_foreign_table_targeted_directly(shards, how):
         if how == "insert":
             conn.execute(f"/*+ APPEND */ INSERT INTO ft1 SELECT * FROM ref")
         else:
-            rows = conn.execute("SELECT * FROM ref").fetchall()
-            with conn.cursor() as cur:
-                with cur.copy("/*+ APPEND */ COPY ft1 FROM STDIN") as cp:
-                    for r in rows:
-                        cp.write_row(r)
+            copy_in(conn, "ft1", conn.execute("SELECT * FROM ref").fetchall())
         st = last_statement(conn)
         assert st["path"] == "direct" and st["rows_inserted"] == N, st
         assert st["foreign_partitions"] == "ft1: COPY binary", st
@@ -469,7 +467,5 @@ def test_foreign_table_targeted_directly(shards, how):
         assert table_digest(conn, "ft1") == table_digest(conn, "ref")
         # COPY FREEZE stays core's error
         with pytest.raises(Exception) as e:
-            with conn.cursor() as cur:
-                with cur.copy("/*+ APPEND */ COPY ft1 FROM STDIN WITH (FREEZE)") as cp:
-                    cp.write_row((1, 1, "x", None, 1.0))
+            copy_in(conn, "ft1", [(1, 1, "x", None, 1.0)], "WITH (FREEZE)")
         assert "COPY FREEZE on a foreign table" in str(e.value), e.value

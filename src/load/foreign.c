@@ -124,7 +124,8 @@ dp_foreign_begin(DPLeaf *leaf, DPLeafSet *set)
 	appendStringInfo(paths, ": batched (%s)", why);
 
 	f->rri = rri;
-	f->conn = dp_shard_connection(rri);
+	/* NULL for another wrapper ('why' is said already) */
+	f->conn = dp_fdwconn_of(rri, &why);
 	f->cxt = estate->es_query_cxt;
 	f->batch_size = Max(rri->ri_BatchSize, 1);
 	if (rri->ri_FdwRoutine->ExecForeignBatchInsert == NULL)

@@ -18,6 +18,7 @@
 /* ---------- load.c and its parts ---------- */
 
 typedef struct DPLoad DPLoad;
+struct pg_conn;					/* libpq's PGconn (fdwconn.c, shard.c) */
 typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
 typedef struct DPRejects DPRejects;
@@ -243,16 +244,13 @@ extern bool dp_shard_binary(DPShard *sh);
 extern void dp_shard_close(DPShard *sh);
 
 /*
- * The connection of a postgres_fdw partition's insert (a PGconn), or NULL
- * for another wrapper; and, before the wrapper uses it, end the COPY that
- * holds it, if any.
+ * Before the wrapper uses a postgres_fdw connection (dp_fdwconn_of), end
+ * the COPY that holds it, if any.
  */
-extern struct pg_conn *dp_shard_connection(ResultRelInfo *rri);
 extern void dp_shard_free_connection(struct pg_conn *conn);
 
 /* ---------- fdwconn.c: postgres_fdw's connections under COPY streams ---------- */
 
-struct pg_conn;					/* libpq's PGconn */
 typedef struct DPConnTrack DPConnTrack;
 
 /*

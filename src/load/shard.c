@@ -330,14 +330,6 @@ begin_copy(DPShard *sh)
 	pfree(header.data);
 }
 
-PGconn *
-dp_shard_connection(ResultRelInfo *rri)
-{
-	const char *why;
-
-	return dp_fdwconn_of(rri, &why);
-}
-
 void
 dp_shard_free_connection(PGconn *conn)
 {
