@@ -284,7 +284,7 @@ dp_shard_open(ResultRelInfo *rri, EState *estate, const char **why)
 
 	/*
 	 * after postgres_fdw's own (registered when it first connected), so that
-	 * ours run first (see Abort)
+	 * ours run first (fdwconn.c)
 	 */
 	dp_fdwconn_callbacks();
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
