@@ -106,15 +106,19 @@ check_one_relation(Relation rel, bool as_partition)
 		case RELKIND_PARTITIONED_TABLE:
 			break;
 		case RELKIND_FOREIGN_TABLE:
-			if (GetFdwRoutineForRelation(rel, false)->ExecForeignInsert == NULL)
-				return dp_report_reason("%s\"%s\" is a foreign table whose wrapper cannot insert",
-										as_partition ? "partition " : "", name);
-			/* a target of its own: its rows are streamed (load/shard.c) */
+			/*
+			 * a target of its own: its rows are streamed (load/shard.c); the
+			 * wrapper is asked nothing before it is known to be postgres_fdw
+			 * (a wrapper without handler is core's error to raise, later)
+			 */
 			if (!as_partition && !dp_foreign_copy)
 				return dp_report_reason("\"%s\" is a foreign table and directpath.foreign_copy is off",
 										name);
 			if (!as_partition && !dp_is_postgres_fdw(rel))
 				return dp_report_reason("\"%s\" is a foreign table of another wrapper than postgres_fdw",
+										name);
+			if (GetFdwRoutineForRelation(rel, false)->ExecForeignInsert == NULL)
+				return dp_report_reason("partition \"%s\" is a foreign table whose wrapper cannot insert",
 										name);
 			break;
 		case RELKIND_VIEW:
