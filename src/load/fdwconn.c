@@ -37,16 +37,12 @@
 #include "load/load.h"
 
 #include "access/xact.h"
-#include "catalog/pg_language.h"
-#include "catalog/pg_proc.h"
 #include "foreign/foreign.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
-#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
