@@ -35,6 +35,7 @@ OBJS = \
 	src/load/upsert.o \
 	src/parallel/parallel.o \
 	src/parallel/parcopy.o \
+	src/parallel/placer.o \
 	src/input/chunker.o \
 	src/input/rowform.o \
 	src/input/scan.o \
@@ -54,7 +55,7 @@ EXTENSION = directpath
 DATA = $(notdir $(wildcard $(srcdir)/directpath--*.sql))
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy
+REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy parpart
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

@@ -40,6 +40,9 @@ Scenarios (--only takes the name or the number):
  15 born     CREATE TABLE AS and REFRESH MATERIALIZED VIEW (default 5M rows)
  16 shard    a table with postgres_fdw partitions on 2 other servers: plain,
              batched, COPY streams; 1, 2, 4 shards (default 2M rows)
+ 17 parpart  parallel loads into partitioned tables: 8 monthly partitions +
+             btree by INSERT from a partitioned table and by COPY; 64 hash
+             partitions; plain, serial direct, PARALLEL(1) (default 3M rows)
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -99,6 +102,7 @@ from dpbench.s13_restore import RestoreScenario  # noqa: E402
 from dpbench.s14_upsert import UpsertScenario  # noqa: E402
 from dpbench.s15_born import BornScenario  # noqa: E402
 from dpbench.s16_shard import ShardScenario  # noqa: E402
+from dpbench.s17_parpart import ParPartScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -107,7 +111,7 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
              ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario,
-             BornScenario, ShardScenario]
+             BornScenario, ShardScenario, ParPartScenario]
 
 
 def parse_args(argv=None):

@@ -107,6 +107,13 @@ typedef char *DPPageArg;
 #define DP_ROOT_TO_CHILD_MAP(rri, estate)	((rri)->ri_RootToPartitionMap)
 #endif
 
+/* Does an Append prune its children at run time? */
+#if PG_VERSION_NUM >= 180000
+#define DP_APPEND_PRUNES(append)	((append)->part_prune_index >= 0)
+#else
+#define DP_APPEND_PRUNES(append)	((append)->part_prune_info != NULL)
+#endif
+
 /* Rebuild one index (core's REINDEX INDEX, with uniqueness checks). */
 #if PG_VERSION_NUM >= 170000
 #define DP_REINDEX_INDEX(indexId, persistence, params) \

@@ -1,5 +1,8 @@
-"""Parallel direct path (parallel.c, parcopy.c): workers build pages, the
-leader writes; each case for INSERT ... SELECT and for COPY from a file.
+"""Parallel direct path (parallel.c, placer.c, parcopy.c): workers build
+pages, the leader writes; each case for INSERT ... SELECT and for COPY from
+a file, into a plain table and into a partitioned one (rows routed by the
+workers to per-leaf pages: a default partition and a leaf whose columns are
+in another order among its leaves).
 
 What SQL alone cannot show: a streaming standby replays a parallel load
 into the same rows (existing and new storage, the latter frozen); a worker
@@ -27,6 +30,7 @@ LOADS = {"insert": ("/*+ APPEND PARALLEL(2) */ INSERT INTO {t} "
                     "SELECT id, v, k FROM par_src WHERE k <> 3"),
          "copy": "/*+ APPEND PARALLEL(2) */ COPY {t} FROM 'dp_par_src.dat'"}
 LOAD_KINDS = pytest.mark.parametrize("kind", list(LOADS))
+SHAPES = pytest.mark.parametrize("shape", ["plain", "partitioned"])
 
 
 def make_source(conn):
@@ -41,11 +45,36 @@ def make_source(conn):
                      "TO PROGRAM 'cat > dp_par_src.dat'")
 
 
-def make_target(conn, t, indexed=False):
-    conn.execute(f"CREATE TABLE {t} (id int NOT NULL, v text, k int CHECK (k >= 0))")
+def make_target(conn, t, indexed=False, shape="plain"):
+    """A plain table, or one range-partitioned on id: two ranges (the second
+    a table whose columns are in another order, attached), and a default
+    partition taking the rest."""
+    cols = "(id int NOT NULL, v text, k int CHECK (k >= 0))"
+    if shape == "plain":
+        conn.execute(f"CREATE TABLE {t} {cols}")
+    else:
+        conn.execute(f"CREATE TABLE {t} {cols} PARTITION BY RANGE (id)")
+        conn.execute(f"CREATE TABLE {t}_a PARTITION OF {t} FOR VALUES FROM (1) TO (100001)")
+        conn.execute(f"CREATE TABLE {t}_b (k int CONSTRAINT {t}_k_check CHECK (k >= 0), v text, "
+                     "id int NOT NULL)")
+        conn.execute(f"ALTER TABLE {t} ATTACH PARTITION {t}_b "
+                     "FOR VALUES FROM (100001) TO (200001)")
+        conn.execute(f"CREATE TABLE {t}_d PARTITION OF {t} DEFAULT")
     if indexed:
         conn.execute(f"ALTER TABLE {t} ADD PRIMARY KEY (id)")
         conn.execute(f"CREATE INDEX ON {t} (v)")
+
+
+def heaps(conn, t):
+    """The tables that hold a target's rows: itself, or its leaves."""
+    return [r[0] for r in conn.execute(
+        "SELECT relid::regclass::text FROM pg_partition_tree(%s) "
+        "WHERE isleaf ORDER BY 1", (t,)).fetchall()] or [t]
+
+
+def verify_target(conn, t, frozen_expected=None):
+    for h in heaps(conn, t):
+        verify_table(conn, h, frozen_expected=frozen_expected)
 
 
 def expected_digest(conn):
@@ -60,34 +89,38 @@ def assert_parallel(conn):
     return st
 
 
+@SHAPES
 @LOAD_KINDS
-def test_parallel_load_replayed_by_standby(make_cluster, tmp_path, kind):
+def test_parallel_load_replayed_by_standby(make_cluster, tmp_path, kind, shape):
     """Existing storage (its indexes maintained per batch by the leader) and
     new storage (frozen, its indexes built at the end): the standby has the
     same rows and sound indexes."""
     p = make_cluster(name="primary")
     with p.conn() as conn:
         make_source(conn)
-        make_target(conn, "par_e", indexed=True)
+        make_target(conn, "par_e", indexed=True, shape=shape)
         want = expected_digest(conn)
     sb = p.make_standby(tmp_path)
     with p.conn() as conn:
         conn.execute(LOADS[kind].format(t="par_e"))
         assert_parallel(conn)
         conn.execute("BEGIN")
-        make_target(conn, "par_n", indexed=True)
+        make_target(conn, "par_n", indexed=True, shape=shape)
         conn.execute(LOADS[kind].format(t="par_n"))
         st = assert_parallel(conn)
         assert st["frozen"] and st["index_maintenance"] == "build", st
         conn.execute("COMMIT")
         for t in ("par_e", "par_n"):
             assert table_digest(conn, t) == want, t
-            verify_table(conn, t, frozen_expected=(t == "par_n"))
+            verify_target(conn, t, frozen_expected=(t == "par_n"))
+        if shape == "partitioned":
+            # every leaf got rows
+            assert all(table_digest(conn, h)[0] > 0 for h in heaps(conn, "par_n"))
     p.wait_replay(sb)
     with sb.conn() as conn:
         for t in ("par_e", "par_n"):
             assert table_digest(conn, t) == want, t
-            verify_table(conn, t)
+            verify_target(conn, t)
     sb.stop()
 
 
@@ -108,18 +141,19 @@ def paused_parallel_load(cluster, t, kind):
     return bg, workers
 
 
+@SHAPES
 @LOAD_KINDS
 @pytest.mark.parametrize("how", ["terminate-worker", "kill-worker", "kill-leader",
                                  "immediate-stop"])
-def test_process_stopped_mid_load(cluster, how, kind):
+def test_process_stopped_mid_load(cluster, how, kind, shape):
     """A worker terminated (the statement fails with its error), a worker
     or the leader killed, or the server stopped in immediate mode (crash
     recovery): nothing of the load is visible, and the same load then
     succeeds in parallel."""
-    t = f"par_{kind}_" + how.replace("-", "_")
+    t = f"par_{kind}_{shape[:4]}_" + how.replace("-", "_")
     with cluster.conn() as conn:
         make_source(conn)
-        make_target(conn, t)
+        make_target(conn, t, shape=shape)
         want = expected_digest(conn)
     bg, workers = paused_parallel_load(cluster, t, kind)
     with bg:
@@ -134,18 +168,19 @@ def test_process_stopped_mid_load(cluster, how, kind):
         assert bg.error is not None, bg.results
     with cluster.conn() as conn:
         assert table_digest(conn, t) == (0, 0)
-        verify_table(conn, t)
+        verify_target(conn, t)
         conn.execute(LOADS[kind].format(t=t))
         assert_parallel(conn)
         assert table_digest(conn, t) == want
 
 
+@SHAPES
 @LOAD_KINDS
-def test_cancel_fails_the_statement(cluster, kind):
-    t = f"par_c_{kind}"
+def test_cancel_fails_the_statement(cluster, kind, shape):
+    t = f"par_c_{kind}_{shape[:4]}"
     with cluster.conn() as conn:
         make_source(conn)
-        make_target(conn, t)
+        make_target(conn, t, shape=shape)
     bg, _ = paused_parallel_load(cluster, t, kind)
     with bg:
         with cluster.conn() as conn:
@@ -154,7 +189,7 @@ def test_cancel_fails_the_statement(cluster, kind):
         assert bg.sqlstate == "57014", bg.error
     with cluster.conn() as conn:
         assert table_digest(conn, t) == (0, 0)
-        verify_table(conn, t)
+        verify_target(conn, t)
         # no worker is left behind
         deadline = time.monotonic() + 30
         while conn.execute("SELECT count(*) FROM pg_stat_activity "

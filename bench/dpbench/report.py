@@ -750,6 +750,34 @@ def section_parallel(agg, meta, out, figs):
             "load had.", "", md_table(PARALLEL_HEADER, parallel_rows(agg)), ""]
 
 
+def parpart_rows(agg):
+    def workers(a):
+        n = a.first("parallel_workers")
+        return "–" if n is None else str(n)
+
+    return load_rows(agg, "parpart", lambda a: f"{a.first('rows'):,}", workers)
+
+
+def section_parpart(agg, meta, out, figs):
+    if not agg.cases("parpart", "replica"):
+        return []
+    return ["## 17. Parallel loads into partitioned tables", "",
+            "Time-series rows into 8 monthly range partitions with a (dev, ts) btree each, by "
+            "INSERT ... SELECT from a staging table partitioned the same way and by COPY from a "
+            "server-side text file; seed rows into 64 hash partitions by INSERT ... SELECT. "
+            "Each target is created in an earlier transaction. Plain, the serial direct path and "
+            "`/*+ APPEND PARALLEL(1) */`; time is the load plus the CHECKPOINT after it, ratios "
+            "against the plain load of the same run; *workers*: those the load had.", "",
+            md_table(["load", "load + CHECKPOINT s", "/ plain", "rows", "workers"],
+                     parpart_rows(agg)), ""]
+
+
+def parpart_text(agg):
+    return titled_table("Parallel loads into partitioned tables",
+                        ["load", "load + CHECKPOINT s", "/ plain", "rows", "workers"],
+                        parpart_rows(agg))
+
+
 def parallel_text(agg):
     return titled_table("Parallel direct path", PARALLEL_HEADER, parallel_rows(agg))
 
@@ -1075,7 +1103,7 @@ def summary_text(agg, meta):
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
-            upsert_text(agg) + born_text(agg) + shard_text(agg))
+            upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg))
     return "\n".join(out)
 
 
@@ -1152,7 +1180,7 @@ def write_all(out, meta, records):
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
                section_fkeys, section_parallel, section_parse, section_restore,
-               section_upsert, section_born, section_shard):
+               section_upsert, section_born, section_shard, section_parpart):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

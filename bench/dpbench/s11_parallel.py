@@ -31,6 +31,35 @@ LOADS = (("", "INSERT", "INSERT INTO par_t SELECT * FROM par_stage", False),
 CREATE = "CREATE TABLE par_t (timeid int, insid int, indid int, value int)"
 
 
+def worker_cases(group, loads, modes=MODES):
+    """A case per load ((prefix, label, params)) and mode; a load's plain
+    case is the twin of its others."""
+    return [Case(prefix + key, f"{what}: {label}",
+                 "plain" if workers is None else "direct",
+                 twin=None if workers is None else prefix + "plain", group=group,
+                 params=dict(params, workers=workers, mode=label))
+            for prefix, what, params in loads
+            for key, label, workers in modes]
+
+
+def worker_hint(workers):
+    """The hint of a mode: none (plain), APPEND, or APPEND PARALLEL(n)."""
+    if workers is None:
+        return ""
+    return "/*+ APPEND */ " if workers == 0 else f"/*+ APPEND PARALLEL({workers}) */ "
+
+
+def check_workers(c, case, rows, rec):
+    """A direct case must have been direct, a PARALLEL case parallel."""
+    workers = case.params["workers"]
+    if workers is None:
+        return
+    ls = check_direct(c, case.id, rows)
+    rec["parallel_workers"] = ls.get("parallel_workers")
+    if workers > 0 and not ls.get("parallel_workers"):
+        raise AssertionError(f"{case.id}: ran serially: {ls.get('parallel')}")
+
+
 class ParallelScenario(Scenario):
     key = "parallel"
     number = 11
@@ -50,23 +79,13 @@ class ParallelScenario(Scenario):
                 c.execute(f"COPY par_stage TO '{self.file}'")
 
     def cases(self, ctx, phase):
-        return [Case(prefix + key, f"{what}: {label}",
-                     "plain" if workers is None else "direct",
-                     twin=None if workers is None else prefix + "plain", group="parallel",
-                     params={"workers": workers, "mode": label, "statement": statement,
-                             "new_btree": new_btree})
-                for prefix, what, statement, new_btree in LOADS
-                for key, label, workers in MODES]
+        return worker_cases("parallel", [
+            (prefix, what, {"statement": statement, "new_btree": new_btree})
+            for prefix, what, statement, new_btree in LOADS])
 
     def run(self, ctx, case, run_no):
-        workers = case.params["workers"]
         rec = {"rows": ctx.rows, "mode": case.params["mode"]}
-        if workers is None:
-            hint = ""
-        elif workers == 0:
-            hint = "/*+ APPEND */ "
-        else:
-            hint = f"/*+ APPEND PARALLEL({workers}) */ "
+        hint = worker_hint(case.params["workers"])
         new_btree = case.params["new_btree"]
         with ctx.server.conn() as c:
             c.execute("DROP TABLE IF EXISTS par_t")
@@ -80,11 +99,7 @@ class ParallelScenario(Scenario):
                 c.execute(CREATE)
                 c.execute("CREATE INDEX ON par_t (insid)")
             c.execute(hint + case.params["statement"].format(file=self.file))
-            if workers is not None:
-                ls = check_direct(c, case.id, ctx.rows)
-                rec["parallel_workers"] = ls.get("parallel_workers")
-                if workers > 0 and not ls.get("parallel_workers"):
-                    raise AssertionError(f"{case.id}: ran serially: {ls.get('parallel')}")
+            check_workers(c, case, ctx.rows, rec)
             if new_btree:
                 c.execute("COMMIT")
             c.execute("CHECKPOINT")

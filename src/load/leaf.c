@@ -129,13 +129,18 @@ dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri)
 }
 
 bool
+dp_leaf_may_freeze(DPLeafSet *set, Relation rel)
+{
+	return set->freeze_allowed && dp_storage_new_in_subxact(rel);
+}
+
+bool
 dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf)
 {
 	Relation	rel = leaf->rri->ri_RelationDesc;
 	bool		takes_back = set->reject_duplicates &&
 		(dp_indexes_has_unique(leaf->indexes) || leaf->fkeys != NULL);
-	bool		freeze = set->freeze_allowed && dp_storage_new_in_subxact(rel) &&
-		!takes_back;
+	bool		freeze = dp_leaf_may_freeze(set, rel) && !takes_back;
 
 	leaf->writer = dp_heap_begin(rel, freeze, set->xid, set->cid,
 								 &set->toast_wait);

@@ -660,16 +660,25 @@ dp_load_finish(DPLoad *s)
 	dp_report_publish(&s->report);
 }
 
-bool
-dp_load_pages_begin(DPLoad *s, ResultRelInfo *rri)
+void
+dp_load_pages_begin(DPLoad *s)
 {
-	DPLeaf	   *leaf = dp_leaf_get(&s->leaves, rri);
-
 	if (s->state == DPS_HOLD)
 		go_direct(s);
-	if (leaf->writer == NULL)
-		start_writer(s, leaf);
-	return s->report.frozen;
+}
+
+bool
+dp_load_freezes(DPLoad *s, Relation rel)
+{
+	/* a parallel load has no rejects table: nothing is taken back */
+	Assert(!s->leaves.reject_duplicates);
+	return dp_leaf_may_freeze(&s->leaves, rel);
+}
+
+ResultRelInfo *
+dp_load_route(DPLoad *s, TupleTableSlot *slot)
+{
+	return leaf_of(s, &slot)->rri;
 }
 
 /*
@@ -714,11 +723,15 @@ void
 dp_load_page(DPLoad *s, ResultRelInfo *rri, const char *image)
 {
 	DPLeaf	   *leaf = dp_leaf_get(&s->leaves, rri);
-	DPFlush		f = flush_rule(s, leaf);
+	DPFlush		f;
 	Page		page;
 	BlockNumber blkno;
 	int			n;
 
+	Assert(s->state == DPS_DIRECT);
+	if (leaf->writer == NULL)
+		start_writer(s, leaf);
+	f = flush_rule(s, leaf);
 	if (f != DPF_NONE)
 		flush(s, f == DPF_DRAIN);
 	n = dp_heap_add_page(leaf->writer, image, &page, &blkno);

@@ -17,6 +17,27 @@
 
 /* ---------- load.c and its parts ---------- */
 
+/*
+ * A ModifyTableState without a plan for an INSERT into 'rri' (range table
+ * entry 1 of 'estate'), as core's CopyFrom builds one: what a load needs
+ * of the node (result relations, canSetTag) when no INSERT plan exists.
+ */
+static inline ModifyTableState *
+dp_insert_state(EState *estate, ResultRelInfo *rri)
+{
+	ModifyTableState *mt = makeNode(ModifyTableState);
+
+	mt->ps.plan = NULL;
+	mt->ps.state = estate;
+	mt->operation = CMD_INSERT;
+	mt->canSetTag = true;
+	mt->mt_nrels = 1;
+	mt->resultRelInfo = rri;
+	mt->rootResultRelInfo = rri;
+	return mt;
+}
+
+
 typedef struct DPLoad DPLoad;
 struct pg_conn;					/* libpq's PGconn (fdwconn.c, shard.c) */
 typedef struct DPQueue DPQueue;
@@ -136,13 +157,17 @@ extern void dp_load_defer(DPLoad *load, TupleTableSlot *planSlot);
 
 /*
  * A parallel load's leader (parallel.c): dp_load_pages_begin makes the load
- * direct with 'rri' its leaf and returns whether its pages go out frozen;
- * dp_load_page takes a worker's finished page as the leaf's next block
- * (its rows counted, their index entries spooled or queued as a placed
- * row's are); dp_load_note_parallel records the workers used, or why none
- * were.
+ * direct; dp_load_freezes says whether a leaf's pages go out frozen (the
+ * decision its writer makes when it starts); dp_load_route gives the leaf
+ * (set up, its writer started) that routing sends a row of the target's
+ * format to, without loading the row; dp_load_page takes a worker's
+ * finished page as the leaf's next block (its rows counted, their index
+ * entries spooled or queued as a placed row's are); dp_load_note_parallel
+ * records the workers used, or why none were.
  */
-extern bool dp_load_pages_begin(DPLoad *load, ResultRelInfo *rri);
+extern void dp_load_pages_begin(DPLoad *load);
+extern bool dp_load_freezes(DPLoad *load, Relation rel);
+extern ResultRelInfo *dp_load_route(DPLoad *load, TupleTableSlot *slot);
 extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
 extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
 
@@ -150,6 +175,13 @@ extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
 
 /* The leaf of 'rri', set up (checked, locked) on first use. */
 extern DPLeaf *dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri);
+
+/*
+ * May the rows of 'rel' be frozen (the statement allows it, its storage is
+ * new in this subtransaction)?  Its writer freezes if so and no row may be
+ * taken back.
+ */
+extern bool dp_leaf_may_freeze(DPLeafSet *set, Relation rel);
 
 /* Start the leaf's page builder; returns whether it freezes. */
 extern bool dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf);

@@ -4,49 +4,54 @@
  *	  A parallel direct-path load: pages built by parallel workers (and by
  *	  the leader between writes) and written by the leader alone, all in
  *	  the leader's transaction.  This file has the machinery every parallel
- *	  load shares and its first input, INSERT ... SELECT from one table;
- *	  parcopy.c has the other, COPY FROM a file or a program.
+ *	  load shares and its first input, INSERT ... SELECT from one table or
+ *	  a partitioned table's partitions; placer.c places the rows on pages;
+ *	  parcopy.c has the other input, COPY FROM a file, a program or STDIN.
  *
  * Asked for with /\*+ APPEND PARALLEL(n) *\/ or directpath.parallel_workers.
- * The INSERT's subplan must be a sequential scan of one table (quals and a
- * projection allowed, no parameters, every function parallel safe): plan
- * time, dp_parallel_plan_refusal.  The target must be a plain heap without
- * triggers (foreign keys included), RETURNING, row security, stored
- * generated columns or CHECK constraints that are not parallel safe,
- * outside serializable isolation: run time, dp_parallel_target_refusal.
- * Otherwise the statement runs serially, and last_statement().parallel
- * says why.
+ * The INSERT's subplan must be a sequential scan of one table, or an Append
+ * of them not pruned at run time (quals and projections allowed, no
+ * parameters, every function parallel safe): plan time,
+ * dp_parallel_plan_refusal.  The target must be a plain heap, or a
+ * partitioned table whose every leaf is one, without triggers (foreign
+ * keys included), RETURNING, row security, stored generated columns or
+ * CHECK constraints that are not parallel safe, outside serializable
+ * isolation: run time, dp_parallel_begin.  Otherwise the statement runs
+ * serially, and last_statement().parallel says why.
  *
  * Algorithm.
- * 1. The leader makes the load direct (its one leaf's page builder, the
- *	  freezing decision, its transaction ID and command ID taken already),
- *	  then creates a parallel context of its own, as parallel CREATE INDEX
- *	  does, not core's Gather: the planner never plans an INSERT in
- *	  parallel, and a Gather would pass every row through a tuple queue to
- *	  the leader, which would still form every page.  The dynamic shared
- *	  memory holds the shared state (DPParallelShared), the input's own part
- *	  (the source's parallel scan descriptor; for COPY nothing), a text
- *	  payload (the subplan's quals and target list; COPY's options), one
- *	  message queue per worker towards the leader and, for COPY, one from
- *	  the leader (dp_parallel_launch).
+ * 1. The leader lists and checks a partitioned target's leaves
+ *	  (dp_parallel_begin), makes the load direct, decides each leaf's
+ *	  freezing, takes its transaction ID and command ID, then creates a
+ *	  parallel context of its own, as parallel CREATE INDEX does, not
+ *	  core's Gather: the planner never plans an INSERT in parallel, and a
+ *	  Gather would pass every row through a tuple queue to the leader,
+ *	  which would still form every page.  The dynamic shared memory holds
+ *	  the shared state (DPParallelShared), the leaf table, the input's own
+ *	  part (a parallel scan descriptor per source table; for COPY nothing),
+ *	  a text payload (the scans' tables, quals and target lists; COPY's
+ *	  options), one message queue per worker towards the leader and, for
+ *	  COPY, one from the leader (dp_parallel_launch).
  * 2. Each worker produces rows in the target's format from its share of
- *	  the input, and places them with a placer (DPPlacer): NOT NULL and
- *	  CHECK constraints checked as ExecInsert does, the row formed in place
- *	  on a page of the worker's detached builder (pages.c), its header
- *	  carrying the leader's transaction and command, frozen when the
- *	  leader's pages are.  A finished page goes to the leader whole.  A row
- *	  that needs TOAST goes to the leader as a row instead: a worker cannot
- *	  insert (heap_insert refuses in a parallel worker).
- * 3. The leader receives pages from all queues as they come and hands each
- *	  to the load as the leaf's next block (dp_load_page, which sets the
- *	  tuples' t_ctid and gives each row what a placed row gets: its index
- *	  entries spooled for the build at the end of new storage, or the row
- *	  queued for the per-batch index work), rows to dp_load_row; the load's
- *	  flush rule writes them in batches through the append layer, as a
- *	  serial load does.  Between messages it feeds the workers their input
- *	  (COPY) and, whenever nothing else is to be done, produces a share of
- *	  its own with a placer whose pages go straight to the load
- *	  (dp_parallel_receive).
+ *	  the input, and places them with a placer (placer.c): routed to their
+ *	  leaf, NOT NULL and CHECK constraints checked as ExecInsert does, the
+ *	  row formed in place on a page of the leaf's detached builder, frozen
+ *	  when the leader decided so.  A finished page goes to the leader whole,
+ *	  with its leaf's index in the leaf table; before a leaf's first page,
+ *	  one row routed there.  A row that needs TOAST goes to the leader as a
+ *	  row instead: a worker cannot insert (heap_insert refuses in a
+ *	  parallel worker).
+ * 3. The leader receives messages from all queues as they come: a leaf's
+ *	  first row is routed by the load (dp_load_route: the leaf set up as a
+ *	  serial load sets it up), a page is handed to the load as that leaf's
+ *	  next block (dp_load_page, which sets the tuples' t_ctid and gives each
+ *	  row what a placed row gets: its index entries spooled for the build
+ *	  at the end of new storage, or the row queued for the per-batch index
+ *	  work), a row to dp_load_row; the load's flush rule writes them in
+ *	  batches through the append layer, as a serial load does.  Between
+ *	  messages it feeds the workers their input (COPY) and, whenever
+ *	  nothing else is to be done, produces a share of its own with a placer
+ *	  whose pages go straight to the load (dp_parallel_receive).
  * 4. When every worker has detached, the leader waits for them to finish,
  *	  leaves parallel mode, and the load ends as a serial one does
  *	  (dp_parallel_finish).
@@ -73,9 +78,11 @@
  *	 blocked on a full queue towards it cannot deadlock with it.
  *
  * Long: over 700 lines.  The machinery every parallel load shares (the
- * context, the placers, the pages' way to the leader) and its first input
- * (a scan) are kept together because the scan's producer is the placers'
- * reference user; parcopy.c (with the input stage's chunker.c and rowform.c) is the COPY input.
+ * context, the checks of the target and its leaves, the pages' way to the
+ * leader) and its first input (the scans) are kept together because the
+ * scans' producer is the machinery's reference user; placer.c places rows,
+ * parcopy.c (with the input stage's chunker.c and rowform.c) is the COPY
+ * input.
  *
  *-------------------------------------------------------------------------
  */
@@ -87,6 +94,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -106,22 +114,37 @@
 
 /* Keys of the shared memory table of contents. */
 #define DP_KEY_SHARED	UINT64CONST(0xD1E4C7A000000001)
-#define DP_KEY_SCAN		UINT64CONST(0xD1E4C7A000000002)
 #define DP_KEY_PAYLOAD	UINT64CONST(0xD1E4C7A000000003)
 #define DP_KEY_OUT		UINT64CONST(0xD1E4C7A000000004)
 #define DP_KEY_IN		UINT64CONST(0xD1E4C7A000000005)
 #define DP_KEY_COUNTS	UINT64CONST(0xD1E4C7A000000006)
+#define DP_KEY_LEAVES	UINT64CONST(0xD1E4C7A000000007)
+/* ... and one per source table scanned: DP_KEY_SCAN + its index */
+#define DP_KEY_SCAN		UINT64CONST(0xD1E4C7A000010000)
 
 /* Bytes of each worker's queue towards the leader: about 32 pages. */
 #define DP_OUT_QUEUE_SIZE	(32 * (BLCKSZ + 64))
 
-/* A message's first byte, worker to leader. */
-#define DP_MSG_PAGE		'P'		/* BLCKSZ bytes of a finished page */
-#define DP_MSG_ROW		'R'		/* a minimal tuple that needs TOAST */
+/*
+ * A message's first byte, worker to leader: a page of leaf N (an int32
+ * index into the leaf table, -1 for a plain target) and BLCKSZ bytes; a
+ * minimal tuple in the target's format that needs TOAST; the leaf N and a
+ * minimal tuple routed to it (before the leaf's first page).
+ */
+#define DP_MSG_PAGE		'P'
+#define DP_MSG_ROW		'R'
+#define DP_MSG_LEAF		'L'
 
 /* The leader's side of a running parallel load. */
 struct DPParallel
 {
+	DPLoad	   *load;
+	ResultRelInfo *rri;			/* the target */
+	DPParallelShared sh;
+	DPParallelLeaf *leaves;		/* a partitioned target's (sh.nleaves) */
+	ResultRelInfo **leaf_rri;	/* per leaf: the load's result relation,
+								 * once announced */
+	TupleTableSlot *row;		/* a row from a worker, the target's format */
 	ParallelContext *pcxt;
 	int			launched;		/* workers started */
 	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
@@ -141,7 +164,7 @@ dp_expr_parallel_safe(Node *expr)
 	return is_parallel_safe(root, expr);
 }
 
-/* Are the target's CHECK constraints parallel safe? */
+/* Are the relation's CHECK constraints parallel safe? */
 static bool
 checks_parallel_safe(Relation rel)
 {
@@ -153,141 +176,209 @@ checks_parallel_safe(Relation rel)
 	return true;
 }
 
-const char *
-dp_parallel_target_refusal(ModifyTableState *mt)
+/*
+ * Why a worker cannot place the rows of a heap it would write (the target,
+ * or a leaf of it), or NULL.  'what' names it in the reason.
+ */
+static const char *
+heap_refusal(Relation rel, const char *what)
+{
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		return psprintf("%s is a foreign table", what);
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		return psprintf("%s is not a plain table", what);
+	if (rel->trigdesc != NULL)
+		return psprintf("%s has triggers or foreign keys", what);
+	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+		return psprintf("%s has stored generated columns", what);
+	if (!checks_parallel_safe(rel))
+		return psprintf("a CHECK constraint of %s is not parallel safe", what);
+	return dp_partition_ineligible(rel);
+}
+
+static int
+leaf_cmp(const void *a, const void *b)
+{
+	Oid			x = ((const DPParallelLeaf *) a)->relid;
+	Oid			y = ((const DPParallelLeaf *) b)->relid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A partitioned target's leaves, each one a worker could be routed to,
+ * checked and locked AccessShare (the lock a read of the table would take;
+ * a leaf is locked ShareRowExclusive once its first page arrives, as a
+ * serial load locks it once its first row does).  Sorted by relid.
+ */
+static const char *
+list_leaves(DPParallel *par, Relation root)
+{
+	List	   *tree = find_all_inheritors(RelationGetRelid(root), AccessShareLock,
+										   NULL);
+	ListCell   *lc;
+
+	par->leaves = palloc(sizeof(DPParallelLeaf) * list_length(tree));
+	foreach(lc, tree)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+		const char *why = NULL;
+
+		if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+			why = heap_refusal(rel, psprintf("partition \"%s\"",
+											 RelationGetRelationName(rel)));
+		relation_close(rel, NoLock);
+		if (why != NULL)
+			return why;
+		if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+			par->leaves[par->sh.nleaves++].relid = lfirst_oid(lc);
+	}
+	qsort(par->leaves, par->sh.nleaves, sizeof(DPParallelLeaf), leaf_cmp);
+	par->leaf_rri = palloc0(sizeof(ResultRelInfo *) * Max(par->sh.nleaves, 1));
+	return NULL;
+}
+
+/* Why the target cannot take a parallel load, or NULL. */
+static const char *
+target_refusal(DPParallel *par, ModifyTableState *mt)
 {
 	ResultRelInfo *rri = mt->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
 
-	if (mt->mt_nrels != 1 || rel->rd_rel->relkind != RELKIND_RELATION ||
-		mt->mt_partition_tuple_routing != NULL)
+	if (mt->mt_nrels != 1)
 		return "the target is not a plain table";
-	if (rri->ri_TrigDesc != NULL)
-		return "the target has triggers or foreign keys";
 	if (rri->ri_WithCheckOptions != NIL)
 		return "the target has row security or check options";
-	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
-		return "the target has stored generated columns";
-	if (!checks_parallel_safe(rel))
-		return "a CHECK constraint of the target is not parallel safe";
 	if (IsolationIsSerializable())
 		return "the transaction is serializable";
 	if (max_parallel_workers == 0)
 		return "max_parallel_workers is 0";
-	return NULL;
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return heap_refusal(rel, "the target");
+	if (rri->ri_TrigDesc != NULL)
+		return "the target has triggers or foreign keys";
+	return list_leaves(par, rel);
 }
 
-/* ---- placing rows: the same in a worker and in the leader ---- */
-
-void
-dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh, Relation target,
-				DPPageSink page, DPRowSink toast_row, void *arg)
+DPParallel *
+dp_parallel_begin(DPLoad *load, ModifyTableState *mt, const char **why)
 {
-	pl->estate = CreateExecutorState();
-	pl->rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(pl->rri, target, 0, NULL, 0);
-	pl->builder = dp_heap_begin_detached(target, sh->frozen, sh->xid, sh->cid);
-	pl->page = page;
-	pl->toast_row = toast_row;
-	pl->arg = arg;
-}
+	DPParallel *par = palloc0(sizeof(DPParallel));
 
-/* Hand on every full page (with 'partial', the last one too). */
-static bool
-hand_on_pages(DPPlacer *pl, bool partial)
-{
-	Page		page;
-	bool		handed = false;
-
-	while ((page = dp_heap_take_page(pl->builder, partial)) != NULL)
+	par->load = load;
+	par->rri = mt->resultRelInfo;
+	par->sh.target = RelationGetRelid(par->rri->ri_RelationDesc);
+	*why = target_refusal(par, mt);
+	if (*why != NULL)
 	{
-		pl->page(pl->arg, page);
-		pfree(page);
-		handed = true;
+		dp_load_note_parallel(load, 0, *why);
+		return NULL;
 	}
-	return handed;
+	return par;
 }
 
-bool
-dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
-{
-	if (pl->rri->ri_RelationDesc->rd_att->constr)
-		ExecConstraints(pl->rri, row, pl->estate);
-	if (!dp_heap_add_slot_in_place(pl->builder, row))
-		pl->toast_row(pl->arg, row);
-	return hand_on_pages(pl, false);
-}
+/* ---- the placers' sinks: a worker's queue, or the leader's load ---- */
 
-void
-dp_placer_end(DPPlacer *pl)
-{
-	hand_on_pages(pl, true);
-	FreeExecutorState(pl->estate);
-}
-
-/* A worker's pages and TOAST rows go to the leader through its queue. */
+/* A worker's pages and rows go to the leader through its queue. */
 static void
-send_message(shm_mq_handle *mqh, char kind, const void *data, Size len)
+send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *data,
+			 Size len)
 {
-	shm_mq_iovec iov[2];
+	shm_mq_iovec iov[3];
+	int			n = 0;
 
-	iov[0].data = &kind;
-	iov[0].len = 1;
-	iov[1].data = data;
-	iov[1].len = len;
-	if (shm_mq_sendv(mqh, iov, 2, false, false) != SHM_MQ_SUCCESS)
+	iov[n].data = &kind;
+	iov[n++].len = 1;
+	if (kind != DP_MSG_ROW)
+	{
+		iov[n].data = (const char *) &leaf;
+		iov[n++].len = sizeof(int32);
+	}
+	iov[n].data = data;
+	iov[n++].len = len;
+	if (shm_mq_sendv(mqh, iov, n, false, false) != SHM_MQ_SUCCESS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				 errmsg("directpath: the leader stopped receiving pages")));
 }
 
 static void
-send_page(void *arg, Page page)
+send_page(void *arg, int leaf, Page page)
 {
-	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, page, BLCKSZ);
+	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, leaf, page, BLCKSZ);
+}
+
+static void
+send_tuple(shm_mq_handle *mqh, char kind, int leaf, TupleTableSlot *row)
+{
+	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+
+	send_message(mqh, kind, leaf, mt, mt->t_len);
+	pfree(mt);
 }
 
 static void
 send_row(void *arg, TupleTableSlot *row)
 {
-	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
-
-	send_message((shm_mq_handle *) arg, DP_MSG_ROW, mt, mt->t_len);
-	pfree(mt);
+	send_tuple((shm_mq_handle *) arg, DP_MSG_ROW, -1, row);
 }
 
-/* The leader's own pages and TOAST rows go straight to its load. */
-typedef struct DPLeaderSink
-{
-	DPLoad	   *load;
-	ResultRelInfo *rri;
-} DPLeaderSink;
-
 static void
-load_page(void *arg, Page page)
+send_leaf(void *arg, int leaf, TupleTableSlot *row)
 {
-	DPLeaderSink *s = arg;
+	send_tuple((shm_mq_handle *) arg, DP_MSG_LEAF, leaf, row);
+}
 
-	dp_load_page(s->load, s->rri, page);
+/* The leader's result relation for a page of leaf 'leaf'. */
+static ResultRelInfo *
+leaf_result_rel(DPParallel *par, int leaf)
+{
+	if (leaf == -1 && par->sh.nleaves == 0)
+		return par->rri;
+	if (leaf < 0 || leaf >= par->sh.nleaves || par->leaf_rri[leaf] == NULL)
+		elog(ERROR, "directpath: a page of an unknown leaf %d", leaf);
+	return par->leaf_rri[leaf];
+}
+
+/* The leader's own pages and rows go straight to its load. */
+static void
+load_page(void *arg, int leaf, Page page)
+{
+	DPParallel *par = arg;
+
+	dp_load_page(par->load, leaf_result_rel(par, leaf), page);
 }
 
 static void
 load_row(void *arg, TupleTableSlot *row)
 {
-	DPLeaderSink *s = arg;
+	dp_load_row(((DPParallel *) arg)->load, row);
+}
 
-	dp_load_row(s->load, row);
+/* A leaf's first row, from any placer: route it as the load would. */
+static void
+load_leaf(void *arg, int leaf, TupleTableSlot *row)
+{
+	DPParallel *par = arg;
+	ResultRelInfo *rri;
+
+	if (leaf < 0 || leaf >= par->sh.nleaves)
+		elog(ERROR, "directpath: an unknown leaf %d", leaf);
+	if (par->leaf_rri[leaf] != NULL)
+		return;
+	rri = dp_load_route(par->load, row);
+	if (RelationGetRelid(rri->ri_RelationDesc) != par->leaves[leaf].relid)
+		elog(ERROR, "directpath: a worker and the leader routed a row to different partitions");
+	par->leaf_rri[leaf] = rri;
 }
 
 void
-dp_placer_begin_leader(DPPlacer *pl, const DPParallelShared *sh, DPLoad *load,
-					   ResultRelInfo *rri)
+dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
 {
-	DPLeaderSink *s = palloc(sizeof(DPLeaderSink));
+	DPPlacerSinks sinks = {load_page, load_row, load_leaf, par};
 
-	s->load = load;
-	s->rri = rri;
-	dp_placer_begin(pl, sh, rri->ri_RelationDesc, load_page, load_row, s);
+	dp_placer_begin(pl, &par->sh, par->leaves, par->rri->ri_RelationDesc,
+					&sinks);
 }
 
 /* ---- INSERT ... SELECT: plan time ---- */
@@ -313,12 +404,50 @@ is_target_row(List *tlist, Oid target)
 	return ok;
 }
 
+/* Why the SELECT's scan 'plan' cannot be run by workers, or NULL. */
+static const char *
+scan_refusal(Plan *plan, PlannedStmt *stmt, Oid target)
+{
+	RangeTblEntry *rte;
+
+	if (!IsA(plan, SeqScan) || plan->initPlan != NIL || plan->lefttree != NULL)
+		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
+	rte = rt_fetch(((Scan *) plan)->scanrelid, stmt->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
+		rte->tablesample != NULL)
+		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
+	/* a worker cannot see the leader's local buffers */
+	if (get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
+		return "its SELECT reads a temporary table";
+	if (has_params((Node *) plan->qual, NULL) ||
+		has_params((Node *) plan->targetlist, NULL))
+		return "its SELECT uses parameters or subqueries";
+	if (!is_target_row(plan->targetlist, target))
+		return "its SELECT's columns are not the table's row";
+	return NULL;
+}
+
+/*
+ * The scans of the INSERT's subplan: a sequential scan of one table, or an
+ * Append of them (a partitioned table's partitions left after plan-time
+ * pruning; none pruned at run time).
+ */
+static List *
+subplan_scans(Plan *sub)
+{
+	if (sub != NULL && IsA(sub, Append) && sub->qual == NIL &&
+		sub->initPlan == NIL && !DP_APPEND_PRUNES((Append *) sub))
+		return ((Append *) sub)->appendplans;
+	return list_make1(sub);
+}
+
 const char *
 dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 {
 	ModifyTable *mt = (ModifyTable *) stmt->planTree;
 	Plan	   *sub = outerPlan(mt);
-	RangeTblEntry *rte;
+	Oid			target = rt_fetch(parse->resultRelation, parse->rtable)->relid;
+	ListCell   *lc;
 
 	if (mt->operation == CMD_MERGE)
 		return "the statement is a MERGE (the leader decides each row's action)";
@@ -326,22 +455,17 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 		return "the statement has RETURNING";
 	if (mt->onConflictAction != ONCONFLICT_NONE)
 		return "the statement has ON CONFLICT (the leader checks each row's key)";
-	if (sub == NULL || !IsA(sub, SeqScan) || sub->initPlan != NIL ||
-		sub->lefttree != NULL)
-		return "its SELECT is not a scan of one table";
-	rte = rt_fetch(((Scan *) sub)->scanrelid, stmt->rtable);
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
-		rte->tablesample != NULL)
-		return "its SELECT is not a scan of one table";
-	/* a worker cannot see the leader's local buffers */
-	if (get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
-		return "its SELECT reads a temporary table";
-	if (has_params((Node *) sub->qual, NULL) ||
-		has_params((Node *) sub->targetlist, NULL))
-		return "its SELECT uses parameters or subqueries";
-	if (!is_target_row(sub->targetlist,
-					   rt_fetch(parse->resultRelation, parse->rtable)->relid))
-		return "its SELECT's columns are not the table's row";
+	if (sub != NULL && IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub))
+		return "its SELECT's partitions are pruned at run time";
+	if (sub == NULL || subplan_scans(sub) == NIL)
+		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
+	foreach(lc, subplan_scans(sub))
+	{
+		const char *why = scan_refusal(lfirst(lc), stmt, target);
+
+		if (why != NULL)
+			return why;
+	}
 	if (max_parallel_hazard(parse) != PROPARALLEL_SAFE)
 		return "the statement calls a function that is not parallel safe";
 	if (sub->plan_rows * sub->plan_width < dp_min_bytes)
@@ -349,15 +473,34 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 	return NULL;
 }
 
-/* ---- INSERT ... SELECT: producing rows from a share of the scan ---- */
+/* ---- INSERT ... SELECT: producing rows from a share of the scans ---- */
 
 /*
- * One process's share of the scan: its rows filtered, projected into the
+ * What a process scans: each source table (one, or a partitioned source's
+ * partitions) with its quals and its projection into the target's row,
+ * and the parallel scan every process shares for it.  Every process goes
+ * through the sources in the same order, each taking blocks of the
+ * current one until it has none left.
+ */
+typedef struct DPScanSources
+{
+	int			n;
+	Oid		   *relids;
+	List	   *quals;			/* per source: its qual list */
+	List	   *tlists;			/* per source: its target list */
+	ParallelTableScanDesc *pscans;
+} DPScanSources;
+
+/*
+ * One process's share of the scans: its rows filtered, projected into the
  * target's row and handed to a placer.  Workers run one to the end; the
  * leader runs one until a page is handed on, between messages.
  */
 typedef struct DPScanShare
 {
+	const DPScanSources *src;
+	int			current;		/* the source being scanned */
+	Relation	source;			/* ... opened, or NULL */
 	ExprContext *econtext;
 	TupleTableSlot *scanslot;	/* a source row */
 	TupleTableSlot *row;		/* the target's row made of it */
@@ -365,21 +508,43 @@ typedef struct DPScanShare
 	ProjectionInfo *proj;
 	TableScanDesc scan;
 	DPPlacer	placer;
-	bool		done;
 } DPScanShare;
 
 static void
-scan_share_begin(DPScanShare *p, Relation source, Relation target,
-				 ParallelTableScanDesc pscan, List *exprs)
+scan_share_begin(DPScanShare *p, const DPScanSources *src, Relation target)
 {
+	p->src = src;
+	p->current = -1;
+	p->source = NULL;
 	p->econtext = GetPerTupleExprContext(p->placer.estate);
-	p->scanslot = table_slot_create(source, NULL);
 	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
-	p->qual = ExecInitQual((List *) linitial(exprs), NULL);
-	p->proj = ExecBuildProjectionInfo((List *) lsecond(exprs), p->econtext,
-									  p->row, NULL, RelationGetDescr(source));
-	p->scan = table_beginscan_parallel(source, pscan);
-	p->done = false;
+}
+
+/* End the current source's scan; begin the next one's; false if none. */
+static bool
+next_source(DPScanShare *p)
+{
+	int			i;
+
+	if (p->source != NULL)
+	{
+		table_endscan(p->scan);
+		ExecDropSingleTupleTableSlot(p->scanslot);
+		table_close(p->source, AccessShareLock);
+		p->source = NULL;
+	}
+	i = ++p->current;
+	if (i >= p->src->n)
+		return false;
+	/* the leader holds the executor's lock; a worker takes its own */
+	p->source = table_open(p->src->relids[i], AccessShareLock);
+	p->scanslot = table_slot_create(p->source, NULL);
+	p->qual = ExecInitQual((List *) list_nth(p->src->quals, i), NULL);
+	p->proj = ExecBuildProjectionInfo((List *) list_nth(p->src->tlists, i),
+									  p->econtext, p->row, NULL,
+									  RelationGetDescr(p->source));
+	p->scan = table_beginscan_parallel(p->source, p->src->pscans[i]);
+	return true;
 }
 
 /*
@@ -389,12 +554,14 @@ scan_share_begin(DPScanShare *p, Relation source, Relation target,
 static bool
 scan_share_run(DPScanShare *p, bool one_page)
 {
-	while (!p->done)
+	for (;;)
 	{
-		if (!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
+		if (p->source == NULL ||
+			!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
 		{
-			p->done = true;
-			break;
+			if (!next_source(p))
+				return false;
+			continue;
 		}
 		CHECK_FOR_INTERRUPTS();
 		ResetExprContext(p->econtext);
@@ -405,16 +572,38 @@ scan_share_run(DPScanShare *p, bool one_page)
 		if (dp_placer_add(&p->placer, p->row) && one_page)
 			return true;
 	}
-	return false;
 }
 
 static void
 scan_share_end(DPScanShare *p)
 {
-	table_endscan(p->scan);
-	ExecDropSingleTupleTableSlot(p->scanslot);
+	while (next_source(p))
+		;
 	ExecDropSingleTupleTableSlot(p->row);
 	dp_placer_end(&p->placer);
+}
+
+/*
+ * The sources of a payload (their OIDs, quals and target lists), with
+ * their parallel scans in the shared memory.
+ */
+static DPScanSources *
+scan_sources(List *payload, shm_toc *toc)
+{
+	DPScanSources *src = palloc0(sizeof(DPScanSources));
+	List	   *relids = linitial(payload);
+
+	src->n = list_length(relids);
+	src->relids = palloc(sizeof(Oid) * src->n);
+	src->pscans = palloc(sizeof(ParallelTableScanDesc) * src->n);
+	for (int i = 0; i < src->n; i++)
+	{
+		src->relids[i] = list_nth_oid(relids, i);
+		src->pscans[i] = shm_toc_lookup(toc, DP_KEY_SCAN + i, false);
+	}
+	src->quals = lsecond(payload);
+	src->tlists = lthird(payload);
+	return src;
 }
 
 /* ---- a worker ---- */
@@ -427,6 +616,8 @@ dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 
 	w->toc = toc;
 	w->sh = shm_toc_lookup(toc, DP_KEY_SHARED, false);
+	w->leaves = w->sh->nleaves > 0 ?
+		shm_toc_lookup(toc, DP_KEY_LEAVES, false) : NULL;
 	w->payload = shm_toc_lookup(toc, DP_KEY_PAYLOAD, false);
 	shm_mq_set_sender(mq, MyProc);
 	w->out = shm_mq_attach(mq, seg, NULL);
@@ -446,7 +637,9 @@ dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 void
 dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 {
-	dp_placer_begin(pl, w->sh, w->target, send_page, send_row, w->out);
+	DPPlacerSinks sinks = {send_page, send_row, send_leaf, w->out};
+
+	dp_placer_begin(pl, w->sh, w->leaves, w->target, &sinks);
 }
 
 void
@@ -462,23 +655,19 @@ dp_worker_end(DPWorker *w)
 	shm_mq_detach(w->out);
 }
 
-/* A worker of an INSERT ... SELECT: its share of the scan. */
+/* A worker of an INSERT ... SELECT: its share of the scans. */
 void
 dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 {
 	DPWorker	w;
-	Relation	source;
 	DPScanShare p;
 
 	dp_worker_begin(&w, seg, toc);
-	source = table_open(w.sh->source, AccessShareLock);
 	dp_placer_begin_worker(&p.placer, &w);
-	scan_share_begin(&p, source, w.target,
-					 shm_toc_lookup(toc, DP_KEY_SCAN, false),
-					 (List *) stringToNode(w.payload));
+	scan_share_begin(&p, scan_sources((List *) stringToNode(w.payload), toc),
+					 w.target);
 	(void) scan_share_run(&p, false);
 	scan_share_end(&p);
-	table_close(source, AccessShareLock);
 	dp_worker_end(&w);
 }
 
@@ -486,8 +675,9 @@ dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 
 /* Put the shared state, the scan, the payload and the queues in place. */
 static void
-fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
-		 const char *payload, Snapshot snapshot)
+fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
+		 const DPParallelLeaf *leaves, List *sources, const char *payload,
+		 Snapshot snapshot)
 {
 	DPParallelShared *shared = shm_toc_allocate(pcxt->toc, sizeof(DPParallelShared));
 	char	   *text = shm_toc_allocate(pcxt->toc, strlen(payload) + 1);
@@ -506,13 +696,22 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
 	shm_toc_insert(pcxt->toc, DP_KEY_PAYLOAD, text);
 	shm_toc_insert(pcxt->toc, DP_KEY_OUT, outq);
 	shm_toc_insert(pcxt->toc, DP_KEY_COUNTS, counts);
-	if (source != NULL)
+	if (sh->nleaves > 0)
 	{
+		Size		size = sizeof(DPParallelLeaf) * sh->nleaves;
+		DPParallelLeaf *copy = shm_toc_allocate(pcxt->toc, size);
+
+		memcpy(copy, leaves, size);
+		shm_toc_insert(pcxt->toc, DP_KEY_LEAVES, copy);
+	}
+	for (int i = 0; i < list_length(sources); i++)
+	{
+		Relation	source = list_nth(sources, i);
 		ParallelTableScanDesc pscan =
 			shm_toc_allocate(pcxt->toc, table_parallelscan_estimate(source, snapshot));
 
 		table_parallelscan_initialize(source, pscan, snapshot);
-		shm_toc_insert(pcxt->toc, DP_KEY_SCAN, pscan);
+		shm_toc_insert(pcxt->toc, DP_KEY_SCAN + i, pscan);
 	}
 	if (sh->in_queue_size > 0)
 	{
@@ -529,7 +728,7 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh, Relation source,
 /* The shared memory's size: what fill_dsm puts there. */
 static void
 estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
-			 Relation source, const char *payload)
+			 List *sources, const char *payload)
 {
 	int			keys = 4;
 
@@ -539,10 +738,17 @@ estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 	shm_toc_estimate_chunk(&pcxt->estimator, strlen(payload) + 1);
 	shm_toc_estimate_chunk(&pcxt->estimator,
 						   (Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
-	if (source != NULL)
+	if (sh->nleaves > 0)
 	{
 		shm_toc_estimate_chunk(&pcxt->estimator,
-							   table_parallelscan_estimate(source, GetActiveSnapshot()));
+							   sizeof(DPParallelLeaf) * sh->nleaves);
+		keys++;
+	}
+	for (int i = 0; i < list_length(sources); i++)
+	{
+		shm_toc_estimate_chunk(&pcxt->estimator,
+							   table_parallelscan_estimate(list_nth(sources, i),
+														   GetActiveSnapshot()));
 		keys++;
 	}
 	if (sh->in_queue_size > 0)
@@ -554,20 +760,42 @@ estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 	shm_toc_estimate_keys(&pcxt->estimator, keys);
 }
 
-DPParallel *
-dp_parallel_launch(const DPParallelShared *sh, const char *entry,
-				   const char *payload, Relation source, int nworkers)
+/* The load made direct; the pages' transaction, command and freezing. */
+static void
+go_direct(DPParallel *par)
 {
-	DPParallel *par = palloc0(sizeof(DPParallel));
+	DPParallelShared *sh = &par->sh;
+
+	dp_load_pages_begin(par->load);
+	sh->xid = GetCurrentTransactionId();
+	sh->cid = GetCurrentCommandId(true);
+	if (sh->nleaves == 0)
+		sh->frozen = dp_load_freezes(par->load, par->rri->ri_RelationDesc);
+	for (int i = 0; i < sh->nleaves; i++)
+	{
+		Relation	rel = relation_open(par->leaves[i].relid, NoLock);
+
+		par->leaves[i].frozen = dp_load_freezes(par->load, rel);
+		relation_close(rel, NoLock);
+	}
+}
+
+int
+dp_parallel_launch(DPParallel *par, const char *entry, const char *payload,
+				   List *sources, Size in_queue_size, int nworkers)
+{
+	DPParallelShared *sh = &par->sh;
 	ParallelContext *pcxt;
 	char	   *outq;
 
+	go_direct(par);
+	sh->in_queue_size = in_queue_size;
 	EnterParallelMode();
 	pcxt = CreateParallelContext("directpath", entry,
 								 Min(nworkers, max_parallel_workers));
-	estimate_dsm(pcxt, sh, source, payload);
+	estimate_dsm(pcxt, sh, sources, payload);
 	InitializeParallelDSM(pcxt);
-	fill_dsm(pcxt, sh, source, payload, GetActiveSnapshot());
+	fill_dsm(pcxt, sh, par->leaves, sources, payload, GetActiveSnapshot());
 	LaunchParallelWorkers(pcxt);
 
 	par->pcxt = pcxt;
@@ -586,7 +814,7 @@ dp_parallel_launch(const DPParallelShared *sh, const char *entry,
 			par->in[i] = shm_mq_attach((shm_mq *) (inq + i * sh->in_queue_size),
 									   pcxt->seg, pcxt->worker[i].bgwhandle);
 	}
-	return par;
+	return par->launched;
 }
 
 int
@@ -611,28 +839,41 @@ dp_parallel_input_done(DPParallel *par, int worker)
 
 /* A message from a worker, to the load. */
 static void
-take_message(DPLoad *load, ResultRelInfo *rri, TupleTableSlot *slot,
-			 const char *data, Size len)
+take_message(DPParallel *par, const char *data, Size len)
 {
-	if (data[0] == DP_MSG_PAGE && len == BLCKSZ + 1)
-		dp_load_page(load, rri, data + 1);
-	else if (data[0] == DP_MSG_ROW)
-	{
-		MinimalTuple mt = palloc(len - 1);
+	char		kind = data[0];
+	int32		leaf = 0;
+	MinimalTuple mt;
 
-		memcpy(mt, data + 1, len - 1);
-		ExecStoreMinimalTuple(mt, slot, true);
-		dp_load_row(load, slot);
-		ExecClearTuple(slot);
+	if (kind != DP_MSG_ROW)
+	{
+		if (len < 1 + sizeof(int32))
+			elog(ERROR, "directpath: a short message from a parallel worker");
+		memcpy(&leaf, data + 1, sizeof(int32));
 	}
-	else
+	if (kind == DP_MSG_PAGE && len == 1 + sizeof(int32) + BLCKSZ)
+	{
+		dp_load_page(par->load, leaf_result_rel(par, leaf),
+					 data + 1 + sizeof(int32));
+		return;
+	}
+	if (kind != DP_MSG_ROW && kind != DP_MSG_LEAF)
 		elog(ERROR, "directpath: unexpected message from a parallel worker");
+	data += kind == DP_MSG_ROW ? 1 : 1 + sizeof(int32);
+	len -= kind == DP_MSG_ROW ? 1 : 1 + sizeof(int32);
+	mt = palloc(len);
+	memcpy(mt, data, len);
+	ExecStoreMinimalTuple(mt, par->row, true);
+	if (kind == DP_MSG_ROW)
+		load_row(par, par->row);
+	else
+		load_leaf(par, leaf, par->row);
+	ExecClearTuple(par->row);
 }
 
 /* Every message waiting in the workers' queues; false if none. */
 static bool
-take_messages(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
-			  TupleTableSlot *slot, int *open)
+take_messages(DPParallel *par, int *open)
 {
 	bool		got = false;
 
@@ -647,7 +888,7 @@ take_messages(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
 		r = shm_mq_receive(par->out[i], &len, &data, true);
 		if (r == SHM_MQ_SUCCESS)
 		{
-			take_message(load, rri, slot, data, len);
+			take_message(par, data, len);
 			got = true;
 		}
 		else if (r == SHM_MQ_DETACHED)
@@ -660,20 +901,19 @@ take_messages(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
 }
 
 void
-dp_parallel_receive(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
-					const DPLeaderShare *share)
+dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 {
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rri->ri_RelationDesc),
-													&TTSOpsMinimalTuple);
 	int			open = par->launched;
 	bool		own = true;
 
+	par->row = MakeSingleTupleTableSlot(RelationGetDescr(par->rri->ri_RelationDesc),
+										&TTSOpsMinimalTuple);
 	while (open > 0 || own)
 	{
 		bool		moved;
 
 		CHECK_FOR_INTERRUPTS();
-		moved = take_messages(par, load, rri, slot, &open);
+		moved = take_messages(par, &open);
 		if (share->feed != NULL && share->feed(share->arg, par))
 			moved = true;
 		if (moved)
@@ -687,7 +927,7 @@ dp_parallel_receive(DPParallel *par, DPLoad *load, ResultRelInfo *rri,
 			ResetLatch(MyLatch);
 		}
 	}
-	ExecDropSingleTupleTableSlot(slot);
+	ExecDropSingleTupleTableSlot(par->row);
 }
 
 void
@@ -717,48 +957,51 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 				   int nworkers)
 {
 	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
-	ResultRelInfo *rri = mt->resultRelInfo;
-	const char *why = dp_parallel_target_refusal(mt);
-	DPParallelShared sh = {0};
-	DPParallel *par;
-	Relation	source;
+	const char *why;
+	DPParallel *par = dp_parallel_begin(load, mt, &why);
+	List	   *relids = NIL;
+	List	   *quals = NIL;
+	List	   *tlists = NIL;
+	List	   *sources = NIL;
+	List	   *payload;
+	ListCell   *lc;
 	int			launched;
 
-	if (why != NULL)
-	{
-		dp_load_note_parallel(load, 0, why);
+	if (par == NULL)
 		return false;
+
+	/* step 1: the scans' tables (locked by the executor), quals, projections */
+	foreach(lc, subplan_scans(sub))
+	{
+		Plan	   *scan = lfirst(lc);
+		Oid			relid = exec_rt_fetch(((Scan *) scan)->scanrelid, estate)->relid;
+
+		relids = lappend_oid(relids, relid);
+		quals = lappend(quals, scan->qual);
+		tlists = lappend(tlists, scan->targetlist);
+		sources = lappend(sources, table_open(relid, NoLock));
 	}
+	payload = list_make3(relids, quals, tlists);
+	launched = dp_parallel_launch(par, "dp_parallel_main", nodeToString(payload),
+								  sources, 0, nworkers);
 
-	/* step 1 */
-	sh.source = exec_rt_fetch(((Scan *) sub)->scanrelid, estate)->relid;
-	sh.target = RelationGetRelid(rri->ri_RelationDesc);
-	sh.xid = GetCurrentTransactionId();
-	sh.cid = GetCurrentCommandId(true);
-	sh.frozen = dp_load_pages_begin(load, rri);
-	source = table_open(sh.source, NoLock);
-	par = dp_parallel_launch(&sh, "dp_parallel_main",
-							 nodeToString(list_make2(sub->qual, sub->targetlist)),
-							 source, nworkers);
-	launched = par->launched;
-
-	/* steps 2 and 3: the leader takes a share of the scan too */
+	/* steps 2 and 3: the leader takes a share of the scans too */
 	if (launched > 0)
 	{
 		DPScanShare own;
 		DPLeaderShare share = {NULL, scan_step, &own};
 
-		dp_placer_begin_leader(&own.placer, &sh, load, rri);
-		scan_share_begin(&own, source, rri->ri_RelationDesc,
-						 shm_toc_lookup(par->pcxt->toc, DP_KEY_SCAN, false),
-						 list_make2(sub->qual, sub->targetlist));
-		dp_parallel_receive(par, load, rri, &share);
+		dp_placer_begin_leader(&own.placer, par);
+		scan_share_begin(&own, scan_sources(payload, par->pcxt->toc),
+						 par->rri->ri_RelationDesc);
+		dp_parallel_receive(par, &share);
 		scan_share_end(&own);
 	}
 
 	/* step 4 */
 	dp_parallel_finish(par);
-	table_close(source, NoLock);
+	foreach(lc, sources)
+		table_close(lfirst(lc), NoLock);
 	if (launched == 0)
 	{
 		dp_load_note_parallel(load, 0, "no parallel worker could be started");

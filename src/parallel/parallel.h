@@ -2,7 +2,8 @@
  *
  * parallel/parallel.h
  *	  The parallel stage: a load whose pages parallel workers build
- *	  (parallel.c), COPY's input cut into chunks for them (parcopy.c).
+ *	  (parallel.c), rows routed and placed on pages by leaf (placer.c),
+ *	  COPY's input cut into chunks for them (parcopy.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,56 +15,84 @@
 
 /* ---------- parallel.c: a parallel load's workers and leader ---------- */
 
+/*
+ * A leaf of a partitioned target that a parallel load places rows into:
+ * a plain heap whose rows need nothing a worker cannot do, and whether its
+ * pages go out frozen (the leader's decision, dp_load_freezes).
+ */
+typedef struct DPParallelLeaf
+{
+	Oid			relid;
+	bool		frozen;
+} DPParallelLeaf;
+
 /* What every worker needs to know, set by the leader before launch. */
 typedef struct DPParallelShared
 {
-	Oid			source;			/* INSERT: the table scanned */
 	Oid			target;
 	TransactionId xid;			/* the leader's, on every tuple */
 	CommandId	cid;
-	bool		frozen;			/* pages go out frozen */
+	bool		frozen;			/* a plain target's pages go out frozen */
+	int			nleaves;		/* a partitioned target's leaves, sorted by
+								 * relid (in their own chunk), else 0 */
 	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
 } DPParallelShared;
 
-/* Where a placer's finished pages and its rows that need TOAST go. */
-typedef void (*DPPageSink) (void *arg, Page page);
+/*
+ * Where a placer's output goes: a finished page of leaf 'leaf' (an index
+ * into the leaf table; -1 for a plain target); a row, in the target's
+ * format, that needs TOAST; and, once per leaf before its first page, a
+ * row routed to it (the leader routes it too, to know the leaf's result
+ * relation).
+ */
+typedef void (*DPPageSink) (void *arg, int leaf, Page page);
 typedef void (*DPRowSink) (void *arg, TupleTableSlot *row);
+typedef void (*DPLeafSink) (void *arg, int leaf, TupleTableSlot *row);
+
+typedef struct DPPlacerSinks
+{
+	DPPageSink	page;
+	DPRowSink	toast_row;
+	DPLeafSink	new_leaf;
+	void	   *arg;
+} DPPlacerSinks;
+
+/* At most this many leaves hold an unfinished page in one placer. */
+#define DP_PLACER_OPEN_PAGES 128
+
+typedef struct DPPlacedLeaf DPPlacedLeaf;
 
 /*
- * A placer: rows in the target's format checked (NOT NULL, CHECK) and
- * formed in place on a detached builder's pages; each finished page goes
- * to 'page' (a worker's queue, or the leader's load), a row that needs
- * TOAST to 'toast_row'.
+ * A placer (placer.c): rows in the target's format routed to their leaf
+ * (a partitioned target, with core's tuple routing), checked (NOT NULL,
+ * CHECK) and formed in place on that leaf's detached builder; each
+ * finished page, and each row that needs TOAST, goes to the sinks.
  */
 typedef struct DPPlacer
 {
 	EState	   *estate;
-	ResultRelInfo *rri;			/* the target, for its constraints */
-	DPHeapBuilder *builder;
-	DPPageSink	page;
-	DPRowSink	toast_row;
-	void	   *arg;
+	ResultRelInfo *rri;			/* the target */
+	ModifyTableState *mt;		/* a partitioned target's routing, or NULL */
+	const DPParallelShared *sh;
+	const DPParallelLeaf *leaves;	/* sh->nleaves of them */
+	DPPlacedLeaf **placed;		/* per leaf (a plain target: one), or NULL */
+	DPPlacedLeaf *last;			/* the previous row's */
+	int			open;			/* leaves holding an unfinished page */
+	uint64		clock;			/* rows placed, to find the least recent */
+	DPPlacerSinks sinks;
 } DPPlacer;
 
+/* 'leaves': the target's leaf table (sh->nleaves entries), or NULL. */
 extern void dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
-							Relation target, DPPageSink page,
-							DPRowSink toast_row, void *arg);
-/* The leader's own placer: its pages and rows go straight to 'load'. */
-extern void dp_placer_begin_leader(DPPlacer *pl, const DPParallelShared *sh,
-								   DPLoad *load, ResultRelInfo *rri);
+							const DPParallelLeaf *leaves, Relation target,
+							const DPPlacerSinks *sinks);
 /* Place a row; true if a page was handed on. */
 extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
-/* Hand on the last, partial page; free the placer. */
+/* Hand on every unfinished page; free the placer. */
 extern void dp_placer_end(DPPlacer *pl);
 
 /* Would core run 'expr' in a parallel worker (is_parallel_safe)? */
 extern bool dp_expr_parallel_safe(Node *expr);
-
-/*
- * Why the load's target cannot take a parallel load (NULL if it can):
- * the rules every parallel input shares.
- */
-extern const char *dp_parallel_target_refusal(ModifyTableState *mtstate);
 
 /*
  * Plan time: can the ModifyTable's subplan (an INSERT's SELECT) be split
@@ -81,15 +110,25 @@ extern bool dp_parallel_insert(DPLoad *load, EState *estate,
 							   ModifyTableState *mtstate, int nworkers);
 
 /*
- * The machinery an input uses (parcopy.c): launch the workers (each runs
- * the function named 'entry') with the shared state and a text payload
- * (and a parallel scan of 'source', if not NULL), enter parallel mode;
- * receive their pages into the load until
- * every worker has detached, 'share' feeding them input (if 'feed' is not
- * NULL: true when it moved anything) and doing one step of the leader's
- * own share whenever nothing moved ('step': false once it is done); then
- * wait for them and leave parallel mode.  A worker's input queue ends when
- * the leader says dp_parallel_input_done.
+ * The machinery an input uses (parcopy.c).
+ *
+ * dp_parallel_begin: can the load's target take a parallel load (the rules
+ * every input shares)?  If not, NULL and the reason in *why, nothing done;
+ * else the leader's state, with a partitioned target's leaves listed and
+ * checked (locked AccessShare, as the planner locks a read).
+ *
+ * dp_parallel_launch: make the load direct, decide each leaf's freezing,
+ * launch the workers (each runs the function named 'entry') with the
+ * shared state, a text payload, a parallel scan of each relation of
+ * 'sources' and input queues of 'in_queue_size' bytes (if not 0); enter parallel
+ * mode.  Returns the workers launched.
+ *
+ * dp_parallel_receive: receive their pages into the load until every
+ * worker has detached, 'share' feeding them input (if 'feed' is not NULL:
+ * true when it moved anything) and doing one step of the leader's own
+ * share whenever nothing moved ('step': false once it is done).  A
+ * worker's input queue ends when the leader says dp_parallel_input_done.
+ * dp_parallel_finish waits for them and leaves parallel mode.
  */
 typedef struct DPParallel DPParallel;
 typedef struct DPLeaderShare
@@ -99,14 +138,17 @@ typedef struct DPLeaderShare
 	void	   *arg;
 } DPLeaderShare;
 
-extern DPParallel *dp_parallel_launch(const DPParallelShared *sh,
-									  const char *entry, const char *payload,
-									  Relation source, int nworkers);
+extern DPParallel *dp_parallel_begin(DPLoad *load, ModifyTableState *mt,
+									 const char **why);
+extern int	dp_parallel_launch(DPParallel *par, const char *entry,
+							   const char *payload, List *sources,
+							   Size in_queue_size, int nworkers);
 extern int	dp_parallel_workers_launched(DPParallel *par);
 extern shm_mq_handle *dp_parallel_input(DPParallel *par, int worker);
 extern void dp_parallel_input_done(DPParallel *par, int worker);
-extern void dp_parallel_receive(DPParallel *par, DPLoad *load,
-								ResultRelInfo *rri, const DPLeaderShare *share);
+/* The leader's own placer: its pages and rows go straight to the load. */
+extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
+extern void dp_parallel_receive(DPParallel *par, const DPLeaderShare *share);
 extern void dp_parallel_finish(DPParallel *par);
 
 /*
@@ -118,6 +160,7 @@ typedef struct DPWorker
 {
 	shm_toc    *toc;
 	DPParallelShared *sh;
+	DPParallelLeaf *leaves;		/* a partitioned target's, or NULL */
 	char	   *payload;
 	Relation	target;
 	shm_mq_handle *out;			/* pages and rows to the leader */

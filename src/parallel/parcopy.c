@@ -3,14 +3,14 @@
  * parcopy.c
  *	  COPY FROM a file, a program or the client (STDIN), its input split
  *	  into chunks of whole lines parsed by parallel workers and by the leader (parallel.c has
- *	  the rest of a parallel load: the context, the placers, the pages'
+ *	  the rest of a parallel load: the context, the pages'
  *	  way to the leader).
  *
  * Asked for as a parallel INSERT is (/\*+ APPEND PARALLEL(n) *\/ before
  * COPY, or directpath.parallel_workers), for text, CSV and binary input
  * from a file, a program or the client, text and CSV in an ASCII-safe
  * encoding (not SJIS, BIG5, GBK, UHC or GB18030, whose second bytes can be
- * a backslash or a quote), into a target dp_parallel_target_refusal accepts, when
+ * a backslash or a quote), into a target dp_parallel_begin accepts, when
  * every column's input function, every default COPY evaluates and the
  * WHERE clause are parallel safe, there is no ON_ERROR other than stop and
  * no rejects table (copy.c), and a file is not smaller than
@@ -529,20 +529,19 @@ save_progress(DPCopyFeed *f, CopyFromState cstate)
 
 /* Steps 1 and 2: chunks to the workers and to the leader's own parser. */
 static void
-run(DPCopyFeed *f, DPParallel *par, DPParallelShared *sh, DPLoad *load,
-	ResultRelInfo *rri, List *payload)
+run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 {
 	int			n = dp_parallel_workers_launched(par);
 	DPLeaderShare share = {feed, leader_step, f};
 
 	f->pending = palloc0(sizeof(char *) * n);
 	f->pending_len = palloc0(sizeof(Size) * n);
-	dp_placer_begin_leader(&f->own.placer, sh, load, rri);
-	parser_begin(&f->own, rri->ri_RelationDesc, payload);
+	dp_placer_begin_leader(&f->own.placer, par);
+	parser_begin(&f->own, target, payload);
 	f->own.restore_progress = restore_progress;
 	f->own.progress_arg = f;
 	restore_progress(f);		/* parser_begin's BeginCopyFrom reset it */
-	dp_parallel_receive(par, load, rri, &share);
+	dp_parallel_receive(par, &share);
 	parser_end(&f->own);
 }
 
@@ -551,37 +550,32 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 				 Node *where, List *attlist, List *options, int nworkers,
 				 uint64 *processed)
 {
-	ResultRelInfo *rri = mt->resultRelInfo;
-	const char *why = dp_parallel_target_refusal(mt);
-	DPParallelShared sh = {0};
+	Relation	target = mt->resultRelInfo->ri_RelationDesc;
+	const char *why;
+	DPParallel *par = dp_parallel_begin(load, mt, &why);
 	DPCopyFeed	f = {0};
-	List	   *payload = make_payload(where, attlist, options, cstate);
-	DPParallel *par;
+	List	   *payload;
 	int			launched;
 
-	if (why == NULL)
-		why = input_refusal(cstate, rri->ri_RelationDesc);
+	if (par == NULL)
+		return false;
+	why = input_refusal(cstate, target);
 	if (why != NULL)
 	{
 		dp_load_note_parallel(load, 0, why);
 		return false;
 	}
 
-	sh.target = RelationGetRelid(rri->ri_RelationDesc);
-	sh.xid = GetCurrentTransactionId();
-	sh.cid = GetCurrentCommandId(true);
-	sh.frozen = dp_load_pages_begin(load, rri);
-	sh.in_queue_size = DP_IN_QUEUE_SIZE;
-	par = dp_parallel_launch(&sh, "dp_parcopy_main", nodeToString(payload),
-							 NULL, nworkers);
-	launched = dp_parallel_workers_launched(par);
+	payload = make_payload(where, attlist, options, cstate);
+	launched = dp_parallel_launch(par, "dp_parcopy_main", nodeToString(payload),
+								  NIL, DP_IN_QUEUE_SIZE, nworkers);
 	if (launched > 0)
 	{
 		f.ch = dp_chunker_begin(cstate);
 		f.load = load;
-		f.relid = sh.target;
+		f.relid = RelationGetRelid(target);
 		save_progress(&f, cstate);
-		run(&f, par, &sh, load, rri, payload);
+		run(&f, par, target, payload);
 	}
 	dp_parallel_finish(par);
 	if (launched == 0)

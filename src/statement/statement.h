@@ -20,26 +20,6 @@ extern void dp_exec_init(void);
 extern void dp_copy_init(void);
 extern void dp_born_init(void);	/* born.c: CREATE TABLE AS, REFRESH */
 
-/*
- * A ModifyTableState without a plan for an INSERT into 'rri' (range table
- * entry 1 of 'estate'), as core's CopyFrom builds one: what a load needs
- * of the node (result relations, canSetTag) when no INSERT plan exists.
- */
-static inline ModifyTableState *
-dp_insert_state(EState *estate, ResultRelInfo *rri)
-{
-	ModifyTableState *mt = makeNode(ModifyTableState);
-
-	mt->ps.plan = NULL;
-	mt->ps.state = estate;
-	mt->operation = CMD_INSERT;
-	mt->canSetTag = true;
-	mt->mt_nrels = 1;
-	mt->resultRelInfo = rri;
-	mt->rootResultRelInfo = rri;
-	return mt;
-}
-
 /* The next ProcessUtility: the hook we replaced, else core's. */
 static inline void
 dp_next_process_utility(ProcessUtility_hook_type prev, PlannedStmt *pstmt,

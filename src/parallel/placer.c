@@ -1,0 +1,235 @@
+/*-------------------------------------------------------------------------
+ *
+ * placer.c
+ *	  Placing a parallel load's rows: each row routed to its leaf, checked
+ *	  and formed in place on that leaf's page, finished pages handed on.
+ *	  The same in a worker (pages to the leader's queue) and in the leader
+ *	  (pages straight to its load).
+ *
+ * A placer takes rows in the target's format, one at a time:
+ *
+ *	route	a partitioned target's row goes to its leaf by core's own tuple
+ *			routing (ExecFindPartition on the placer's private executor
+ *			state: partition bounds, default partitions, the root's own
+ *			partition constraint and "no partition ... found for row" are
+ *			core's), and is converted to the leaf's format;
+ *	check	NOT NULL and CHECK constraints of the leaf, as ExecInsert checks
+ *			a routed row (ExecConstraints);
+ *	form	the row in place on the leaf's detached builder (pages.c), its
+ *			header carrying the leader's transaction and command, frozen
+ *			when the leader decided so for that leaf;
+ *	hand on	each finished page, with its leaf's index in the leaf table;
+ *			a row that needs TOAST goes on as a row, in the target's
+ *			format (a worker cannot insert TOAST; the leader routes and
+ *			loads it as a serial load would).
+ *
+ * The leaf table (DPParallelLeaf, sorted by relid) is the leader's list of
+ * the leaves a worker may fill, each checked by the leader before launch
+ * (parallel.c): a row routed to a leaf not in it (a partition attached
+ * to a sub-partitioned table since) fails the statement.  Before its
+ * first page of a leaf the placer hands on one row routed there, so that
+ * the leader routes it too and knows the leaf's result relation: the
+ * leader's load owns every leaf, whoever built its pages.
+ *
+ * Memory bound: each leaf holds at most one unfinished page, and at most
+ * DP_PLACER_OPEN_PAGES leaves hold one at a time.  A row for another leaf
+ * at the bound first hands on the unfinished page of the leaf least
+ * recently given a row: it is written as it is, partly filled.  So a
+ * placer holds at most DP_PLACER_OPEN_PAGES pages (1 MB) whatever the
+ * number of leaves; only loads that spread rows over more leaves than that
+ * leave pages partly empty.
+ *
+ * Invariant: a page is handed on only after the row announcing its leaf;
+ * every row placed is on exactly one page handed on by dp_placer_end.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "parallel/parallel.h"
+
+#include "executor/execPartition.h"
+#include "executor/executor.h"
+#include "utils/rel.h"
+
+/* One leaf's state in a placer. */
+struct DPPlacedLeaf
+{
+	int			leaf;			/* index into the leaf table, or -1 */
+	ResultRelInfo *rri;			/* its result relation (routing's) */
+	DPHeapBuilder *builder;
+	bool		has_page;		/* holds an unfinished page */
+	uint64		used;			/* the placer's clock at its last row */
+};
+
+void
+dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
+				const DPParallelLeaf *leaves, Relation target,
+				const DPPlacerSinks *sinks)
+{
+	pl->estate = CreateExecutorState();
+	pl->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(pl->rri, target, 0, NULL, 0);
+	pl->sh = sh;
+	pl->leaves = leaves;
+	pl->sinks = *sinks;
+	pl->open = 0;
+	pl->clock = 0;
+	pl->last = NULL;
+	pl->mt = NULL;
+	if (target->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		MemoryContext old = MemoryContextSwitchTo(pl->estate->es_query_cxt);
+
+		pl->mt = dp_insert_state(pl->estate, pl->rri);
+		pl->mt->mt_partition_tuple_routing =
+			ExecSetupPartitionTupleRouting(pl->estate, target);
+		pl->placed = palloc0(sizeof(DPPlacedLeaf *) * Max(sh->nleaves, 1));
+		MemoryContextSwitchTo(old);
+	}
+	else
+	{
+		DPPlacedLeaf *p = palloc0(sizeof(DPPlacedLeaf));
+
+		p->leaf = -1;
+		p->rri = pl->rri;
+		p->builder = dp_heap_begin_detached(target, sh->frozen, sh->xid, sh->cid);
+		pl->placed = palloc(sizeof(DPPlacedLeaf *));
+		pl->placed[0] = p;
+		pl->last = p;
+	}
+}
+
+/* Hand on the leaf's full pages (with 'partial', its unfinished one too). */
+static bool
+hand_on_pages(DPPlacer *pl, DPPlacedLeaf *p, bool partial)
+{
+	Page		page;
+	bool		handed = false;
+
+	while ((page = dp_heap_take_page(p->builder, partial)) != NULL)
+	{
+		pl->sinks.page(pl->sinks.arg, p->leaf, page);
+		pfree(page);
+		handed = true;
+	}
+	if (partial && p->has_page)
+	{
+		p->has_page = false;
+		pl->open--;
+	}
+	return handed;
+}
+
+static int
+leaf_cmp(const void *a, const void *b)
+{
+	Oid			x = ((const DPParallelLeaf *) a)->relid;
+	Oid			y = ((const DPParallelLeaf *) b)->relid;
+
+	return (x > y) - (x < y);
+}
+
+/* The bound reached: hand on the least recently used unfinished page. */
+static void
+close_least_recent(DPPlacer *pl)
+{
+	DPPlacedLeaf *victim = NULL;
+
+	for (int i = 0; i < pl->sh->nleaves; i++)
+	{
+		DPPlacedLeaf *p = pl->placed[i];
+
+		if (p && p->has_page && (victim == NULL || p->used < victim->used))
+			victim = p;
+	}
+	if (victim)
+		hand_on_pages(pl, victim, true);
+}
+
+/* The placer's state of the leaf routing chose; set up on first use. */
+static DPPlacedLeaf *
+placed_leaf(DPPlacer *pl, ResultRelInfo *rri, TupleTableSlot *row)
+{
+	DPParallelLeaf key;
+	const DPParallelLeaf *found;
+	DPPlacedLeaf *p;
+	Relation	rel = rri->ri_RelationDesc;
+	MemoryContext old;
+
+	if (pl->last && pl->last->rri == rri)
+		return pl->last;
+	key.relid = RelationGetRelid(rel);
+	found = bsearch(&key, pl->leaves, pl->sh->nleaves, sizeof(DPParallelLeaf),
+					leaf_cmp);
+	if (found == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("directpath: partition \"%s\" was not a partition of the target when the parallel load began",
+						RelationGetRelationName(rel)),
+				 errhint("Retry the statement.")));
+	p = pl->placed[found - pl->leaves];
+	if (p == NULL)
+	{
+		old = MemoryContextSwitchTo(pl->estate->es_query_cxt);
+		p = palloc0(sizeof(DPPlacedLeaf));
+		p->leaf = found - pl->leaves;
+		p->rri = rri;
+		p->builder = dp_heap_begin_detached(rel, found->frozen, pl->sh->xid,
+											pl->sh->cid);
+		pl->placed[p->leaf] = p;
+		MemoryContextSwitchTo(old);
+		/* the leader learns the leaf before its first page */
+		pl->sinks.new_leaf(pl->sinks.arg, p->leaf, row);
+	}
+	return pl->last = p;
+}
+
+bool
+dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
+{
+	DPPlacedLeaf *p = pl->last;
+	TupleTableSlot *leafrow = row;
+	Relation	rel;
+
+	if (pl->mt != NULL)
+	{
+		ResultRelInfo *rri;
+		TupleConversionMap *map;
+
+		rri = ExecFindPartition(pl->mt, pl->rri, pl->mt->mt_partition_tuple_routing,
+								row, pl->estate);
+		map = DP_ROOT_TO_CHILD_MAP(rri, pl->estate);
+		if (map != NULL)
+			leafrow = execute_attr_map_slot(map->attrMap, row,
+											rri->ri_PartitionTupleSlot);
+		p = placed_leaf(pl, rri, row);
+	}
+	rel = p->rri->ri_RelationDesc;
+	if (rel->rd_att->constr)
+		ExecConstraints(p->rri, leafrow, pl->estate);
+	if (!p->has_page)
+	{
+		if (pl->open == DP_PLACER_OPEN_PAGES)
+			close_least_recent(pl);
+		p->has_page = true;
+		pl->open++;
+	}
+	p->used = ++pl->clock;
+	if (!dp_heap_add_slot_in_place(p->builder, leafrow))
+		pl->sinks.toast_row(pl->sinks.arg, row);
+	return hand_on_pages(pl, p, false);
+}
+
+void
+dp_placer_end(DPPlacer *pl)
+{
+	int			n = pl->mt ? pl->sh->nleaves : 1;
+
+	for (int i = 0; i < n; i++)
+		if (pl->placed[i] != NULL)
+			hand_on_pages(pl, pl->placed[i], true);
+	if (pl->mt)
+		ExecCleanupTupleRouting(pl->mt, pl->mt->mt_partition_tuple_routing);
+	/* routing's slots (a leaf of another column order has one) */
+	ExecResetTupleTable(pl->estate->es_tupleTable, false);
+	FreeExecutorState(pl->estate);
+}
