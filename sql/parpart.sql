@@ -183,7 +183,12 @@ SELECT pp_errors('INSERT INTO pp_t
 -- NOT NULL, in a leaf of another column order
 SELECT pp_errors('INSERT INTO pp_t
   SELECT CASE WHEN id = 150000 THEN NULL ELSE id END, date ''2024-04-01'', k, v FROM pp_src');
+-- a partition targeted itself: its bound checked for every row
+SELECT pp_errors('INSERT INTO pp_t_1
+  SELECT id, CASE WHEN id = 123459 THEN date ''2024-05-05'' ELSE date ''2024-01-15'' END, k, v FROM pp_src');
 SELECT (SELECT count(*) FROM pp_t) = (SELECT count(*) FROM pp_s) AS nothing_visible;
+/*+ APPEND PARALLEL(2) */ INSERT INTO pp_t_1 SELECT id, date '2024-01-15', k, v FROM pp_src;
+SELECT pp_report();
 
 -- hash partitions beyond what one placer keeps open (DP_PLACER_OPEN_PAGES):
 -- the least recently used leaf's page goes out partly filled

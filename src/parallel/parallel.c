@@ -107,6 +107,7 @@
 #include "storage/shm_mq.h"
 #include "storage/proc.h"
 #include "utils/lsyscache.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
@@ -196,6 +197,23 @@ heap_refusal(Relation rel, const char *what)
 	return dp_partition_ineligible(rel);
 }
 
+/*
+ * Would routing a row of a partitioned table (its key computed and
+ * compared, by 'rel''s key) run only parallel-safe code?
+ */
+static bool
+key_parallel_safe(Relation rel)
+{
+	PartitionKey key = RelationGetPartitionKey(rel);
+
+	if (!dp_expr_parallel_safe((Node *) key->partexprs))
+		return false;
+	for (int i = 0; i < key->partnatts; i++)
+		if (func_parallel(key->partsupfunc[i].fn_oid) != PROPARALLEL_SAFE)
+			return false;
+	return true;
+}
+
 static int
 leaf_cmp(const void *a, const void *b)
 {
@@ -227,6 +245,9 @@ list_leaves(DPParallel *par, Relation root)
 		if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 			why = heap_refusal(rel, psprintf("partition \"%s\"",
 											 RelationGetRelationName(rel)));
+		else if (!key_parallel_safe(rel))
+			why = psprintf("the partition key of \"%s\" is not parallel safe",
+						   RelationGetRelationName(rel));
 		relation_close(rel, NoLock);
 		if (why != NULL)
 			return why;
@@ -253,6 +274,10 @@ target_refusal(DPParallel *par, ModifyTableState *mt)
 		return "the transaction is serializable";
 	if (max_parallel_workers == 0)
 		return "max_parallel_workers is 0";
+	/* a partition targeted itself: its rows are checked against its bound */
+	if (rel->rd_rel->relispartition &&
+		!dp_expr_parallel_safe((Node *) RelationGetPartitionQual(rel)))
+		return "the target's partition constraint is not parallel safe";
 	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		return heap_refusal(rel, "the target");
 	if (rri->ri_TrigDesc != NULL)

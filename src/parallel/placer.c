@@ -14,7 +14,10 @@
  *			partition constraint and "no partition ... found for row" are
  *			core's), and is converted to the leaf's format;
  *	check	NOT NULL and CHECK constraints of the leaf, as ExecInsert checks
- *			a routed row (ExecConstraints);
+ *			a routed row (ExecConstraints); a target that is itself a
+ *			partition (not routed) also its partition constraint, as
+ *			ExecInsert checks a row inserted into a partition directly
+ *			(routing checks a partitioned target's own);
  *	form	the row in place on the leaf's detached builder (pages.c), its
  *			header carrying the leader's transaction and command, frozen
  *			when the leader decided so for that leaf;
@@ -206,6 +209,8 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 	rel = p->rri->ri_RelationDesc;
 	if (rel->rd_att->constr)
 		ExecConstraints(p->rri, leafrow, pl->estate);
+	if (pl->mt == NULL && rel->rd_rel->relispartition)
+		ExecPartitionCheck(p->rri, leafrow, pl->estate, true);
 	if (!p->has_page)
 	{
 		if (pl->open == DP_PLACER_OPEN_PAGES)
