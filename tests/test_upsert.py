@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from conftest import (SMALL_BATCHES, last_statement, run_both, set_gucs, sqlstate_of,
-                      table_digest)
+                      table_digest, verify_table)
 
 pytestmark = pytest.mark.directpath
 
@@ -321,6 +321,49 @@ def test_dead_entries_and_several_batches(cluster):
         assert out["report"]["path"] == "direct", out["report"]
         assert out["direct"] == out["plain"]
         assert conn.execute("SELECT count(*) FROM up_dead_d WHERE v = 'new'").fetchone()[0] > 0
+
+
+@pytest.mark.parametrize("action", ["nothing", "update", "copy"])
+def test_conflicts_through_hot_chains_leave_the_index_sound(cluster, tmp_path, action):
+    """Rows updated in place (HOT: their index entry names the chain's root,
+    the live version is further along it) met by a direct ON CONFLICT, twice:
+    the probe reads the chain without repointing the entry (it once did,
+    leaving entries that named heap-only tuples: amcheck failed, and a later
+    statement no longer found those keys and inserted them again)."""
+    path = tmp_path / "hot_keys.txt"
+    path.write_text("".join(f"{i}\t0\n" for i in range(1, 2001)))
+    statements = {
+        "nothing": "INSERT INTO {t} SELECT g, 0 FROM generate_series(1, 2000) g "
+                   "ON CONFLICT (id) DO NOTHING",
+        "update": "INSERT INTO {t} SELECT g, 0 FROM generate_series(1, 2000) g "
+                  "ON CONFLICT (id) DO UPDATE SET v = {t}.v + 1",
+        "copy": f"COPY {{t}} FROM '{path}' WITH (ON_CONFLICT 'nothing')",
+    }
+    p, d = f"up_hot_{action}_p", f"up_hot_{action}_d"
+    with cluster.conn() as conn:
+        for t in (p, d):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int)")
+            conn.execute(f"INSERT INTO {t} SELECT g, g FROM generate_series(1, 1500) g")
+            conn.execute(f"UPDATE {t} SET v = v + 1")
+            conn.execute(f"UPDATE {t} SET v = v + 1")
+        set_gucs(conn, {"directpath.min_bytes": 0})
+        for _ in range(2):
+            if action == "copy":
+                conn.execute("/*+ NOAPPEND */ " + statements["nothing"].format(t=p))
+                conn.execute("/*+ APPEND */ " + statements[action].format(t=d))
+                assert last_statement(conn)["path"] == "direct"
+            else:
+                out = run_both(conn, statements[action], p, d)
+                assert out["report"]["path"] == "direct", out["report"]
+                assert out["direct"] == out["plain"]
+            verify_table(conn, d)
+        # every key once, found through the index as through the heap
+        assert conn.execute(f"SELECT count(*), count(DISTINCT id) FROM {d}").fetchone() \
+            == (2000, 2000)
+        assert table_digest(conn, d) == table_digest(conn, p)
+        conn.execute(f"INSERT INTO {d} SELECT g, 0 FROM generate_series(1, 2000) g "
+                     f"ON CONFLICT (id) DO UPDATE SET v = {d}.v")
+        assert conn.execute(f"SELECT count(*) FROM {d}").fetchone()[0] == 2000
 
 
 # -- COPY ... WITH (ON_CONFLICT 'nothing') -----------------------------------

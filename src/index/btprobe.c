@@ -18,7 +18,8 @@
  * heap TID) are visited in order, every heap TID of a posting list too,
  * entries marked LP_DEAD skipped (as _bt_check_unique skips them), moving
  * right while the leaf's high key does not end them, until the visitor
- * says the key is settled.  The visitor runs with the leaf share-locked
+ * says the key is settled (each TID given as a copy, which the visitor may
+ * change).  The visitor runs with the leaf share-locked
  * (it may read the heap, as _bt_check_unique does under its lock) and
  * must not wait for anything.
  *
@@ -54,15 +55,29 @@ first_not_before(Relation index, BTScanInsert key, Page page)
 	return lo;
 }
 
-/* Visit one entry's heap TIDs; true once the visitor settled the key. */
+/*
+ * Visit one entry's heap TIDs; true once the visitor settled the key.  The
+ * visitor gets a copy of each TID, never the page's own: a heap fetch
+ * moves its TID argument along the HOT chain to the tuple it finds
+ * (heap_hot_search_buffer), which on the page itself would repoint the
+ * entry from the chain's root to a heap-only tuple.
+ */
 static bool
 visit_item(IndexTuple itup, int k, DPProbeVisit visit, void *arg)
 {
+	ItemPointerData tid;
+
 	if (!BTreeTupleIsPosting(itup))
-		return visit(arg, k, &itup->t_tid);
+	{
+		tid = itup->t_tid;
+		return visit(arg, k, &tid);
+	}
 	for (int i = 0; i < BTreeTupleGetNPosting(itup); i++)
-		if (visit(arg, k, BTreeTupleGetPostingN(itup, i)))
+	{
+		tid = *BTreeTupleGetPostingN(itup, i);
+		if (visit(arg, k, &tid))
 			return true;
+	}
 	return false;
 }
 

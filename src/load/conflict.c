@@ -457,12 +457,14 @@ entry_state(DPConflicts *c, ItemPointer tid, TransactionId *xwait)
 	bool		call_again = false;
 	bool		all_dead = false;
 	DPKeyState	state;
+	ItemPointerData fetched = *tid;
 
 	*xwait = InvalidTransactionId;
 	if (VM_ALL_VISIBLE(c->rri->ri_RelationDesc, ItemPointerGetBlockNumber(tid),
 					   &c->vmbuffer))
 		return DPK_TABLE;
-	if (!table_index_fetch_tuple(c->fetch, tid, &c->dirty, c->existing,
+	/* the fetch moves its TID along the HOT chain: never the caller's */
+	if (!table_index_fetch_tuple(c->fetch, &fetched, &c->dirty, c->existing,
 								 &call_again, &all_dead))
 		return DPK_UNKNOWN;
 	*xwait = TransactionIdIsValid(c->dirty.xmin) ? c->dirty.xmin : c->dirty.xmax;
