@@ -421,7 +421,7 @@ def test_copy_on_conflict_nothing(cluster, tmp_path, kind):
 
 
 COPY_ERRORS = {
-    "update": ("ON_CONFLICT 'update'", "0A000", "not supported yet"),
+    "update with freeze": ("ON_CONFLICT 'update', FREEZE", "0A000", "FREEZE cannot be used"),
     "bad value": ("ON_CONFLICT 'sometimes'", "22023", "must be 'nothing'"),
     "constraint alone": ("ON_CONFLICT_CONSTRAINT 'x'", "22023", "needs ON_CONFLICT"),
     "not unique": ("ON_CONFLICT 'nothing', ON_CONFLICT_CONSTRAINT 'up_ce_chk'", "42809",

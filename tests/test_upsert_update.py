@@ -264,3 +264,108 @@ def test_standby_replays_the_upsert(make_cluster, tmp_path):
         assert table_digest(s, "uu_rep") == digest
         assert s.execute("SELECT v, count(*) FROM uu_rep GROUP BY 1 ORDER BY 1").fetchall() == \
             [("new", 20000), ("upd", 10000)]
+
+
+# -- COPY ... WITH (ON_CONFLICT 'update') ------------------------------------
+
+# case: (arbiter DDL, the COPY's column list, ON_CONFLICT_CONSTRAINT, partitioned)
+COPY_CASES = {
+    "only unique index": (PK, None, None, False),
+    "column list": (PK, "(id, email, note)", None, False),
+    "named constraint": (PK, "(id, grp, note)", "{t}_pkey", False),
+    "partitioned": (PK, None, None, True),
+}
+
+
+def copy_update_reference(conn, t, path, arbiter_cols, copied):
+    """What ON_CONFLICT 'update' must do, the plain way: COPY into a staging
+    table, then INSERT ... ON CONFLICT (key) DO UPDATE SET (the copied
+    columns outside the key) = EXCLUDED, in input order."""
+    conn.execute(f"CREATE TEMP TABLE ref_{t} (LIKE {t})")
+    conn.execute(f"ALTER TABLE ref_{t} ADD COLUMN ord bigserial")
+    conn.execute(f"COPY ref_{t} ({', '.join(copied)}) FROM '{path}'")
+    assigned = [c for c in copied if c not in arbiter_cols]
+    cur = conn.execute(
+        f"INSERT INTO {t} ({', '.join(copied)}) SELECT {', '.join(copied)} FROM ref_{t} "
+        f"ORDER BY ord ON CONFLICT ({', '.join(arbiter_cols)}) DO UPDATE SET "
+        f"({', '.join(assigned)}) = ROW({', '.join('excluded.' + c for c in assigned)})")
+    return cur.rowcount
+
+
+@pytest.mark.parametrize("case", list(COPY_CASES))
+def test_copy_on_conflict_update(cluster, tmp_path, case):
+    """New keys loaded directly, rows whose key is in the table given the new
+    row's values for the COPY's columns: the same table and count as
+    staging + INSERT ... ON CONFLICT DO UPDATE, twice (the second time every
+    key is in the table), indexes sound."""
+    n = 700 + list(COPY_CASES).index(case)
+    ddl, cols, constraint, partitioned = COPY_CASES[case]
+    stage = f"uc_stage_{n}"
+    path = tmp_path / "rows.txt"
+    all_cols = ["id", "email", "grp", "flag", "ts", "note"]
+    copied = all_cols if cols is None else cols.strip("()").split(", ")
+    with cluster.conn() as conn:
+        make_stage(conn, stage, 9000, n)
+        conn.execute(f"COPY (SELECT {', '.join(copied)} FROM {stage}) TO '{path}'")
+        tp, td = f"uc_p_{n}", f"uc_d_{n}"
+        for t in (tp, td):
+            make_target(conn, t, stage, ddl, partitioned)
+            if constraint:
+                # a second unique index, which the update does not assign
+                conn.execute(f"CREATE UNIQUE INDEX ON {t} (lower(email))")
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        opts = "ON_CONFLICT 'update'" + (
+            f", ON_CONFLICT_CONSTRAINT '{constraint.format(t=td)}'" if constraint else "")
+        for _ in range(2):
+            want = copy_update_reference(conn, tp, path, ["id"], copied)
+            conn.execute(f"DROP TABLE ref_{tp}")
+            got = conn.execute(f"COPY {td} {cols or ''} FROM '{path}' WITH ({opts})").rowcount
+            st = last_statement(conn)
+            assert st["path"] == "direct" and st["frozen"] is False, st
+            assert got == want
+            assert table_digest(conn, td) == table_digest(conn, tp)
+            check_indexes(conn, (tp, td))
+        # the updated rows took the new values of the copied columns only
+        assert conn.execute(f"SELECT count(*) FROM {td} WHERE note = 'old'").fetchone()[0] == (
+            0 if "note" in copied else conn.execute(
+                f"SELECT count(*) FROM {tp} WHERE note = 'old'").fetchone()[0])
+
+
+def test_copy_on_conflict_update_errors(cluster, tmp_path):
+    """A key twice in the input fails with core's 21000 whether its first row
+    was loaded or updated one; what the update cannot be says why; nothing of
+    a failed COPY is visible."""
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE uc_err (id int PRIMARY KEY, v text, w int)")
+        conn.execute("INSERT INTO uc_err SELECT g, 'old', g FROM generate_series(1, 100) g")
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+
+        def copy(rows, opts="ON_CONFLICT 'update'", cols=""):
+            path = tmp_path / "e.txt"
+            path.write_text("".join(f"{r}\n" for r in rows))
+            return sqlstate_of(conn, f"COPY uc_err {cols} FROM '{path}' WITH ({opts})")
+
+        assert copy(["500\tnew\t1", "501\tnew\t1", "500\tnew\t2"]) == "21000"
+        assert copy(["7\tnew\t1", "502\tnew\t1", "7\tnew\t2"]) == "21000"
+        assert conn.execute("SELECT count(*), count(*) FILTER (WHERE v = 'old') FROM uc_err"
+                            ).fetchone() == (100, 100)
+        conn.execute("CREATE UNIQUE INDEX uc_err_v ON uc_err (w)")
+        # two unique indexes: the key must be named
+        assert copy(["7\tnew\t1"]) == "22023"
+        # ... and the update may not assign another unique index's column
+        assert copy(["7\tnew\t1"], "ON_CONFLICT 'update', ON_CONFLICT_CONSTRAINT 'uc_err_pkey'"
+                    ) == "0A000"
+        assert copy(["7\tnew"], "ON_CONFLICT 'update', ON_CONFLICT_CONSTRAINT 'uc_err_pkey'",
+                    "(id, v)") is None
+        assert conn.execute("SELECT v, w FROM uc_err WHERE id = 7").fetchone() == ("new", 7)
+        conn.execute("DROP INDEX uc_err_v")
+        conn.execute("CREATE FUNCTION uc_err_t() RETURNS trigger LANGUAGE plpgsql AS "
+                     "$$BEGIN RETURN NEW; END$$")
+        conn.execute("CREATE TRIGGER uc_err_t BEFORE UPDATE ON uc_err FOR EACH ROW "
+                     "EXECUTE FUNCTION uc_err_t()")
+        assert copy(["8\tnew\t1"]) == "0A000"
+        conn.execute("DROP TRIGGER uc_err_t ON uc_err")
+        assert copy(["8\tnew\t1"], "ON_CONFLICT 'nonsense'") == "22023"
+        assert copy(["8\tnew\t1"], "ON_CONFLICT 'update', FREEZE") == "0A000"
+        # the refused ones changed nothing
+        assert conn.execute("SELECT v, w FROM uc_err WHERE id = 8").fetchone() == ("old", 8)

@@ -864,8 +864,8 @@ UPSERT_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "rows as pl
 def upsert_rows(agg):
     def same(a):
         # every case leaves the table the plain INSERT of its kind leaves
-        ref = next((k + "_plain" for k in ("update", "merge") if a.case.startswith(k)),
-                   "plain")
+        ref = next((k + "_plain" for k in ("update", "merge", "copy_update")
+                    if a.case.startswith(k)), "plain")
         plain = agg.get("upsert", "replica", ref)
         if a.case == ref or plain is None:
             return "–"
@@ -885,7 +885,8 @@ def section_upsert(agg, meta, out, figs):
             "the table, in random order; from a table, or from a file (plain: COPY into a "
             "staging table, then the INSERT). DO NOTHING skips the rows whose key is taken; "
             "DO UPDATE updates them (SET ts, v WHERE the table's row is older: all of them), "
-            "and so does the MERGE. "
+            "and so does the MERGE; COPY's ON_CONFLICT 'update' gives them the new row's "
+            "ts, grp and v. "
             "Time is the statement(s) plus the CHECKPOINT after them; ratio against the "
             "plain form of the same run; the last column compares the table's contents "
             "with the plain INSERT's of the same kind.", "",

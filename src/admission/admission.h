@@ -73,6 +73,13 @@ extern const char *dp_arbiters_ineligible(Oid relid, List *arbiters);
 
 /* Why a planned DO UPDATE into 'target', or a MERGE, stays off, or NULL. */
 extern const char *dp_do_update_ineligible(ModifyTable *mt, Oid target);
+
+/*
+ * Why COPY's ON_CONFLICT 'update' on 'arbiter' cannot be, or NULL; its
+ * update assigns *assigned, the columns of 'copied' outside the arbiter.
+ */
+extern const char *dp_copy_update_ineligible(Oid target, Oid arbiter,
+											 List *copied, List **assigned);
 extern const char *dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt);
 
 /* ---------- admission.c ---------- */

@@ -294,32 +294,29 @@ column_names(Oid target, List *attnums)
 }
 
 /*
- * ON CONFLICT DO UPDATE's own rules (upsert.c hands the conflicting rows to
- * core's executor, after the rows the statement inserts are written):
- * one arbiter, whose key the update cannot change (SET assigns none of its
- * columns, none is generated), so that no row inserted later can meet a
- * key the update made; no BEFORE UPDATE row trigger, no foreign partition.
+ * The rules of an update core makes after the load (upsert.c hands the
+ * conflicting rows to core's executor, after the rows the statement
+ * inserts are written), its SET assigning 'assigned' (attribute numbers)
+ * on a key of 'arbiter': the update cannot change the key (SET assigns
+ * none of its columns, none is generated), so that no row inserted later
+ * can meet a key the update made; no BEFORE UPDATE row trigger, no foreign
+ * partition, no other unique key assigned.
  */
-const char *
-dp_do_update_ineligible(ModifyTable *mt, Oid target)
+static const char *
+update_ineligible(Oid target, Oid arbiter, List *assigned)
 {
-	Relation	index;
-	Relation	rel;
-	Bitmapset  *cols;
+	Relation	index = index_open(arbiter, AccessShareLock);
+	Relation	rel = relation_open(target, NoLock);
+	Bitmapset  *cols = index_columns(index);
 	const char *r = NULL;
 	ListCell   *lc;
 	int			col = -1;
 
-	if (list_length(mt->arbiterIndexes) != 1)
-		return "ON CONFLICT DO UPDATE with more than one arbiter index";
-	index = index_open(linitial_oid(mt->arbiterIndexes), AccessShareLock);
-	cols = index_columns(index);
-	rel = relation_open(target, NoLock);
-	foreach(lc, mt->onConflictCols)
+	foreach(lc, assigned)
 		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber, cols))
 			r = dp_report_reason("ON CONFLICT DO UPDATE SET assigns column \"%s\" of the arbiter \"%s\"",
 								 get_attname(target, lfirst_int(lc), false),
-					   RelationGetRelationName(index));
+								 RelationGetRelationName(index));
 	while (r == NULL && (col = bms_next_member(cols, col)) >= 0)
 	{
 		AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
@@ -336,8 +333,46 @@ dp_do_update_ineligible(ModifyTable *mt, Oid target)
 		r = tree_ineligible(target, deferred_rule, &(DPDeferred) {.update = true});
 	if (r == NULL)
 		r = tree_ineligible(target, keys_rule, &(DPKeyChange) {
-			.assigned = column_names(target, mt->onConflictCols)});
+			.assigned = column_names(target, assigned)});
 	return r;
+}
+
+/* ON CONFLICT DO UPDATE: one arbiter, and the rules of its update. */
+const char *
+dp_do_update_ineligible(ModifyTable *mt, Oid target)
+{
+	if (list_length(mt->arbiterIndexes) != 1)
+		return "ON CONFLICT DO UPDATE with more than one arbiter index";
+	return update_ineligible(target, linitial_oid(mt->arbiterIndexes),
+							 mt->onConflictCols);
+}
+
+/*
+ * COPY's ON_CONFLICT 'update': a row whose key 'arbiter' has in the table
+ * updates that row's columns of 'copied' (the COPY's attribute numbers)
+ * other than the arbiter's; *assigned gets those.  The arbiter must name
+ * plain columns (the update is run as INSERT ... ON CONFLICT (columns) DO
+ * UPDATE), and the update follow DO UPDATE's rules.
+ */
+const char *
+dp_copy_update_ineligible(Oid target, Oid arbiter, List *copied,
+						  List **assigned)
+{
+	Relation	index = index_open(arbiter, AccessShareLock);
+	Bitmapset  *cols = index_columns(index);
+	bool		plain = RelationGetIndexExpressions(index) == NIL &&
+		RelationGetIndexPredicate(index) == NIL;
+	char	   *name = pstrdup(RelationGetRelationName(index));
+	ListCell   *lc;
+
+	index_close(index, AccessShareLock);
+	if (!plain)
+		return dp_report_reason("the arbiter \"%s\" has expressions or a predicate", name);
+	*assigned = NIL;
+	foreach(lc, copied)
+		if (!bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber, cols))
+			*assigned = lappend_int(*assigned, lfirst_int(lc));
+	return update_ineligible(target, arbiter, *assigned);
 }
 
 /*

@@ -103,6 +103,7 @@ struct DPLoad
 	MemoryContext pending_cxt;
 	uint64		skipped;		/* rows skipped for a conflict */
 	DPUpsert   *upsert;			/* rows for core after the load, or NULL */
+	const char *update_sql;		/* COPY's ON_CONFLICT 'update', or NULL */
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
 	DPReport	report;			/* what the statement did */
 };
@@ -452,7 +453,7 @@ defer(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot)
 {
 	if (s->upsert == NULL)
 		s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,
-									s->retstore);
+									s->retstore, s->update_sql);
 	dp_upsert_keep(s->upsert, rri, slot);
 }
 
@@ -775,9 +776,16 @@ dp_load_defer(DPLoad *s, TupleTableSlot *planSlot)
 }
 
 void
-dp_load_on_conflict(DPLoad *s, List *arbiters)
+dp_load_on_conflict(DPLoad *s, List *arbiters, const char *update_sql)
 {
 	Assert(s->leaves.list == NULL);
 	s->leaves.on_conflict = true;
 	s->leaves.arbiters = arbiters;
+	if (update_sql != NULL)
+	{
+		/* as DO UPDATE: the updates after the load must meet live rows */
+		s->leaves.do_update = true;
+		s->leaves.freeze_allowed = false;
+		s->update_sql = update_sql;
+	}
 }

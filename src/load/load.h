@@ -135,12 +135,15 @@ extern const DPReport *dp_load_report(DPLoad *load);
 extern uint64 dp_load_deleted(DPLoad *load);
 
 /*
- * COPY ... WITH (ON_CONFLICT 'nothing'): rows whose key in one of
- * 'arbiters' (index OIDs of the target; NIL: every unique index) is taken
- * are skipped, as INSERT ... ON CONFLICT DO NOTHING skips them.  Before
- * the first row.
+ * COPY ... WITH (ON_CONFLICT 'nothing' | 'update'): rows whose key in one
+ * of 'arbiters' (index OIDs of the target; NIL: every unique index) is
+ * taken are skipped, as INSERT ... ON CONFLICT DO NOTHING skips them; or,
+ * with 'update_sql' (one arbiter), kept and run after the load through
+ * that statement, which reads them as the relation DP_UPSERT_ROWS
+ * (upsert.c).  Before the first row.
  */
-extern void dp_load_on_conflict(DPLoad *load, List *arbiters);
+extern void dp_load_on_conflict(DPLoad *load, List *arbiters,
+								const char *update_sql);
 
 /*
  * The target was created by the statement itself (born.c: CREATE TABLE
@@ -433,15 +436,21 @@ extern void dp_conflicts_end(DPConflicts *c);
 
 typedef struct DPUpsert DPUpsert;
 
+/* The name under which a COPY's update statement reads its kept rows. */
+#define DP_UPSERT_ROWS "directpath_copy_rows"
+
 /*
  * dp_upsert_keep: a row (in 'slot', leaf 'rri''s format; or, 'rri' NULL,
- * a row of the ModifyTable's subplan) for core, kept in input order.  dp_upsert_run, once the load's page
- * builders are finished and its index work is done: the kept rows through the statement's ModifyTable
- * node, as a plain INSERT ... ON CONFLICT DO UPDATE runs them; RETURNING
- * rows go to 'retstore'.
+ * a row of the ModifyTable's subplan) for core, kept in input order.
+ * dp_upsert_run, once the load's page builders are finished and its index
+ * work is done: the kept rows through the statement's ModifyTable node, as
+ * a plain INSERT ... ON CONFLICT DO UPDATE runs them, RETURNING rows to
+ * 'retstore'; or, for a COPY (no plan), through 'update_sql', which reads
+ * them (in the target's format) as DP_UPSERT_ROWS.
  */
 extern DPUpsert *dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
-								 Tuplestorestate *retstore);
+								 Tuplestorestate *retstore,
+								 const char *update_sql);
 extern void dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri,
 						   TupleTableSlot *slot);
 extern void dp_upsert_run(DPUpsert *u);

@@ -58,6 +58,19 @@
  * through the statement's snapshot, which does not see this command's
  * rows (the load does not freeze under MERGE either).
  *
+ * COPY's ON_CONFLICT 'update' (copyopts.c) has no ModifyTable node: its
+ * rows whose key is in the table are kept in the target's format and run,
+ * at the same point, through the INSERT ... ON CONFLICT DO UPDATE statement
+ * copyopts.c wrote, by SPI, reading them as the ephemeral named relation
+ * DP_UPSERT_ROWS (as a trigger reads its transition tables).  The
+ * statement is planned and run as any other: its own command, after this
+ * command's rows (CommandCounterIncrement), with its own triggers
+ * (statement triggers of INSERT and UPDATE included), row security and
+ * errors.  The same arguments as above make the outcome core's: the rows
+ * kept met a live row of the table when decided, the update assigns no
+ * key of a unique index, and a key two kept rows share is core's "cannot
+ * affect row a second time".
+ *
  * Invariants: the ModifyTable node's subplan is restored after each run,
  * also on error (the executor's end would otherwise end the feeder); the
  * kept rows are run once, in input order.
@@ -67,7 +80,9 @@
 #include "load/load.h"
 
 #include "executor/executor.h"
+#include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "utils/queryenvironment.h"
 #include "utils/tuplestore.h"
 
 /* The subplan ExecModifyTable pulls from during a run. */
@@ -87,6 +102,7 @@ struct DPUpsert
 	TupleTableSlot *root;		/* a leaf's row converted to the target's */
 	DPFeeder	feeder;
 	uint64		kept;
+	const char *update_sql;		/* COPY: the statement run instead */
 };
 
 static TupleTableSlot *
@@ -102,7 +118,7 @@ feed_next(PlanState *ps)
 
 DPUpsert *
 dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
-				Tuplestorestate *retstore)
+				Tuplestorestate *retstore, const char *update_sql)
 {
 	DPUpsert   *u = palloc0(sizeof(DPUpsert));
 	PlanState  *subplan = outerPlanState(mtstate);
@@ -112,6 +128,13 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	u->mtstate = mtstate;
 	u->retstore = retstore;
 	u->rows = tuplestore_begin_heap(false, false, work_mem);
+	u->update_sql = update_sql;
+	if (update_sql != NULL)
+	{
+		/* COPY: the rows in the target's format, for the statement */
+		u->root = ExecInitExtraTupleSlot(estate, rootdesc, &TTSOpsVirtual);
+		return u;
+	}
 	/* a target's row has the subplan's layout (one column per attribute) */
 	u->read = ExecInitExtraTupleSlot(estate, ExecGetResultType(subplan),
 									 &TTSOpsMinimalTuple);
@@ -139,6 +162,31 @@ dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot)
 	u->kept++;
 }
 
+/* COPY's kept rows through its update statement, by SPI. */
+static void
+run_statement(DPUpsert *u)
+{
+	Relation	target = u->mtstate->rootResultRelInfo->ri_RelationDesc;
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	int			rc;
+
+	enr->md.name = DP_UPSERT_ROWS;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = RelationGetDescr(target);
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = u->kept;
+	enr->reldata = u->rows;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "could not register the kept rows of ON_CONFLICT 'update'");
+	rc = SPI_execute(u->update_sql, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "ON_CONFLICT 'update''s statement failed: %s",
+			 SPI_result_code_string(rc));
+	SPI_finish();
+}
+
 void
 dp_upsert_run(DPUpsert *u)
 {
@@ -147,6 +195,13 @@ dp_upsert_run(DPUpsert *u)
 
 	if (u->kept == 0)
 		return;
+	if (u->update_sql != NULL)
+	{
+		run_statement(u);
+		tuplestore_clear(u->rows);
+		u->kept = 0;
+		return;
+	}
 	outerPlanState(mt) = &u->feeder.ps;
 	mt->mt_done = false;
 	PG_TRY();

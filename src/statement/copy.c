@@ -189,10 +189,17 @@ next_row(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
 	}
 }
 
-/* COPY FREEZE's own rules, with core's messages. */
+/*
+ * COPY FREEZE's own rules, with core's messages; and ON_CONFLICT 'update''s
+ * (its updates after the load must meet rows this command did not freeze).
+ */
 static void
-check_copy_freeze(Relation rel, bool freeze_allowed)
+check_copy_freeze(Relation rel, bool freeze_allowed, bool conflict_update)
 {
+	if (conflict_update)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("COPY FREEZE cannot be used with ON_CONFLICT 'update'")));
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -422,7 +429,7 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	uint64		processed;
 
 	if (cstate->opts.freeze)
-		check_copy_freeze(rel, a->freeze_allowed);
+		check_copy_freeze(rel, a->freeze_allowed, opts->conflict_update);
 	mtstate = begin_executor(cstate, rel, estate);
 	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
 	ExecBSInsertTriggers(estate, mtstate->rootResultRelInfo);
@@ -432,8 +439,8 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 						 NULL, &input, rejects);
 	if (opts->on_conflict)
 	{
-		dp_copy_resolve_arbiters(opts, rel);
-		dp_load_on_conflict(load, opts->arbiters);
+		dp_copy_resolve_arbiters(opts, rel, cstate->attnumlist);
+		dp_load_on_conflict(load, opts->arbiters, opts->update_sql);
 	}
 
 	if (copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,

@@ -47,9 +47,12 @@ typedef struct DPCopyOptions
 {
 	char	   *rejects_table;	/* REJECTS_TABLE 'name' */
 	int64		max_rejects;	/* MAX_REJECTS n; -1: no limit */
-	bool		on_conflict;	/* ON_CONFLICT 'nothing' */
+	bool		on_conflict;	/* ON_CONFLICT 'nothing' or 'update' */
+	bool		conflict_update;	/* ... 'update': the new row's values */
 	char	   *conflict_constraint;	/* ON_CONFLICT_CONSTRAINT 'name' */
 	List	   *arbiters;		/* its index, once the table is open */
+	char	   *update_sql;		/* 'update': the rows' INSERT ... ON
+								 * CONFLICT DO UPDATE (upsert.c) */
 	List	   *core_options;	/* everything else */
 } DPCopyOptions;
 
@@ -59,8 +62,13 @@ extern void dp_copy_split_options(List *options, DPCopyOptions *opts);
 /* The name of one of our options the COPY has, or NULL. */
 extern const char *dp_copy_own_option(DPCopyOptions *opts);
 
-/* ON_CONFLICT's arbiters in the opened target, checked (raises). */
-extern void dp_copy_resolve_arbiters(DPCopyOptions *opts, Relation rel);
+/*
+ * ON_CONFLICT's arbiters in the opened target, checked (raises); for
+ * 'update', the statement that updates the rows whose key is taken
+ * ('attnums': the COPY's columns).
+ */
+extern void dp_copy_resolve_arbiters(DPCopyOptions *opts, Relation rel,
+									 List *attnums);
 
 /*
  * The COPY goes to core after all ('why', or NULL when core refuses it):
