@@ -228,6 +228,17 @@ CREATE TABLE pp_g_1 PARTITION OF pp_g FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
 SELECT pp_report();
 /*+ APPEND PARALLEL(2) */ INSERT INTO pp_t SELECT * FROM pp_src WHERE id <= 1000;
 SELECT pp_report();
+-- a partition key whose function is not parallel safe: routing it would
+-- run that function in a worker
+CREATE FUNCTION pp_key(int) RETURNS int IMMUTABLE PARALLEL UNSAFE LANGUAGE plpgsql
+  AS 'BEGIN RETURN $1 % 10; END';
+CREATE TABLE pp_k (id int) PARTITION BY LIST (pp_key(id));
+CREATE TABLE pp_k_1 PARTITION OF pp_k FOR VALUES IN (0, 1, 2, 3, 4);
+CREATE TABLE pp_k_2 PARTITION OF pp_k DEFAULT;
+/*+ APPEND PARALLEL(2) */ INSERT INTO pp_k SELECT id FROM pp_src;
+SELECT pp_report();
+DROP TABLE pp_k;
+DROP FUNCTION pp_key(int);
 
 DROP TABLE pp_src, pp_t, pp_s, pp_nd, pp_h, pp_hs, pp_ref, pp_g;
 DROP FUNCTION pp_make(text);
