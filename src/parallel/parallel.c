@@ -214,15 +214,6 @@ key_parallel_safe(Relation rel)
 	return true;
 }
 
-static int
-leaf_cmp(const void *a, const void *b)
-{
-	Oid			x = ((const DPParallelLeaf *) a)->relid;
-	Oid			y = ((const DPParallelLeaf *) b)->relid;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * A partitioned target's leaves, each one a worker could be routed to,
  * checked and locked AccessShare (the lock a read of the table would take;
@@ -254,7 +245,8 @@ list_leaves(DPParallel *par, Relation root)
 		if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 			par->leaves[par->sh.nleaves++].relid = lfirst_oid(lc);
 	}
-	qsort(par->leaves, par->sh.nleaves, sizeof(DPParallelLeaf), leaf_cmp);
+	qsort(par->leaves, par->sh.nleaves, sizeof(DPParallelLeaf),
+		  dp_parallel_leaf_cmp);
 	par->leaf_rri = palloc0(sizeof(ResultRelInfo *) * Max(par->sh.nleaves, 1));
 	return NULL;
 }

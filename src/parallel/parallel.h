@@ -26,6 +26,9 @@ typedef struct DPParallelLeaf
 	bool		frozen;
 } DPParallelLeaf;
 
+/* The leaf table's order (by relid), for qsort and bsearch. */
+extern int	dp_parallel_leaf_cmp(const void *a, const void *b);
+
 /* What every worker needs to know, set by the leader before launch. */
 typedef struct DPParallelShared
 {

@@ -122,8 +122,8 @@ hand_on_pages(DPPlacer *pl, DPPlacedLeaf *p, bool partial)
 	return handed;
 }
 
-static int
-leaf_cmp(const void *a, const void *b)
+int
+dp_parallel_leaf_cmp(const void *a, const void *b)
 {
 	Oid			x = ((const DPParallelLeaf *) a)->relid;
 	Oid			y = ((const DPParallelLeaf *) b)->relid;
@@ -162,7 +162,7 @@ placed_leaf(DPPlacer *pl, ResultRelInfo *rri, TupleTableSlot *row)
 		return pl->last;
 	key.relid = RelationGetRelid(rel);
 	found = bsearch(&key, pl->leaves, pl->sh->nleaves, sizeof(DPParallelLeaf),
-					leaf_cmp);
+					dp_parallel_leaf_cmp);
 	if (found == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
