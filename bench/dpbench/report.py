@@ -729,12 +729,14 @@ def fkey_text(agg):
 PARALLEL_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "workers"]
 
 
-def parallel_rows(agg):
-    def workers(a):
-        n = a.first("parallel_workers")
-        return "–" if n is None else str(n)
+def workers_column(a):
+    """The parallel workers a load had, or – for a plain one."""
+    n = a.first("parallel_workers")
+    return "–" if n is None else str(n)
 
-    return load_rows(agg, "parallel", workers)
+
+def parallel_rows(agg):
+    return load_rows(agg, "parallel", workers_column)
 
 
 def section_parallel(agg, meta, out, figs):
@@ -750,12 +752,11 @@ def section_parallel(agg, meta, out, figs):
             "load had.", "", md_table(PARALLEL_HEADER, parallel_rows(agg)), ""]
 
 
-def parpart_rows(agg):
-    def workers(a):
-        n = a.first("parallel_workers")
-        return "–" if n is None else str(n)
+PARPART_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "rows", "workers"]
 
-    return load_rows(agg, "parpart", lambda a: f"{a.first('rows'):,}", workers)
+
+def parpart_rows(agg):
+    return load_rows(agg, "parpart", lambda a: f"{a.first('rows'):,}", workers_column)
 
 
 def section_parpart(agg, meta, out, figs):
@@ -768,13 +769,11 @@ def section_parpart(agg, meta, out, figs):
             "Each target is created in an earlier transaction. Plain, the serial direct path and "
             "`/*+ APPEND PARALLEL(1) */`; time is the load plus the CHECKPOINT after it, ratios "
             "against the plain load of the same run; *workers*: those the load had.", "",
-            md_table(["load", "load + CHECKPOINT s", "/ plain", "rows", "workers"],
-                     parpart_rows(agg)), ""]
+            md_table(PARPART_HEADER, parpart_rows(agg)), ""]
 
 
 def parpart_text(agg):
-    return titled_table("Parallel loads into partitioned tables",
-                        ["load", "load + CHECKPOINT s", "/ plain", "rows", "workers"],
+    return titled_table("Parallel loads into partitioned tables", PARPART_HEADER,
                         parpart_rows(agg))
 
 
