@@ -14,7 +14,12 @@
  * over TOAST_TUPLE_THRESHOLD, and it goes onto the current page if it fits
  * within the fillfactor reserve; a fresh page always takes at least one
  * row.  Its on-page t_ctid and the caller's TID are set to its place.  The
- * common case forms the tuple directly in its place on the page.
+ * common case forms the tuple directly in its place on the page; when
+ * every column of the table is of fixed width and the row has no null,
+ * its layout is the same for every row (each column at the offset
+ * heap_fill_tuple would align it to, computed once per builder), and its
+ * values are stored at those offsets without heap_compute_data_size and
+ * heap_fill_tuple's per-column walk.
  *
  * Frozen builders (storage new in this subtransaction, admission allowed
  * it) mark every page PD_ALL_VISIBLE and every tuple frozen, and set the
@@ -46,11 +51,22 @@
 #include "storage/freespace.h"
 #include "storage/predicate.h"
 
+/* A column of a fixed layout: where its value goes in the tuple's data. */
+typedef struct DPFixedColumn
+{
+	int32		off;			/* from the end of the header */
+	int16		len;			/* attlen, > 0 */
+	bool		byval;
+} DPFixedColumn;
+
 struct DPHeapBuilder
 {
 	Relation	rel;
 	bool		frozen;			/* pages and tuples go out frozen */
 	bool		has_varlena;	/* any attlen -1 column? */
+	DPFixedColumn *fixed;		/* every column fixed-width: the layout of
+								 * a row without nulls; else NULL */
+	Size		fixed_len;		/* such a row's length, header included */
 	TransactionId xid;			/* tuple header fields */
 	CommandId	cid;
 	Size		save_free;		/* fillfactor reserve */
@@ -62,6 +78,42 @@ struct DPHeapBuilder
 	Size		last_free;		/* free space of the last page handed on */
 	uint64		tuples;			/* rows placed */
 };
+
+/*
+ * The layout of a row without nulls when every column has a fixed width
+ * (attlen > 0, not dropped): each value at its aligned offset, as
+ * heap_fill_tuple places it.  No layout when a column has another width or
+ * such a row would need TOAST.
+ */
+static void
+fixed_layout(DPHeapBuilder *b, TupleDesc desc)
+{
+	DPFixedColumn *fixed = palloc(sizeof(DPFixedColumn) * Max(desc->natts, 1));
+	Size		off = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attlen <= 0 || att->attisdropped)
+		{
+			pfree(fixed);
+			return;
+		}
+		off = att_align_nominal(off, att->attalign);
+		fixed[i].off = off;
+		fixed[i].len = att->attlen;
+		fixed[i].byval = att->attbyval;
+		off += att->attlen;
+	}
+	b->fixed_len = MAXALIGN(SizeofHeapTupleHeader) + off;
+	if (b->fixed_len > TOAST_TUPLE_THRESHOLD)
+	{
+		pfree(fixed);
+		return;
+	}
+	b->fixed = fixed;
+}
 
 DPHeapBuilder *
 dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
@@ -78,6 +130,7 @@ dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
 	for (int i = 0; i < desc->natts; i++)
 		if (TupleDescAttr(desc, i)->attlen == -1)
 			b->has_varlena = true;
+	fixed_layout(b, desc);
 	b->maxpages = 64;
 	b->pages = palloc(sizeof(Page) * b->maxpages);
 	return b;
@@ -145,8 +198,9 @@ placed(DPHeapBuilder *b, Page page, OffsetNumber off, ItemPointer tid)
 {
 	HeapTupleHeader onpage = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
 
+	/* each set on its own: no read back of what was just stored */
 	ItemPointerSet(tid, b->next_block + b->npages - 1, off);
-	onpage->t_ctid = *tid;
+	ItemPointerSet(&onpage->t_ctid, b->next_block + b->npages - 1, off);
 	b->tuples++;
 }
 
@@ -161,6 +215,17 @@ fits_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size *hoff, Size *len,
 	TupleDesc	desc = RelationGetDescr(b->rel);
 
 	*hasnull = false;
+	if (b->fixed)
+	{
+		for (int i = 0; i < desc->natts && !*hasnull; i++)
+			*hasnull = slot->tts_isnull[i];
+		if (!*hasnull)
+		{
+			*hoff = MAXALIGN(SizeofHeapTupleHeader);
+			*len = b->fixed_len;
+			return true;
+		}
+	}
 	for (int i = 0; i < desc->natts; i++)
 	{
 		if (slot->tts_isnull[i])
@@ -196,15 +261,35 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 	lp = PageGetItemId(page, off);
 	ItemIdSetNormal(lp, ((PageHeader) page)->pd_upper, len);
 	td = (HeapTupleHeader) PageGetItem(page, lp);
-	memset(td, 0, hoff);
+	if (hoff == MAXALIGN(SizeofHeapTupleHeader))
+		memset(td, 0, MAXALIGN(SizeofHeapTupleHeader));	/* inlined */
+	else
+		memset(td, 0, hoff);
 	HeapTupleHeaderSetDatumLength(td, len);
 	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
 	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
 	HeapTupleHeaderSetNatts(td, desc->natts);
 	td->t_hoff = hoff;
-	heap_fill_tuple(desc, slot->tts_values, slot->tts_isnull,
-					(char *) td + hoff, len - hoff,
-					&td->t_infomask, hasnull ? td->t_bits : NULL);
+	if (b->fixed && !hasnull)
+	{
+		/* the page is zeroed (PageInit), so is the padding between values */
+		char	   *data = (char *) td + hoff;
+
+		for (int i = 0; i < desc->natts; i++)
+		{
+			const DPFixedColumn *c = &b->fixed[i];
+
+			if (c->byval)
+				store_att_byval(data + c->off, slot->tts_values[i], c->len);
+			else
+				memcpy(data + c->off, DatumGetPointer(slot->tts_values[i]),
+					   c->len);
+		}
+	}
+	else
+		heap_fill_tuple(desc, slot->tts_values, slot->tts_isnull,
+						(char *) td + hoff, len - hoff,
+						&td->t_infomask, hasnull ? td->t_bits : NULL);
 
 	tup.t_data = td;
 	tup.t_len = len;

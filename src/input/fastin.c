@@ -122,12 +122,12 @@ static const struct
 };
 
 /* A column's stand-in: what fast_input needs (the FmgrInfo's fn_extra). */
-typedef struct DPFastIn
+struct DPFastIn
 {
 	FmgrInfo	orig;			/* the type's input function, its own cache */
 	DPFastKind	kind;
 	bool		check;			/* also call orig, and compare */
-} DPFastIn;
+};
 
 StaticAssertDecl(FAST_KINDS == DP_FASTIN_KINDS, "DP_FASTIN_KINDS is the kinds' count");
 
@@ -155,7 +155,7 @@ digits(const char *s, int n, int64 *v)
 }
 
 /* -?[0-9]{1,maxdigits} and nothing else, in the 'n' bytes at s. */
-static bool
+static inline bool
 read_int(const char *s, int n, int maxdigits, int64 *v)
 {
 	bool		neg = (*s == '-');
@@ -170,6 +170,48 @@ read_int(const char *s, int n, int maxdigits, int64 *v)
 	if (neg)
 		*v = -*v;
 	return true;
+}
+
+/*
+ * -?[0-9]{1,maxdigits} in the 'n' bytes at s, when at least 8 bytes at s
+ * (9 after a sign) may be read: up to 8 digits are checked and converted
+ * in one 64-bit word (the word's bytes beyond the digits are replaced by
+ * leading zeros; a byte is a digit when its high nibble is 3 and adding 6
+ * to its low nibble does not carry; then pairs, quads and the two halves
+ * are combined by multiplications, the least significant digit in the
+ * highest byte on a little-endian machine).  Longer numbers, and every
+ * number on a big-endian machine, are read digit by digit.
+ */
+static inline bool
+read_int_wide(const char *s, int n, int maxdigits, int64 *v)
+{
+#ifndef WORDS_BIGENDIAN
+	bool		neg = (*s == '-');
+	uint64		w;
+
+	if (neg)
+	{
+		s++;
+		n--;
+	}
+	if (n < 1 || n > 8 || n > maxdigits)
+		return read_int(neg ? s - 1 : s, neg ? n + 1 : n, maxdigits, v);
+	memcpy(&w, s, sizeof(w));
+	if (n < 8)
+		w = (w << (8 * (8 - n))) | (UINT64CONST(0x3030303030303030) >> (8 * n));
+	if ((w & UINT64CONST(0xF0F0F0F0F0F0F0F0)) != UINT64CONST(0x3030303030303030) ||
+		((w + UINT64CONST(0x0606060606060606)) & UINT64CONST(0xF0F0F0F0F0F0F0F0)) !=
+		UINT64CONST(0x3030303030303030))
+		return false;
+	w -= UINT64CONST(0x3030303030303030);
+	w = (w * 10 + (w >> 8)) & UINT64CONST(0x00FF00FF00FF00FF);
+	w = (w * 100 + (w >> 16)) & UINT64CONST(0x0000FFFF0000FFFF);
+	w = (w * 10000 + (w >> 32)) & UINT64CONST(0xFFFFFFFF);
+	*v = neg ? -(int64) w : (int64) w;
+	return true;
+#else
+	return read_int(s, n, maxdigits, v);
+#endif
 }
 
 /* YYYY-MM-DD, a real day of years 1-9999, into tm; the rest at *end. */
@@ -575,22 +617,60 @@ fast_input(PG_FUNCTION_ARGS)
 }
 
 /*
- * The row former's direct call, for a column whose input function is one
- * of our stand-ins: the value of the 'len' bytes at s (a terminated
- * string) when its fast parser takes them (counted); false when the input
- * function must be called (which counts it).  Never takes a value in check
- * mode, which needs the call.
+ * The row former's parser for a column whose input function is 'in' and
+ * typmod 'typmod': the stand-in's, when 'in' is one (not in check mode,
+ * which needs the call) and the typmod leaves the kind's value alone.
  */
-bool
-dp_fastin_try(FmgrInfo *in, const char *s, int len, int32 typmod, Datum *d)
+const DPFastIn *
+dp_fastin_of(FmgrInfo *in, int32 typmod)
 {
 	DPFastIn   *f;
 
 	if (in->fn_addr != fast_input)
-		return false;
+		return NULL;
 	f = (DPFastIn *) in->fn_extra;
-	if (f->check || !read_value(f->kind, s, len, typmod, d))
-		return false;
+	if (f->check ||
+		(typmod != -1 && f->kind != FAST_VARCHAR && f->kind != FAST_BPCHAR))
+		return NULL;
+	return f;
+}
+
+/*
+ * The row former's direct call: the value of the 'len' bytes at s (a
+ * terminated string, with at least DP_FASTIN_SLACK bytes readable from s
+ * whatever len is) when f's parser takes them (counted); false when the
+ * input function must be called (which counts it).  The integers, most of
+ * what many inputs hold, are read here without read_value's dispatch, a
+ * word at a time.
+ */
+bool
+dp_fastin_read(const DPFastIn *f, const char *s, int len, int32 typmod,
+			   Datum *d)
+{
+	int64		v;
+
+	switch (f->kind)
+	{
+		case FAST_INT2:
+			if (!read_int_wide(s, len, 4, &v))
+				return false;
+			*d = Int16GetDatum((int16) v);
+			break;
+		case FAST_INT4:
+			if (!read_int_wide(s, len, 9, &v))
+				return false;
+			*d = Int32GetDatum((int32) v);
+			break;
+		case FAST_INT8:
+			if (!read_int_wide(s, len, 18, &v))
+				return false;
+			*d = Int64GetDatum(v);
+			break;
+		default:
+			if (!read_value(f->kind, s, len, typmod, d))
+				return false;
+			break;
+	}
 	n_fast[f->kind]++;
 	return true;
 }

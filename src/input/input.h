@@ -47,12 +47,19 @@ extern void dp_input_note_reader(const char *why);
 extern void dp_fastin_install(CopyFromState cstate);
 
 /*
- * For the row former: the value of the 'len' bytes at s (terminated) when
- * 'in' is a stand-in whose fast parser takes them; false when the input
- * function must be called.
+ * For the row former: the fast parser of a column whose input function is
+ * 'in' (NULL when 'in' is not a stand-in, or the typmod changes its
+ * values), and its call: the value of the 'len' bytes at s (terminated,
+ * and at least DP_FASTIN_SLACK bytes readable from s whatever len is) when
+ * the parser takes them; false when the input function must be called.
  */
-extern bool dp_fastin_try(FmgrInfo *in, const char *s, int len, int32 typmod,
-						  Datum *d);
+#define DP_FASTIN_SLACK 9
+
+typedef struct DPFastIn DPFastIn;
+
+extern const DPFastIn *dp_fastin_of(FmgrInfo *in, int32 typmod);
+extern bool dp_fastin_read(const DPFastIn *f, const char *s, int len,
+						   int32 typmod, Datum *d);
 
 /* ---------- chunker.c: the input cut into chunks ---------- */
 

@@ -88,6 +88,7 @@ typedef struct DPColumn
 {
 	int			m;				/* attribute index */
 	FmgrInfo   *in;				/* cstate->in_functions[m] */
+	const DPFastIn *fast;		/* its fast parser, or NULL */
 	Oid			ioparam;
 	int32		typmod;
 	const char *name;
@@ -468,11 +469,12 @@ field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 {
 	Size		len = end - start;
 
-	if (len + 1 > rf->out_cap)
+	/* room for the terminator, and the fast parsers' slack after a field */
+	if (len + DP_FASTIN_SLACK > rf->out_cap)
 	{
-		rf->out_cap = Max(len + 1, 2 * rf->out_cap);
+		rf->out_cap = Max(len + DP_FASTIN_SLACK, 2 * rf->out_cap);
 		pfree(rf->out);
-		rf->out = MemoryContextAlloc(rf->mcxt, rf->out_cap);
+		rf->out = MemoryContextAllocZero(rf->mcxt, rf->out_cap);
 	}
 	memcpy(rf->out, rf->data + start, len);
 	for (int i = 0; i < rf->ncolumns; i++)
@@ -482,6 +484,7 @@ field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 		char	   *s = rf->out + (f->start - start);
 
 		if ((!rf->csv || !f->marked) && flen == rf->null_len &&
+			(flen == 0 || rf->data[f->start] == rf->null_print[0]) &&
 			memcmp(rf->data + f->start, rf->null_print, flen) == 0)
 			strings[i] = NULL;
 		else
@@ -507,15 +510,19 @@ form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 	CopyFromState cstate = rf->cstate;
 	int			natts = RelationGetDescr(cstate->rel)->natts;
 
-	memset(values, 0, natts * sizeof(Datum));
-	memset(nulls, true, natts * sizeof(bool));
+	/* the columns read set their own; those not read are null but for defaults */
+	if (rf->ncolumns < natts)
+	{
+		memset(values, 0, natts * sizeof(Datum));
+		memset(nulls, true, natts * sizeof(bool));
+	}
 	for (int i = 0; i < rf->ncolumns; i++)
 	{
 		DPColumn   *col = &rf->columns[i];
 
-		if (strings[i] != NULL &&
-			dp_fastin_try(col->in, strings[i], rf->lengths[i], col->typmod,
-						  &values[col->m]))
+		if (strings[i] != NULL && col->fast != NULL &&
+			dp_fastin_read(col->fast, strings[i], rf->lengths[i], col->typmod,
+						   &values[col->m]))
 		{
 			nulls[col->m] = false;
 			continue;
@@ -732,10 +739,11 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 		col->in = &cstate->in_functions[col->m];
 		col->ioparam = cstate->typioparams[col->m];
 		col->typmod = att->atttypmod;
+		col->fast = dp_fastin_of(col->in, col->typmod);
 		col->name = NameStr(att->attname);
 	}
 	rf->out_cap = 1024;
-	rf->out = palloc(rf->out_cap);
+	rf->out = palloc0(rf->out_cap);
 	return rf;
 }
 
