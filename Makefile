@@ -49,7 +49,8 @@ OBJS = \
 	src/heap/pages.o \
 	src/heap/append.o \
 	src/heap/wal.o \
-	src/heap/visibility.o
+	src/heap/visibility.o \
+	src/stats/stats.o
 
 EXTENSION = directpath
 DATA = $(notdir $(wildcard $(srcdir)/directpath--*.sql))

@@ -2,9 +2,9 @@
 """Check the shape of the C sources (make callgraph).
 
 The sources are laid out as the pipeline: a folder per stage under src/
-(statement, admission, load, parallel, index, heap), and at the top the
-module's entry and the services every stage uses (directpath.c, report.c,
-fault.c).  A *unit* is a stage folder, or a top-level file.
+(statement, admission, load, parallel, index, input, heap, stats), and at
+the top the module's entry and the services every stage uses (directpath.c,
+report.c, fault.c).  A *unit* is a stage folder, or a top-level file.
 
 Prints which source file calls which (through dp_* functions) and which unit
 calls which, and fails when two files or two units call each other, directly

@@ -21,8 +21,9 @@
 #
 # Ends with one line per major and then "N passed, N failed" counting
 # majors x suites; exits non-zero when anything failed.  Scratch files go to a
-# /tmp/directpath-test.* directory, removed when all passed (DP_KEEP_WORK=1
-# keeps it).
+# /tmp/directpath-test.* directory, removed when all passed, and each major's
+# pytest clusters (about 15 GB) as soon as its tests passed (DP_KEEP_WORK=1
+# keeps them).
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -186,6 +187,8 @@ for m in "${majors[@]}"; do
 			rc=$?
 			if [ $rc -eq 0 ] || { [ $rc -eq 5 ] && [ -n "$kexpr" ]; }; then
 				suite_result "$m" pytest ok
+				# a major's clusters take ~15 GB: gone once its tests passed
+				[ "${DP_KEEP_WORK:-0}" = 0 ] && rm -rf "$pdir/tmp"
 			else
 				dp_log "pytest for PostgreSQL $m exited $rc"
 				suite_result "$m" pytest FAILED

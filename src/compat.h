@@ -432,6 +432,79 @@ dp_copy_skips_errors(CopyFromState cstate)
 #define DP_MERGE_NOT_MATCHED_ACTIONS(rri) ((rri)->ri_notMatchedMergeAction)
 #endif
 
+/*
+ * Statistics stored at load time (stats.c), as ANALYZE stores them: a
+ * column's statistics target (a fixed pg_attribute field before 17, a
+ * nullable one from 17), how VacAttrStats carries it to the type's analyze
+ * function (a copy of the pg_attribute row before 17), 18's virtual
+ * generated columns (never analyzed), who may ANALYZE a table (its owner,
+ * or the database's owner, before 17; MAINTAIN from 17), and
+ * vac_update_relstats and pgstat_report_analyze (18 adds all-frozen pages,
+ * kept in pg_class, and the start time).
+ */
+#if PG_VERSION_NUM >= 170000
+#include "catalog/pg_attribute.h"
+#include "utils/syscache.h"
+
+static inline int
+dp_attstattarget(Relation rel, int attnum)
+{
+	HeapTuple	tup = SearchSysCache2(ATTNUM,
+									  ObjectIdGetDatum(RelationGetRelid(rel)),
+									  Int16GetDatum(attnum));
+	bool		isnull;
+	Datum		d;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for attribute %d of relation %u",
+			 attnum, RelationGetRelid(rel));
+	d = SysCacheGetAttr(ATTNUM, tup, Anum_pg_attribute_attstattarget, &isnull);
+	ReleaseSysCache(tup);
+	return isnull ? -1 : DatumGetInt16(d);
+}
+#define DP_VACATTR_SET_TARGET(stats, att, target) \
+	((stats)->attstattarget = (target))
+#define DP_MAY_ANALYZE(rel) \
+	(pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_MAINTAIN) == ACLCHECK_OK)
+#else
+#define dp_attstattarget(rel, attnum) \
+	(TupleDescAttr((rel)->rd_att, (attnum) - 1)->attstattarget)
+#define DP_VACATTR_SET_TARGET(stats, att, target) \
+	((stats)->attr = (Form_pg_attribute) memcpy(palloc(ATTRIBUTE_FIXED_PART_SIZE), \
+												(att), ATTRIBUTE_FIXED_PART_SIZE))
+#if PG_VERSION_NUM >= 160000
+#define DP_MAY_ANALYZE(rel) \
+	(object_ownercheck(RelationRelationId, RelationGetRelid(rel), GetUserId()) || \
+	 (object_ownercheck(DatabaseRelationId, MyDatabaseId, GetUserId()) && \
+	  !(rel)->rd_rel->relisshared))
+#else
+#define DP_MAY_ANALYZE(rel) \
+	(pg_class_ownercheck(RelationGetRelid(rel), GetUserId()) || \
+	 (pg_database_ownercheck(MyDatabaseId, GetUserId()) && \
+	  !(rel)->rd_rel->relisshared))
+#endif
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define DP_ATT_IS_VIRTUAL(att)	((att)->attgenerated == ATTRIBUTE_GENERATED_VIRTUAL)
+#define DP_REL_ALLFROZEN(rel)	((rel)->rd_rel->relallfrozen)
+#define DP_UPDATE_RELSTATS(rel, pages, tuples, allvisible, allfrozen) \
+	vac_update_relstats((rel), (pages), (tuples), (allvisible), (allfrozen), \
+						(rel)->rd_rel->relhasindex, InvalidTransactionId, \
+						InvalidMultiXactId, NULL, NULL, true)
+#define DP_REPORT_ANALYZE(rel, live) \
+	pgstat_report_analyze((rel), (live), 0, true, GetCurrentTimestamp())
+#else
+#define DP_ATT_IS_VIRTUAL(att)	false
+#define DP_REL_ALLFROZEN(rel)	((BlockNumber) 0)	/* not kept before 18 */
+#define DP_UPDATE_RELSTATS(rel, pages, tuples, allvisible, allfrozen) \
+	vac_update_relstats((rel), (pages), (tuples), (allvisible), \
+						(rel)->rd_rel->relhasindex, InvalidTransactionId, \
+						InvalidMultiXactId, NULL, NULL, true)
+#define DP_REPORT_ANALYZE(rel, live) \
+	pgstat_report_analyze((rel), (live), 0, true)
+#endif
+
 /* ExecutorRun lost its "execute_once" argument in 18. */
 #if PG_VERSION_NUM >= 180000
 #define DP_EXECUTOR_RUN_PARAMS \

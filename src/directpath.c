@@ -59,6 +59,7 @@ bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 int			dp_copy_fast_input = DP_FASTIN_ON;
 bool		dp_copy_row_former = true;
+bool		dp_load_statistics = true;
 bool		dp_foreign_copy = true;
 
 static const struct config_enum_entry fast_input_options[] = {
@@ -191,6 +192,11 @@ _PG_init(void)
 							 "Whether a direct load streams the rows of postgres_fdw partitions as COPY.",
 							 "on: each postgres_fdw partition's rows go to its server as one COPY over postgres_fdw's connection, all servers at once; off: the wrapper's batched INSERTs.",
 							 &dp_foreign_copy, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.load_statistics",
+							 "Whether a direct load into an empty table gathers its statistics.",
+							 "on: a load that fills a table (or partition) from empty samples its rows as it writes them and stores the column statistics, size and analyze time that ANALYZE would; off: they are left to ANALYZE.",
+							 &dp_load_statistics, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	dp_fault_init();
 	MarkGUCPrefixReserved("directpath");

@@ -31,6 +31,8 @@
  *					input of common types)
  *	heap/			heap pages: pages.c (the page builder), append.c
  *					(crash-safe appends), wal.c, visibility.c
+ *	stats/			statistics at load time: stats.c (a sample of the
+ *					rows as pages are written, then what ANALYZE stores)
  *	report.c		last_statement(), EXPLAIN lines, fallback messages
  *	fault.c			named fault points for the crash tests
  *
@@ -97,6 +99,7 @@ typedef enum DPFastInMode
 
 extern int	dp_copy_fast_input;
 extern bool dp_copy_row_former;	/* directpath.copy_row_former (input/rowform.c) */
+extern bool dp_load_statistics;	/* directpath.load_statistics (stats/stats.c) */
 extern bool dp_foreign_copy;	/* directpath.foreign_copy (load/shard.c) */
 extern int	dp_wal_format;
 
@@ -133,6 +136,8 @@ typedef struct DPReport
 	char		parallel[DP_REASON_LEN];	/* asked for parallel: why not,
 											 * or "" */
 	char		foreign_partitions[DP_REASON_LEN];	/* each one's path, or "" */
+	char		statistics[DP_REASON_LEN];	/* gathered at load time, or why
+											 * not; "" when not considered */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */

@@ -157,6 +157,8 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 		ExplainPropertyText("Parallel", r->parallel, es);
 	if (r->foreign_partitions[0])
 		ExplainPropertyText("Foreign Partitions", r->foreign_partitions, es);
+	if (r->statistics[0])
+		ExplainPropertyText("Statistics", r->statistics, es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */
@@ -218,8 +220,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12] = {0};
+	Datum		values[13];
+	bool		nulls[13] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -249,10 +251,14 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 		values[10] = CStringGetTextDatum(last.parallel);
 	else
 		nulls[10] = true;
-	/* (the extension's SQL before 0.4 has no such column: not formed) */
+	/* (the extension's SQL before 0.4 and 0.5 lacks these: not formed) */
 	if (last.foreign_partitions[0])
 		values[11] = CStringGetTextDatum(last.foreign_partitions);
 	else
 		nulls[11] = true;
+	if (last.statistics[0])
+		values[12] = CStringGetTextDatum(last.statistics);
+	else
+		nulls[12] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -76,6 +76,20 @@ extern void dp_heap_flush(DPHeapBuilder *b, bool include_partial);
 /* Write everything, set VM and FSM, count; returns the pages written. */
 extern uint64 dp_heap_finish(DPHeapBuilder *b);
 
+typedef struct DPSample DPSample;
+
+/*
+ * The block the builder's first page takes (0: the relation was empty
+ * when it began), and a sample (stats/stats.h) that the rows of every page
+ * it writes from now on are offered to; given before the first row.
+ */
+extern BlockNumber dp_heap_first_block(DPHeapBuilder *b);
+
+/* Rows the builder placed so far. */
+extern uint64 dp_heap_rows(DPHeapBuilder *b);
+extern void dp_heap_sample(DPHeapBuilder *b, DPSample *sample);
+
+
 /* ---------- append.c: crash-safe appends of built pages ---------- */
 
 /*

@@ -34,6 +34,10 @@
  * no TOAST; the leader's builder takes the workers' finished pages as its
  * next blocks (dp_heap_add_page), setting each tuple's t_ctid then.
  *
+ * A builder of a relation that was empty can be given a sample
+ * (stats/stats.c): every page it hands to be written offers its rows to
+ * it first, with their block numbers.
+ *
  * Invariants: a TID handed out is readable through the buffer manager only
  * after the flush that wrote its page (the caller defers index and
  * trigger work until then, queue.c); pages[0..npages-1] are consecutive
@@ -42,6 +46,7 @@
  *-------------------------------------------------------------------------
  */
 #include "heap/heap.h"
+#include "stats/stats.h"
 
 #include "access/heapam.h"
 #include "catalog/catalog.h"
@@ -67,6 +72,7 @@ struct DPHeapBuilder
 	DPFixedColumn *fixed;		/* every column fixed-width: the layout of
 								 * a row without nulls; else NULL */
 	Size		fixed_len;		/* such a row's length, header included */
+	DPSample   *sample;			/* rows sampled for statistics, or NULL */
 	TransactionId xid;			/* tuple header fields */
 	CommandId	cid;
 	Size		save_free;		/* fillfactor reserve */
@@ -327,6 +333,25 @@ dp_heap_add_slot_in_place(DPHeapBuilder *b, TupleTableSlot *slot)
 	return add_in_place(b, slot, &tid, NULL);
 }
 
+void
+dp_heap_sample(DPHeapBuilder *b, DPSample *sample)
+{
+	Assert(b->append != NULL && b->tuples == 0);
+	b->sample = sample;
+}
+
+BlockNumber
+dp_heap_first_block(DPHeapBuilder *b)
+{
+	return dp_append_first_block(b->append);
+}
+
+uint64
+dp_heap_rows(DPHeapBuilder *b)
+{
+	return b->tuples;
+}
+
 Page
 dp_heap_take_page(DPHeapBuilder *b, bool include_partial)
 {
@@ -431,6 +456,9 @@ dp_heap_flush(DPHeapBuilder *b, bool include_partial)
 
 	if (n > 0)
 		b->last_free = PageGetHeapFreeSpace(b->pages[n - 1]);
+	if (b->sample)
+		for (int i = 0; i < n; i++)
+			dp_sample_page(b->sample, b->pages[i], b->next_block + i);
 	dp_append_write(b->append, b->pages, n, include_partial);
 	memmove(b->pages, b->pages + n, sizeof(Page) * (b->npages - n));
 	b->npages -= n;

@@ -44,7 +44,11 @@
  * The end comes in two steps: dp_load_end_rows() writes every row and
  * does their after-insert work, so that the errors of a row still name it
  * (COPY's line); dp_load_finish() then builds the indexes of new storage,
- * whose errors (a duplicate found by the build) belong to no one line.
+ * whose errors (a duplicate found by the build) belong to no one line,
+ * and stores the statistics of the leaves the load filled from empty,
+ * whose rows were sampled as their pages were written (stats/stats.c;
+ * a leaf that had rows gets only its size), unless rows were taken back
+ * or go to core's executor after the load.
  *
  * Long: over 700 lines.  The states (hold, direct), the flush rule and
  * the rows waiting for their conflict decisions all act on one DPLoad and
@@ -58,6 +62,7 @@
  *-------------------------------------------------------------------------
  */
 #include "load/load.h"
+#include "stats/stats.h"
 
 #include "access/xact.h"
 #include "executor/execPartition.h"
@@ -105,6 +110,11 @@ struct DPLoad
 	DPUpsert   *upsert;			/* rows for core after the load, or NULL */
 	const char *update_sql;		/* COPY's ON_CONFLICT 'update', or NULL */
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
+	/* statistics gathered as rows are written (stats/stats.c) */
+	const char *stats_why;		/* why a leaf gathers none, or NULL */
+	Relation	stats_of;		/* whose statistics they are, if not the
+								 * target's (dp_load_statistics_of) */
+	StringInfoData stats_left;	/* what is left to ANALYZE */
 	DPReport	report;			/* what the statement did */
 };
 
@@ -155,12 +165,39 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	return s;
 }
 
+/*
+ * A leaf whose writer starts on an empty relation gathers its statistics
+ * (stats/stats.c), unless rows go to core's executor after the load.
+ */
+static void
+start_sample(DPLoad *s, DPLeaf *leaf)
+{
+	const char *why = NULL;
+
+	if (s->leaves.do_update || s->update_sql)
+		why = "rows that conflict are updated after the load";
+	else if (dp_heap_first_block(leaf->writer) != 0)
+	{
+		why = "the table was not empty";
+		leaf->appends = true;
+	}
+	else
+		leaf->sample = dp_sample_begin(leaf->rri->ri_RelationDesc,
+									   s->stats_of, &why);
+	if (leaf->sample)
+		dp_heap_sample(leaf->writer, leaf->sample);
+	else if (s->stats_why == NULL)
+		s->stats_why = why;
+}
+
 /* Start a leaf's page builder; count it as frozen if it is. */
 static void
 start_writer(DPLoad *s, DPLeaf *leaf)
 {
-	if (dp_leaf_start_writer(&s->leaves, leaf))
+	leaf->frozen = dp_leaf_start_writer(&s->leaves, leaf);
+	if (leaf->frozen)
 		s->report.frozen = true;
+	start_sample(s, leaf);
 }
 
 /*
@@ -589,7 +626,8 @@ finish_heaps(DPLoad *s)
 	{
 		if (leaf->writer == NULL)
 			continue;
-		s->report.pages += dp_heap_finish(leaf->writer);
+		leaf->pages_written = dp_heap_finish(leaf->writer);
+		s->report.pages += leaf->pages_written;
 		s->report.index_strategies |= dp_indexes_used(leaf->indexes);
 	}
 	s->state = DPS_WRITTEN;
@@ -634,11 +672,69 @@ dp_load_end_rows(DPLoad *s)
 		dp_fault("finish");
 }
 
+/*
+ * The statistics of the leaves that sampled their rows, stored once every
+ * row is written, unless rows were taken back or go to core's executor;
+ * the sizes of those that had rows; the report says what was done.
+ */
+static void
+finish_statistics(DPLoad *s)
+{
+	int			gathered = 0;
+	int			sampled = 0;
+	int			sized = 0;
+	const char *blocked = NULL;
+
+	initStringInfo(&s->stats_left);
+	if (dp_queue_deleted(s->queue) > 0)
+		blocked = "rows were taken back after they were written";
+	else if (s->upsert)
+		blocked = "rows are inserted or updated by core after the load";
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+	{
+		if (leaf->appends && blocked == NULL &&
+			dp_stats_appended(leaf->rri->ri_RelationDesc,
+							  (double) dp_heap_rows(leaf->writer),
+							  leaf->pages_written, leaf->frozen))
+			sized++;
+		if (leaf->sample == NULL)
+			continue;
+		if (blocked == NULL)
+		{
+			sampled += dp_sample_store(leaf->sample, leaf->frozen);
+			gathered++;
+		}
+		else
+			dp_sample_discard(leaf->sample);
+		leaf->sample = NULL;
+	}
+	if (gathered > 0 &&
+		s->leaves.mtstate->rootResultRelInfo->ri_RelationDesc->rd_rel->relkind ==
+		RELKIND_PARTITIONED_TABLE)
+		appendStringInfoString(&s->stats_left,
+							   "the partitioned table's own left to ANALYZE");
+	if (gathered > 0 && s->stats_why)
+		appendStringInfo(&s->stats_left, "%snot for every partition: %s",
+						 s->stats_left.len ? "; " : "", s->stats_why);
+	if (gathered > 0)
+		snprintf(s->report.statistics, sizeof(s->report.statistics),
+				 "gathered for %d relation%s from %d sample rows%s%s",
+				 gathered, gathered > 1 ? "s" : "", sampled,
+				 s->stats_left.len ? "; " : "", s->stats_left.data);
+	else if (blocked || s->stats_why)
+		snprintf(s->report.statistics, sizeof(s->report.statistics),
+				 "left to ANALYZE: %s%s", blocked ? blocked : s->stats_why,
+				 sized > 0 ? " (its size in pg_class updated)" : "");
+}
+
 void
 dp_load_finish(DPLoad *s)
 {
 	if (s->state == DPS_WRITTEN)
+	{
 		finish_indexes(s);
+		finish_statistics(s);
+	}
 	/*
 	 * The rows left to core (DO UPDATE's, MERGE's matched ones), now that
 	 * no page builder owns the heap's end and no entry waits to be appended
@@ -767,6 +863,13 @@ dp_load_new_relation(DPLoad *s)
 {
 	Assert(s->leaves.list == NULL);
 	s->leaves.born = true;
+}
+
+void
+dp_load_statistics_of(DPLoad *s, Relation rel)
+{
+	Assert(s->leaves.list == NULL);
+	s->stats_of = rel;
 }
 
 void

@@ -69,6 +69,10 @@ typedef struct DPLeaf
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
 	int			full_pages;		/* writer's full pages last counted */
+	struct DPSample *sample;	/* its rows sampled for statistics, or NULL */
+	bool		appends;		/* its writer began on a non-empty relation */
+	uint64		pages_written;	/* by its writer, once finished */
+	bool		frozen;			/* its writer writes frozen pages */
 	struct DPLeaf *next;
 } DPLeaf;
 
@@ -151,6 +155,13 @@ extern void dp_load_on_conflict(DPLoad *load, List *arbiters,
  * Before the first row.
  */
 extern void dp_load_new_relation(DPLoad *load);
+
+/*
+ * The statistics gathered as the rows are written are another relation's,
+ * of the same columns (REFRESH MATERIALIZED VIEW: the view's, whose new
+ * heap the load fills).  Before the first row; 'rel' open until the end.
+ */
+extern void dp_load_statistics_of(DPLoad *load, Relation rel);
 
 /*
  * A row of the ModifyTable's subplan that core's ModifyTable node

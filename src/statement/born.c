@@ -27,6 +27,12 @@
  *					then placed on pages;
  *	  rShutdown		the load ended (its report published), then core's.
  *
+ * The load gathers the new relation's statistics as it writes
+ * (stats/stats.c); where the rows fill a new heap of a materialized view
+ * (REFRESH, and CREATE MATERIALIZED VIEW from 17, which creates the view
+ * empty and refreshes it) they are stored as the view's, whose heap the
+ * new one becomes (core swaps the sizes in with the files).
+ *
  * The relation is new in the transaction and empty, nobody else can see it
  * (AccessExclusiveLock), and it has no index, trigger, constraint or policy
  * yet: its pages go out frozen and all-visible, with the visibility map set,
@@ -44,9 +50,12 @@
  */
 #include "statement/statement.h"
 
+#include "access/relation.h"
+#include "catalog/namespace.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "tcop/utility.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 /* The born-ready statement being run (ProcessUtility), or none. */
@@ -55,6 +64,11 @@ typedef struct DPBornStmt
 	bool		wanted;
 	bool		hinted;
 	const char *kind;			/* for messages and last_statement() */
+	RangeVar   *matview;		/* a materialized view, whose statistics the
+								 * rows of a new heap of it give */
+	List	   *matview_nsps;	/* where its name is looked up: its schema,
+								 * or the search path before the statement
+								 * (a refresh restricts it) */
 } DPBornStmt;
 
 /* A core receiver, wrapped for one run of its query. */
@@ -67,6 +81,7 @@ typedef struct DPBornDest
 	ModifyTableState *mtstate;
 	DPLoad	   *load;
 	uint64		report_id;		/* refused: our last_statement() entry */
+	Relation	matview;		/* REFRESH: the view (core holds its lock) */
 	uint64		rows;
 } DPBornDest;
 
@@ -129,6 +144,24 @@ born_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	d->load = dp_load_begin(d->stmt->kind, d->estate, d->mtstate,
 							d->stmt->hinted, freeze, NULL, NULL, NULL);
 	dp_load_new_relation(d->load);
+	if (d->stmt->matview && d->core->mydest == DestTransientRel)
+	{
+		ListCell   *lc;
+		Oid			relid = InvalidOid;
+
+		foreach(lc, d->stmt->matview_nsps)
+		{
+			relid = get_relname_relid(d->stmt->matview->relname, lfirst_oid(lc));
+			if (OidIsValid(relid))
+				break;
+		}
+		/* core locked and checked it before making the new heap */
+		if (OidIsValid(relid))
+		{
+			d->matview = relation_open(relid, NoLock);
+			dp_load_statistics_of(d->load, d->matview);
+		}
+	}
 }
 
 static bool
@@ -158,6 +191,9 @@ born_shutdown(DestReceiver *self)
 		FreeExecutorState(d->estate);
 		d->load = NULL;
 		d->estate = NULL;
+		if (d->matview)
+			relation_close(d->matview, NoLock);
+		d->matview = NULL;
 	}
 	else if (d->report_id != 0)
 		dp_report_rows(d->report_id, d->rows);
@@ -223,6 +259,22 @@ born_kind(Node *stmt)
 	return NULL;
 }
 
+/*
+ * The materialized view a statement fills through a new heap, if it does:
+ * REFRESH's, and CREATE MATERIALIZED VIEW's (which 17 runs as a creation
+ * WITH NO DATA, then a refresh).
+ */
+static RangeVar *
+born_matview(Node *stmt)
+{
+	if (IsA(stmt, RefreshMatViewStmt))
+		return ((RefreshMatViewStmt *) stmt)->relation;
+	if (IsA(stmt, CreateTableAsStmt) &&
+		((CreateTableAsStmt *) stmt)->objtype == OBJECT_MATVIEW)
+		return ((CreateTableAsStmt *) stmt)->into->rel;
+	return NULL;
+}
+
 static void
 born_process_utility(PlannedStmt *pstmt, const char *queryString,
 					 bool readOnlyTree, ProcessUtilityContext context,
@@ -236,6 +288,13 @@ born_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (kind != NULL)
 	{
 		stmt.kind = kind;
+		stmt.matview = born_matview(pstmt->utilityStmt);
+		stmt.matview_nsps = NIL;
+		if (stmt.matview && stmt.matview->schemaname)
+			stmt.matview_nsps = list_make1_oid(get_namespace_oid(stmt.matview->schemaname,
+																 true));
+		else if (stmt.matview)
+			stmt.matview_nsps = fetch_search_path(false);
 		stmt.wanted = dp_admit_born_wanted(queryString, pstmt->stmt_location,
 										   pstmt->stmt_len, &stmt.hinted);
 		current = &stmt;

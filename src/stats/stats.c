@@ -1,0 +1,598 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  Statistics gathered while a load writes, so that a table a load
+ *	  fills from empty is ready to be planned for when the load ends,
+ *	  without an ANALYZE.
+ *
+ * ANALYZE reads a sample of a table's rows (two stages: random blocks,
+ * then a reservoir of their rows), hands each analyzed column to its
+ * type's analyze support (typanalyze, else std_typanalyze, which choose
+ * the sample size and the compute function), stores what the functions
+ * computed in pg_statistic, the relation's size in pg_class, and tells the
+ * cumulative statistics that the table was analyzed.  A load that fills
+ * an empty relation sees every row go by, so it can do the same without
+ * reading anything back:
+ *
+ * 1. Begin (when the load starts writing the relation, empty then): the
+ *	  columns ANALYZE would analyze (not dropped, not virtual, a statistics
+ *	  target other than 0) get their VacAttrStats from their type's
+ *	  analyze support exactly as ANALYZE prepares them, and the sample size
+ *	  is the largest minrows they ask for (at least 100) or the table's
+ *	  extended statistics objects ask for, as ANALYZE's.
+ * 2. Sample: each page, as it is handed to be written, offers its rows to
+ *	  a reservoir (Vitter's algorithm Z, core's sampling.c): the first
+ *	  targrows rows are kept, then each later one replaces a random kept
+ *	  row after a skip drawn from the reservoir state, so every row of the
+ *	  load has the same chance to be in the sample, and rows skipped cost a
+ *	  subtraction (whole pages at a time).  A kept row is copied with its
+ *	  TID; TOASTed values stay pointers, fetched by the compute functions
+ *	  as ANALYZE's are.
+ * 3. Store (after every page is written): the sample in TID order (the
+ *	  order ANALYZE gives it, which the correlation statistic needs), each
+ *	  column's compute function with the load's exact row count (every row
+ *	  offered; the relation was empty) as the total, the column's n_distinct option applied, a pg_statistic row per
+ *	  column (replacing an older one, as ANALYZE does), relpages,
+ *	  reltuples and relallvisible in pg_class (vac_update_relstats, as
+ *	  ANALYZE updates them, in place), and pgstat_report_analyze.  The
+ *	  table's extended statistics objects (CREATE STATISTICS) are built
+ *	  from the same sample by core's BuildRelationExtStatistics, as ANALYZE
+ *	  builds them.
+ *
+ * Indexes: as ANALYZE does, each index's reltuples and relpages are set
+ * (its predicate's share of the sample for a partial index) and its
+ * expression columns get statistics computed from their values on the
+ * sample rows (FormIndexDatum), stored under the index.
+ *
+ * What is left to ANALYZE (load.c says so): a partitioned parent's
+ * statistics over its partitions (each leaf the load fills gets its own),
+ * and the column statistics of a table that had rows, whose pg_class size
+ * only is brought up to date (dp_stats_appended): a sample of the new rows
+ * says nothing about the old ones, and merging it into ANALYZE's
+ * statistics of them would not be ANALYZE's result.
+ *
+ * Invariants: a sample only ever holds rows of pages handed to be written,
+ * in the relation that was empty when the load began writing it, so the
+ * statistics describe exactly the rows the load wrote; the caller stores
+ * only when no row was taken back after it was written.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "stats/stats.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/multixact.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "commands/vacuum.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "pgstat.h"
+#include "statistics/statistics.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/attoptcache.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/relcache.h"
+#include "utils/sampling.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+/* An index of the table: its size and its expression columns' statistics. */
+typedef struct DPIndexSample
+{
+	Relation	index;
+	IndexInfo  *info;
+	VacAttrStats **columns;		/* its expression columns analyzed */
+	int			ncolumns;
+} DPIndexSample;
+
+struct DPSample
+{
+	Relation	rel;
+	Relation	as;				/* whose statistics they are: rel, or a
+								 * materialized view whose new heap rel is */
+	MemoryContext mcxt;			/* the sample and the computed statistics */
+	VacAttrStats **columns;		/* the columns analyzed */
+	int			ncolumns;
+	DPIndexSample *indexes;		/* every index of the table */
+	int			nindexes;
+	int			targrows;		/* the sample's size */
+	HeapTuple  *rows;			/* the rows kept */
+	int			numrows;
+	double		seen;			/* rows offered so far */
+	BlockNumber pages;			/* pages offered so far */
+	int64		skip;			/* rows to pass before the next
+								 * replacement; -1: not drawn yet */
+	bool		reordered;		/* a replacement broke the TID order */
+	ReservoirStateData reservoir;
+};
+
+/* ---- 1. the columns ANALYZE would analyze ---- */
+
+/*
+ * The VacAttrStats of column 'attnum' of 'rel' (the table, or one of its
+ * indexes when 'expr' is that index column's expression) as ANALYZE
+ * prepares it: its type's analyze support chose the compute function and
+ * minrows.  NULL when ANALYZE would skip the column.
+ */
+static VacAttrStats *
+examine(DPSample *s, Relation rel, int attnum, Node *expr)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	VacAttrStats *stats;
+	HeapTuple	typtup;
+	int			target;
+	bool		ok;
+
+	if (att->attisdropped || DP_ATT_IS_VIRTUAL(att))
+		return NULL;
+	target = dp_attstattarget(rel, attnum);
+	if (target == 0)
+		return NULL;
+
+	stats = palloc0(sizeof(VacAttrStats));
+	DP_VACATTR_SET_TARGET(stats, att, target);
+	if (expr)
+	{
+		/* the expression's type, not the opclass's storage type */
+		stats->attrtypid = exprType(expr);
+		stats->attrtypmod = exprTypmod(expr);
+		stats->attrcollid = OidIsValid(rel->rd_indcollation[attnum - 1]) ?
+			rel->rd_indcollation[attnum - 1] : exprCollation(expr);
+	}
+	else
+	{
+		stats->attrtypid = att->atttypid;
+		stats->attrtypmod = att->atttypmod;
+		stats->attrcollid = att->attcollation;
+	}
+	typtup = SearchSysCacheCopy1(TYPEOID, ObjectIdGetDatum(stats->attrtypid));
+	if (!HeapTupleIsValid(typtup))
+		elog(ERROR, "cache lookup failed for type %u", stats->attrtypid);
+	stats->attrtype = (Form_pg_type) GETSTRUCT(typtup);
+	stats->anl_context = s->mcxt;
+	stats->tupattnum = attnum;
+	/* what the slots hold defaults to the column's type */
+	for (int i = 0; i < STATISTIC_NUM_SLOTS; i++)
+	{
+		stats->statypid[i] = stats->attrtypid;
+		stats->statyplen[i] = stats->attrtype->typlen;
+		stats->statypbyval[i] = stats->attrtype->typbyval;
+		stats->statypalign[i] = stats->attrtype->typalign;
+	}
+	if (OidIsValid(stats->attrtype->typanalyze))
+		ok = DatumGetBool(OidFunctionCall1(stats->attrtype->typanalyze,
+										   PointerGetDatum(stats)));
+	else
+		ok = std_typanalyze(stats);
+	if (!ok || stats->compute_stats == NULL || stats->minrows <= 0)
+		return NULL;
+	return stats;
+}
+
+/*
+ * The table's indexes, for their sizes, and the expression columns of
+ * those that have any, for their statistics (as ANALYZE's
+ * compute_index_stats); the sample grows to what they ask for.  Opened
+ * when the sample begins (for its size) and again when it is stored, and
+ * closed in between: the load may rebuild an index (REINDEX refuses one
+ * that is open).
+ */
+static void
+examine_indexes(DPSample *s)
+{
+	List	   *oids = RelationGetIndexList(s->rel);
+	ListCell   *lc;
+
+	s->nindexes = 0;
+	s->indexes = palloc0(Max(list_length(oids), 1) * sizeof(DPIndexSample));
+	foreach(lc, oids)
+	{
+		DPIndexSample *ix = &s->indexes[s->nindexes++];
+		ListCell   *expr;
+		int			natts;
+
+		ix->index = index_open(lfirst_oid(lc), AccessShareLock);
+		ix->info = BuildIndexInfo(ix->index);
+		natts = ix->info->ii_NumIndexAttrs;
+		ix->columns = palloc(Max(natts, 1) * sizeof(VacAttrStats *));
+		expr = list_head(ix->info->ii_Expressions);
+		for (int i = 0; i < natts; i++)
+		{
+			VacAttrStats *stats;
+
+			if (ix->info->ii_IndexAttrNumbers[i] != 0)
+				continue;
+			stats = examine(s, ix->index, i + 1, (Node *) lfirst(expr));
+			expr = lnext(ix->info->ii_Expressions, expr);
+			if (stats == NULL)
+				continue;
+			ix->columns[ix->ncolumns++] = stats;
+			s->targrows = Max(s->targrows, stats->minrows);
+		}
+	}
+}
+
+/* The indexes examine_indexes opened, closed. */
+static void
+close_indexes(DPSample *s)
+{
+	for (int i = 0; i < s->nindexes; i++)
+		index_close(s->indexes[i].index, AccessShareLock);
+	s->nindexes = 0;
+}
+
+DPSample *
+dp_sample_begin(Relation rel, Relation as, const char **why)
+{
+	MemoryContext mcxt;
+	MemoryContext old;
+	DPSample   *s;
+	int			natts = RelationGetDescr(rel)->natts;
+
+	if (!dp_load_statistics)
+	{
+		*why = "directpath.load_statistics is off";
+		return NULL;
+	}
+	if (as == NULL)
+		as = rel;
+	if (!DP_MAY_ANALYZE(as))
+	{
+		*why = "the user may not ANALYZE the table";
+		return NULL;
+	}
+
+	mcxt = AllocSetContextCreate(CurrentMemoryContext, "directpath sample",
+								 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(mcxt);
+	s = palloc0(sizeof(DPSample));
+	s->rel = rel;
+	s->as = as;
+	s->mcxt = mcxt;
+	s->columns = palloc(Max(natts, 1) * sizeof(VacAttrStats *));
+	s->targrows = 100;
+	for (int attnum = 1; attnum <= natts; attnum++)
+	{
+		VacAttrStats *stats = examine(s, as, attnum, NULL);
+
+		if (stats == NULL)
+			continue;
+		s->columns[s->ncolumns++] = stats;
+		s->targrows = Max(s->targrows, stats->minrows);
+	}
+	if (s->ncolumns == 0)
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(mcxt);
+		*why = "no column of the table is analyzed";
+		return NULL;
+	}
+	examine_indexes(s);
+	close_indexes(s);
+	/* extended statistics objects may ask for a larger sample */
+	s->targrows = Max(s->targrows,
+					  ComputeExtStatisticsRows(rel, s->ncolumns, s->columns));
+	MemoryContextSwitchTo(old);
+	s->rows = MemoryContextAlloc(mcxt, s->targrows * sizeof(HeapTuple));
+	s->skip = -1;
+	reservoir_init_selection_state(&s->reservoir, s->targrows);
+	return s;
+}
+
+/* ---- 2. the sample ---- */
+
+/* Keep the row at 'off' of the page, block 'blkno', as rows[k]. */
+static void
+keep(DPSample *s, Page page, BlockNumber blkno, OffsetNumber off, int k)
+{
+	ItemId		lp = PageGetItemId(page, off);
+	HeapTupleData tup;
+	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+
+	tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	tup.t_len = ItemIdGetLength(lp);
+	ItemPointerSet(&tup.t_self, blkno, off);
+	tup.t_tableOid = RelationGetRelid(s->rel);
+	if (k < s->numrows)
+		heap_freetuple(s->rows[k]);
+	s->rows[k] = heap_copytuple(&tup);
+	MemoryContextSwitchTo(old);
+}
+
+void
+dp_sample_page(DPSample *s, Page page, BlockNumber blkno)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber off = FirstOffsetNumber;
+
+	s->pages++;
+	while (off <= maxoff)
+	{
+		int			left = maxoff - off + 1;
+		int			k;
+
+		if (s->numrows < s->targrows)
+		{
+			keep(s, page, blkno, off++, s->numrows);
+			s->numrows++;
+			s->seen++;
+			continue;
+		}
+		if (s->skip < 0)
+			s->skip = (int64) reservoir_get_next_S(&s->reservoir, s->seen,
+												   s->targrows);
+		if (s->skip >= left)
+		{
+			/* no replacement on the rest of this page */
+			s->skip -= left;
+			s->seen += left;
+			return;
+		}
+		off += (OffsetNumber) s->skip;
+		s->seen += s->skip;
+		k = (int) (s->targrows * sampler_random_fract(&s->reservoir.randstate));
+		keep(s, page, blkno, off++, k);
+		s->seen++;
+		s->skip = -1;
+		s->reordered = true;
+	}
+}
+
+/* ---- 3. compute and store ---- */
+
+static int
+compare_tids(const void *a, const void *b)
+{
+	return ItemPointerCompare(&(*(HeapTuple const *) a)->t_self,
+							  &(*(HeapTuple const *) b)->t_self);
+}
+
+/* The compute functions' access to a column of sample row 'rownum'. */
+static Datum
+fetch_value(VacAttrStatsP stats, int rownum, bool *isNull)
+{
+	return heap_getattr(stats->rows[rownum], stats->tupattnum, stats->tupDesc,
+						isNull);
+}
+
+/* The compute functions' access to an index expression's value. */
+static Datum
+fetch_expression(VacAttrStatsP stats, int rownum, bool *isNull)
+{
+	int			i = rownum * stats->rowstride;
+
+	*isNull = stats->exprnulls[i];
+	return stats->exprvals[i];
+}
+
+/* A float4[] of a slot's numbers. */
+static Datum
+numbers_array(const VacAttrStats *stats, int k)
+{
+	Datum	   *d = palloc(stats->numnumbers[k] * sizeof(Datum));
+
+	for (int n = 0; n < stats->numnumbers[k]; n++)
+		d[n] = Float4GetDatum(stats->stanumbers[k][n]);
+	return PointerGetDatum(construct_array_builtin(d, stats->numnumbers[k],
+												   FLOAT4OID));
+}
+
+/* A column's pg_statistic row, inserted or replacing the one there. */
+static void
+store_column(Relation pg_statistic, Oid relid, const VacAttrStats *stats)
+{
+	Datum		values[Natts_pg_statistic];
+	bool		nulls[Natts_pg_statistic];
+	bool		replaces[Natts_pg_statistic];
+	HeapTuple	old;
+	HeapTuple	tup;
+
+	memset(nulls, false, sizeof(nulls));
+	memset(replaces, true, sizeof(replaces));
+	values[Anum_pg_statistic_starelid - 1] = ObjectIdGetDatum(relid);
+	values[Anum_pg_statistic_staattnum - 1] = Int16GetDatum(stats->tupattnum);
+	values[Anum_pg_statistic_stainherit - 1] = BoolGetDatum(false);
+	values[Anum_pg_statistic_stanullfrac - 1] = Float4GetDatum(stats->stanullfrac);
+	values[Anum_pg_statistic_stawidth - 1] = Int32GetDatum(stats->stawidth);
+	values[Anum_pg_statistic_stadistinct - 1] = Float4GetDatum(stats->stadistinct);
+	for (int k = 0; k < STATISTIC_NUM_SLOTS; k++)
+	{
+		int			numbers = Anum_pg_statistic_stanumbers1 - 1 + k;
+		int			vals = Anum_pg_statistic_stavalues1 - 1 + k;
+
+		values[Anum_pg_statistic_stakind1 - 1 + k] = Int16GetDatum(stats->stakind[k]);
+		values[Anum_pg_statistic_staop1 - 1 + k] = ObjectIdGetDatum(stats->staop[k]);
+		values[Anum_pg_statistic_stacoll1 - 1 + k] = ObjectIdGetDatum(stats->stacoll[k]);
+		nulls[numbers] = stats->numnumbers[k] <= 0;
+		values[numbers] = nulls[numbers] ? (Datum) 0 : numbers_array(stats, k);
+		nulls[vals] = stats->numvalues[k] <= 0;
+		values[vals] = nulls[vals] ? (Datum) 0 :
+			PointerGetDatum(construct_array(stats->stavalues[k],
+											stats->numvalues[k],
+											stats->statypid[k],
+											stats->statyplen[k],
+											stats->statypbyval[k],
+											stats->statypalign[k]));
+	}
+
+	old = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(relid),
+						  Int16GetDatum(stats->tupattnum), BoolGetDatum(false));
+	if (HeapTupleIsValid(old))
+	{
+		tup = heap_modify_tuple(old, RelationGetDescr(pg_statistic), values,
+								nulls, replaces);
+		ReleaseSysCache(old);
+		CatalogTupleUpdate(pg_statistic, &tup->t_self, tup);
+	}
+	else
+	{
+		tup = heap_form_tuple(RelationGetDescr(pg_statistic), values, nulls);
+		CatalogTupleInsert(pg_statistic, tup);
+	}
+	heap_freetuple(tup);
+}
+
+/*
+ * An index's share of the sample (the rows its predicate takes), its
+ * expression columns' statistics from their values on those rows, and its
+ * size, as ANALYZE's compute_index_stats makes them.
+ */
+static void
+store_index(DPSample *s, DPIndexSample *ix, Relation pg_statistic,
+			double reltuples)
+{
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(s->rel),
+													&TTSOpsHeapTuple);
+	ExprState  *predicate = ExecPrepareQual(ix->info->ii_Predicate, estate);
+	int			stride = ix->ncolumns;
+	Datum	   *vals = palloc(Max(s->numrows * stride, 1) * sizeof(Datum));
+	bool	   *nulls = palloc(Max(s->numrows * stride, 1) * sizeof(bool));
+	int			taken = 0;
+	double		indexrows;
+
+	econtext->ecxt_scantuple = slot;
+	for (int r = 0; r < s->numrows; r++)
+	{
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+
+		ResetExprContext(econtext);
+		ExecStoreHeapTuple(s->rows[r], slot, false);
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		if (stride > 0)
+			FormIndexDatum(ix->info, slot, estate, values, isnull);
+		for (int k = 0; k < stride; k++)
+		{
+			VacAttrStats *stats = ix->columns[k];
+			int			col = stats->tupattnum - 1;
+			int			at = taken * stride + k;
+
+			nulls[at] = isnull[col];
+			vals[at] = isnull[col] ? (Datum) 0 :
+				datumCopy(values[col], stats->attrtype->typbyval,
+						  stats->attrtype->typlen);
+		}
+		taken++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+
+	indexrows = s->numrows > 0 ? ceil(taken * reltuples / s->numrows) : 0;
+	for (int k = 0; k < stride; k++)
+	{
+		VacAttrStats *stats = ix->columns[k];
+
+		stats->exprvals = vals + k;
+		stats->exprnulls = nulls + k;
+		stats->rowstride = stride;
+		stats->compute_stats(stats, fetch_expression, taken, indexrows);
+		if (stats->stats_valid)
+			store_column(pg_statistic, RelationGetRelid(ix->index), stats);
+	}
+	DP_UPDATE_RELSTATS(ix->index, RelationGetNumberOfBlocks(ix->index),
+					   indexrows, 0, 0);
+}
+
+/* The sample's memory freed. */
+static void
+release(DPSample *s)
+{
+	close_indexes(s);
+	MemoryContextDelete(s->mcxt);
+}
+
+void
+dp_sample_discard(DPSample *s)
+{
+	release(s);
+}
+
+int
+dp_sample_store(DPSample *s, bool frozen)
+{
+	Relation	as = s->as;
+	MemoryContext column_cxt;
+	MemoryContext old;
+	Relation	pg_statistic;
+	double		reltuples = s->seen;
+	int			sampled = s->numrows;
+
+	/* no rows: only the sizes, as ANALYZE of an empty table */
+	if (s->numrows == 0)
+	{
+		DP_UPDATE_RELSTATS(s->rel, s->pages, 0, 0, 0);
+		release(s);
+		return 0;
+	}
+	if (s->reordered)
+		qsort(s->rows, s->numrows, sizeof(HeapTuple), compare_tids);
+	column_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									   "directpath column statistics",
+									   ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < s->ncolumns; i++)
+	{
+		VacAttrStats *stats = s->columns[i];
+		AttributeOpts *opts;
+
+		stats->rows = s->rows;
+		stats->tupDesc = RelationGetDescr(s->rel);
+		old = MemoryContextSwitchTo(column_cxt);
+		stats->compute_stats(stats, fetch_value, s->numrows, reltuples);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(column_cxt);
+		opts = get_attribute_options(RelationGetRelid(s->rel), stats->tupattnum);
+		if (opts != NULL && opts->n_distinct != 0.0)
+			stats->stadistinct = opts->n_distinct;
+	}
+	MemoryContextDelete(column_cxt);
+
+	pg_statistic = table_open(StatisticRelationId, RowExclusiveLock);
+	for (int i = 0; i < s->ncolumns; i++)
+		if (s->columns[i]->stats_valid)
+			store_column(pg_statistic, RelationGetRelid(as), s->columns[i]);
+	old = MemoryContextSwitchTo(s->mcxt);
+	examine_indexes(s);
+	for (int i = 0; i < s->nindexes; i++)
+		store_index(s, &s->indexes[i], pg_statistic, reltuples);
+	MemoryContextSwitchTo(old);
+	table_close(pg_statistic, RowExclusiveLock);
+	/* the table's extended statistics objects, from the same sample */
+	BuildRelationExtStatistics(as, false, reltuples, s->numrows, s->rows,
+							   s->ncolumns, s->columns);
+
+	DP_UPDATE_RELSTATS(s->rel, s->pages, reltuples, frozen ? s->pages : 0,
+					   frozen ? s->pages : 0);
+	DP_REPORT_ANALYZE(as, (PgStat_Counter) reltuples);
+	release(s);
+	return sampled;
+}
+
+bool
+dp_stats_appended(Relation rel, double rows, BlockNumber pages, bool frozen)
+{
+	Form_pg_class cls = rel->rd_rel;
+
+	if (!dp_load_statistics || cls->reltuples < 0 || !DP_MAY_ANALYZE(rel))
+		return false;
+	DP_UPDATE_RELSTATS(rel, RelationGetNumberOfBlocks(rel),
+					   cls->reltuples + rows,
+					   cls->relallvisible + (frozen ? pages : 0),
+					   DP_REL_ALLFROZEN(rel) + (frozen ? pages : 0));
+	return true;
+}
