@@ -505,6 +505,13 @@ dp_attstattarget(Relation rel, int attnum)
 	pgstat_report_analyze((rel), (live), 0, true)
 #endif
 
+/* A relation's pending "changed tuples" counter was t_-prefixed in 15. */
+#if PG_VERSION_NUM >= 160000
+#define DP_PENDING_CHANGED(tabstat)	((tabstat)->counts.changed_tuples)
+#else
+#define DP_PENDING_CHANGED(tabstat)	((tabstat)->t_counts.t_changed_tuples)
+#endif
+
 /* ExecutorRun lost its "execute_once" argument in 18. */
 #if PG_VERSION_NUM >= 180000
 #define DP_EXECUTOR_RUN_PARAMS \

@@ -326,3 +326,63 @@ def test_append_brings_the_size_up_to_date(cluster):
         assert last_statement(conn)["statistics"] == "left to ANALYZE: the table was not empty"
         assert relstats(conn, "ls_app")[1] == -1
         conn.execute("DROP TABLE ls_app")
+
+
+def analyzed_counters(conn, table):
+    """n_mod_since_analyze, n_live_tup and analyze_count of the table, after
+    the loading session flushed its counters."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")
+    conn.execute("SET stats_fetch_consistency = none")
+    return conn.execute("SELECT n_mod_since_analyze, n_live_tup, analyze_count "
+                        "FROM pg_stat_user_tables WHERE relid = %s::regclass",
+                        (table,)).fetchone()
+
+
+def test_autovacuum_does_not_analyze_again(cluster):
+    """The rows a load stored statistics for are not changes since that
+    analyze once the transaction commits (autovacuum would analyze the table
+    again at once); rows inserted after it still are, and a store rolled
+    back with its subtransaction takes nothing off."""
+    with cluster.conn() as conn:
+        conn.execute("SET directpath.min_bytes = 0")
+        conn.execute("DROP TABLE IF EXISTS ls_av")
+        conn.execute("/*+ APPEND */ CREATE TABLE ls_av AS "
+                     "SELECT g AS id, g % 17 AS grp FROM generate_series(1, 20000) g")
+        assert last_statement(conn)["statistics"].startswith("gathered"), last_statement(conn)
+        assert analyzed_counters(conn, "ls_av") == (0, 20000, 1)
+
+        conn.execute("DROP TABLE ls_av")
+        with conn.transaction():
+            conn.execute("CREATE TABLE ls_av (id int, grp int)")
+            conn.execute("/*+ APPEND */ INSERT INTO ls_av "
+                         "SELECT g, g % 17 FROM generate_series(1, 20000) g")
+            assert last_statement(conn)["statistics"].startswith("gathered")
+            conn.execute("INSERT INTO ls_av VALUES (1, 1), (2, 2), (3, 3)")
+        assert analyzed_counters(conn, "ls_av") == (3, 20003, 1)
+
+        conn.execute("DROP TABLE ls_av")
+        with conn.transaction():
+            conn.execute("CREATE TABLE ls_av (id int, grp int)")
+            conn.execute("SAVEPOINT s")
+            conn.execute("/*+ APPEND */ INSERT INTO ls_av "
+                         "SELECT g, g % 17 FROM generate_series(1, 20000) g")
+            assert last_statement(conn)["statistics"].startswith("gathered")
+            conn.execute("ROLLBACK TO s")
+            conn.execute("INSERT INTO ls_av VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)")
+        assert conn.execute("SELECT count(*) FROM pg_statistic "
+                            "WHERE starelid = 'ls_av'::regclass").fetchone()[0] == 0
+        assert analyzed_counters(conn, "ls_av")[0] == 5
+
+        # a REFRESH counts its rows as the view's changes, as core's does
+        conn.execute("DROP TABLE ls_av")
+        conn.execute("CREATE MATERIALIZED VIEW ls_av AS SELECT g AS id "
+                     "FROM generate_series(1, 20000) g WITH NO DATA")
+        conn.execute("/*+ APPEND */ REFRESH MATERIALIZED VIEW ls_av")
+        assert last_statement(conn)["statistics"].startswith("gathered")
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        conn.execute("SELECT 1")
+        conn.execute("SET stats_fetch_consistency = none")
+        assert conn.execute("SELECT n_mod_since_analyze FROM pg_stat_all_tables "
+                            "WHERE relid = 'ls_av'::regclass").fetchone()[0] == 0
+        conn.execute("DROP MATERIALIZED VIEW ls_av")

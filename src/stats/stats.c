@@ -39,6 +39,19 @@
  *	  from the same sample by core's BuildRelationExtStatistics, as ANALYZE
  *	  builds them.
  *
+ * Autovacuum: pgstat_report_analyze resets the table's count of changes
+ * since the last analyze, but core adds the transaction's inserted rows to
+ * it when the transaction commits, after the analyze, so the rows the
+ * statistics describe would count as changes and autovacuum would analyze
+ * the table again at once (as after an ANALYZE run inside the loading
+ * transaction).  So each store is remembered with its subtransaction, and
+ * at the top-level commit (XACT_EVENT_COMMIT, which core calls before it
+ * moves the transaction's counts into the pending ones) the rows stored
+ * are taken off the relation's pending changes, never more than the
+ * transaction inserted into it; a store whose subtransaction aborted is
+ * forgotten, and so is every store of a transaction that is prepared (its
+ * counts travel in the two-phase state; autovacuum analyzes once more).
+ *
  * Indexes: as ANALYZE does, each index's reltuples and relpages are set
  * (its predicate's share of the sample for a partial index) and its
  * expression columns get statistics computed from their values on the
@@ -66,6 +79,7 @@
 #include "access/htup_details.h"
 #include "access/multixact.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
@@ -118,6 +132,16 @@ struct DPSample
 	bool		reordered;		/* a replacement broke the TID order */
 	ReservoirStateData reservoir;
 };
+
+/* A store of this transaction, to be taken off the changes at commit. */
+typedef struct DPAnalyzed
+{
+	PgStat_TableStatus *pending;	/* the relation's pending counters */
+	double		rows;			/* rows the statistics describe */
+	SubTransactionId subid;		/* the subtransaction that stored them */
+} DPAnalyzed;
+
+static List *analyzed = NIL;	/* DPAnalyzed *, in TopTransactionContext */
 
 /* ---- 1. the columns ANALYZE would analyze ---- */
 
@@ -510,6 +534,75 @@ store_index(DPSample *s, DPIndexSample *ix, Relation pg_statistic,
 }
 
 /* The sample's memory freed. */
+/* ---- 3b. the changes since the analyze, at commit ---- */
+
+static void
+analyzed_xact(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == XACT_EVENT_COMMIT)
+		foreach(lc, analyzed)
+		{
+			DPAnalyzed *a = lfirst(lc);
+			PgStat_TableXactStatus *trans = a->pending->trans;
+			PgStat_Counter left;
+
+			if (trans == NULL)
+				continue;
+			/* what the transaction inserted, less earlier stores' rows */
+			left = trans->tuples_inserted;
+			for (ListCell *e = list_head(analyzed); lfirst(e) != a;
+				 e = lnext(analyzed, e))
+				if (((DPAnalyzed *) lfirst(e))->pending == a->pending)
+					left -= (PgStat_Counter) ((DPAnalyzed *) lfirst(e))->rows;
+			if (left > 0)
+				DP_PENDING_CHANGED(a->pending) -=
+					Min((PgStat_Counter) a->rows, left);
+		}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PRE_PREPARE)
+		analyzed = NIL;			/* the list went with TopTransactionContext */
+}
+
+static void
+analyzed_subxact(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	/* stores made in the aborted subtransaction or below were rolled back */
+	foreach(lc, analyzed)
+		if (((DPAnalyzed *) lfirst(lc))->subid >= mySubid)
+			analyzed = foreach_delete_current(analyzed, lc);
+}
+
+static void
+remember_analyzed(Relation as, double rows)
+{
+	static bool registered = false;
+	DPAnalyzed *a;
+	MemoryContext old;
+
+	if (!pgstat_should_count_relation(as))
+		return;
+	if (!registered)
+	{
+		RegisterXactCallback(analyzed_xact, NULL);
+		RegisterSubXactCallback(analyzed_subxact, NULL);
+		registered = true;
+	}
+	a = MemoryContextAlloc(TopTransactionContext, sizeof(DPAnalyzed));
+	a->pending = as->pgstat_info;
+	a->rows = rows;
+	a->subid = GetCurrentSubTransactionId();
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	analyzed = lappend(analyzed, a);
+	MemoryContextSwitchTo(old);
+}
+
 static void
 release(DPSample *s)
 {
@@ -579,6 +672,7 @@ dp_sample_store(DPSample *s, bool frozen)
 	DP_UPDATE_RELSTATS(s->rel, s->pages, reltuples, frozen ? s->pages : 0,
 					   frozen ? s->pages : 0);
 	DP_REPORT_ANALYZE(as, (PgStat_Counter) reltuples);
+	remember_analyzed(as, reltuples);
 	release(s);
 	return sampled;
 }
