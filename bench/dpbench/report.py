@@ -807,7 +807,9 @@ def section_parse(agg, meta, out, figs):
             "types, csv) by COPY from a server-side file into an empty table without "
             "indexes (created in an earlier transaction): plain, the serial direct path "
             "(core's COPY reader without and with the exact fast input, then the row "
-            "former) and `/*+ APPEND PARALLEL(1) */` (the leader and one worker parse). "
+            "former, and the row former with `directpath.load_statistics = off`: what "
+            "gathering the statistics costs) and `/*+ APPEND PARALLEL(1) */` (the leader and "
+            "one worker parse). "
             "Time is the COPY "
             "plus the CHECKPOINT after it; ratios against the plain COPY of the same input "
             "in the same run; *input MB/s*: the file's size over that time.", "",

@@ -6,8 +6,9 @@ server-side file, loaded into an empty table without indexes (created in
 an earlier transaction) by plain COPY, the serial direct path (with core's
 COPY reader and without the exact fast input of common types, as before
 issue 24; core's reader with the fast input, src/input/fastin.c; the row
-former, src/input/rowform.c, with the fast input) and /*+ APPEND
-PARALLEL(1) */ (row former and fast input):
+former, src/input/rowform.c, with the fast input; the same without the
+statistics gathered at load time, directpath.load_statistics = off, their
+cost) and /*+ APPEND PARALLEL(1) */ (row former and fast input):
 
   seed  the seed rows: 4 int columns, text format
   etl   ETL rows: timestamptz, int, numeric(12,2), md5 text; csv
@@ -29,12 +30,14 @@ from .measure import check_direct
 from .scenario import Case, Scenario
 
 # (key, label, workers: None plain, 0 serial; directpath.copy_fast_input,
-# directpath.copy_row_former)
-MODES = (("plain", "plain", None, "on", "on"),
-         ("serial_nofast", "direct, serial, core's reader, copy_fast_input off", 0, "off", "off"),
-         ("serial_core", "direct, serial, core's reader", 0, "on", "off"),
-         ("serial", "direct, serial", 0, "on", "on"),
-         ("p1", "direct, PARALLEL(1)", 1, "on", "on"))
+# directpath.copy_row_former, directpath.load_statistics)
+MODES = (("plain", "plain", None, "on", "on", "on"),
+         ("serial_nofast", "direct, serial, core's reader, copy_fast_input off", 0, "off", "off",
+          "on"),
+         ("serial_core", "direct, serial, core's reader", 0, "on", "off", "on"),
+         ("serial", "direct, serial", 0, "on", "on", "on"),
+         ("serial_nostats", "direct, serial, load_statistics off", 0, "on", "on", "off"),
+         ("p1", "direct, PARALLEL(1)", 1, "on", "on", "on"))
 
 INPUTS = {
     "seed": {
@@ -91,8 +94,8 @@ class ParseScenario(Scenario):
                      "plain" if workers is None else "direct",
                      twin=None if workers is None else f"{inp}_plain", group="parse",
                      params={"input": inp, "workers": workers, "mode": label, "fast": fast,
-                             "former": former})
-                for inp in INPUTS for key, label, workers, fast, former in MODES]
+                             "former": former, "stats": stats})
+                for inp in INPUTS for key, label, workers, fast, former, stats in MODES]
 
     def run(self, ctx, case, run_no):
         inp = INPUTS[case.params["input"]]
@@ -107,6 +110,7 @@ class ParseScenario(Scenario):
             c.execute(f"CREATE TABLE parse_t ({inp['columns']})")
             c.execute(f"SET directpath.copy_fast_input = {case.params['fast']}")
             c.execute(f"SET directpath.copy_row_former = {case.params['former']}")
+            c.execute(f"SET directpath.load_statistics = {case.params['stats']}")
             c.execute("CHECKPOINT")
             time.sleep(0.5)
             t0 = time.perf_counter()

@@ -124,6 +124,7 @@ struct DPSample
 	int			nindexes;
 	int			targrows;		/* the sample's size */
 	HeapTuple  *rows;			/* the rows kept */
+	uint32	   *room;			/* bytes allocated for each kept row */
 	int			numrows;
 	double		seen;			/* rows offered so far */
 	BlockNumber pages;			/* pages offered so far */
@@ -311,6 +312,7 @@ dp_sample_begin(Relation rel, Relation as, const char **why)
 					  ComputeExtStatisticsRows(rel, s->ncolumns, s->columns));
 	MemoryContextSwitchTo(old);
 	s->rows = MemoryContextAlloc(mcxt, s->targrows * sizeof(HeapTuple));
+	s->room = MemoryContextAllocZero(mcxt, s->targrows * sizeof(uint32));
 	s->skip = -1;
 	reservoir_init_selection_state(&s->reservoir, s->targrows);
 	return s;
@@ -323,17 +325,23 @@ static void
 keep(DPSample *s, Page page, BlockNumber blkno, OffsetNumber off, int k)
 {
 	ItemId		lp = PageGetItemId(page, off);
-	HeapTupleData tup;
-	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+	uint32		len = ItemIdGetLength(lp);
+	HeapTuple	t;
 
-	tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-	tup.t_len = ItemIdGetLength(lp);
-	ItemPointerSet(&tup.t_self, blkno, off);
-	tup.t_tableOid = RelationGetRelid(s->rel);
-	if (k < s->numrows)
-		heap_freetuple(s->rows[k]);
-	s->rows[k] = heap_copytuple(&tup);
-	MemoryContextSwitchTo(old);
+	/* a replaced row's memory is reused when the new row fits in it */
+	if (s->room[k] < HEAPTUPLESIZE + len)
+	{
+		if (s->room[k] > 0)
+			pfree(s->rows[k]);
+		s->room[k] = HEAPTUPLESIZE + len;
+		s->rows[k] = MemoryContextAlloc(s->mcxt, s->room[k]);
+	}
+	t = s->rows[k];
+	t->t_len = len;
+	ItemPointerSet(&t->t_self, blkno, off);
+	t->t_tableOid = RelationGetRelid(s->rel);
+	t->t_data = (HeapTupleHeader) ((char *) t + HEAPTUPLESIZE);
+	memcpy(t->t_data, PageGetItem(page, lp), len);
 }
 
 void
