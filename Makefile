@@ -27,6 +27,7 @@ OBJS = \
 	src/load/queue.o \
 	src/load/foreign.o \
 	src/load/shard.o \
+	src/load/shardcommit.o \
 	src/load/copyenc.o \
 	src/load/fdwconn.o \
 	src/load/fkeys.o \

@@ -28,6 +28,8 @@
  *	directpath.copy_row_former	form text and CSV rows in one pass (rowform.c)
  *	directpath.foreign_copy		stream postgres_fdw partitions' rows as COPY
  *								(shard.c)
+ *	directpath.shard_two_phase	commit the shards streamed to in two phases
+ *								(shardcommit.c)
  *	directpath.fault_point, fault_action, fault_hit, fault_sleep_ms
  *								fault injection for the crash tests (fault.c)
  *
@@ -61,6 +63,7 @@ int			dp_copy_fast_input = DP_FASTIN_ON;
 bool		dp_copy_row_former = true;
 bool		dp_load_statistics = true;
 bool		dp_foreign_copy = true;
+bool		dp_shard_two_phase = false;
 
 static const struct config_enum_entry fast_input_options[] = {
 	{"on", DP_FASTIN_ON, false},
@@ -192,6 +195,11 @@ _PG_init(void)
 							 "Whether a direct load streams the rows of postgres_fdw partitions as COPY.",
 							 "on: each postgres_fdw partition's rows go to its server as one COPY over postgres_fdw's connection, all servers at once; off: the wrapper's batched INSERTs.",
 							 &dp_foreign_copy, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.shard_two_phase",
+							 "Whether the shards a load streamed to commit in two phases with the local transaction.",
+							 "on: their remote transactions are prepared before the local commit and committed after it (directpath.resolve_shards() settles what a crash left in doubt); off: postgres_fdw commits them before the local commit.",
+							 &dp_shard_two_phase, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.load_statistics",
 							 "Whether a direct load into an empty table gathers its statistics.",

@@ -31,10 +31,12 @@ class Shards:
     plain without), one foreign partition on each shard: grp 1, 2, 3; grp 0
     is a local partition."""
 
-    def __init__(self, make_cluster):
+    def __init__(self, make_cluster, prepared=0):
+        # 'prepared': max_prepared_transactions of shard1 and shard2
+        conf = {"log_statement": "all", "max_prepared_transactions": str(prepared)}
         self.remotes = {
-            1: make_cluster(name="shard1", extra_conf={"log_statement": "all"}),
-            2: make_cluster(name="shard2", extra_conf={"log_statement": "all"}),
+            1: make_cluster(name="shard1", extra_conf=conf),
+            2: make_cluster(name="shard2", extra_conf=conf),
             3: make_cluster(name="plain", extensions=False,
                             extra_conf={"log_statement": "all",
                                         "shared_preload_libraries": ""}),

@@ -39,6 +39,9 @@ extern const char *dp_partition_ineligible(Relation rel);
 /* Is the foreign table postgres_fdw's (its handler postgres_fdw_handler)? */
 extern bool dp_is_postgres_fdw(Relation rel);
 
+/* Is the foreign server postgres_fdw's? */
+extern bool dp_server_is_postgres_fdw(Oid serverid);
+
 /* Why a planned INSERT cannot take the direct path, or NULL. */
 extern const char *dp_statement_ineligible(Query *parse, PlannedStmt *stmt,
 										   bool hinted);

@@ -66,8 +66,13 @@
 bool
 dp_is_postgres_fdw(Relation rel)
 {
-	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
-	ForeignServer *server = GetForeignServer(table->serverid);
+	return dp_server_is_postgres_fdw(GetForeignTable(RelationGetRelid(rel))->serverid);
+}
+
+bool
+dp_server_is_postgres_fdw(Oid serverid)
+{
+	ForeignServer *server = GetForeignServer(serverid);
 	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
 	HeapTuple	tup;
 	bool		ours = false;

@@ -318,6 +318,14 @@ extern void dp_fdwconn_foreach(void (*fn) (void *owner, void *arg), void *arg);
 /* Register the abort callbacks, after postgres_fdw's (once). */
 extern void dp_fdwconn_callbacks(void);
 
+/* ---------- shardcommit.c: two-phase commit across shards ---------- */
+
+/*
+ * With directpath.shard_two_phase on, commit the remote transaction on
+ * 'conn' (foreign server 'serverid') in two phases with ours.
+ */
+extern void dp_shardcommit_enlist(struct pg_conn *conn, Oid serverid);
+
 /* ---------- copyenc.c: rows as COPY data for a remote server ---------- */
 
 typedef struct DPCopyEncoder DPCopyEncoder;

@@ -292,6 +292,7 @@ dp_shard_open(ResultRelInfo *rri, EState *estate, const char **why)
 	MemoryContextSwitchTo(old);
 	if (*why != NULL)
 		return NULL;
+	dp_shardcommit_enlist(conn, GetForeignTable(RelationGetRelid(sh->rel))->serverid);
 	begin_copy(sh);
 	return sh;
 }

@@ -69,6 +69,10 @@
  * statistics describe exactly the rows the load wrote; the caller stores
  * only when no row was taken back after it was written.
  *
+ * Long: over 700 lines.  ANALYZE's steps in order (the columns, the
+ * sample, the compute functions, the stores for the table and its indexes,
+ * the counters at commit); they share the sample and change together.
+ *
  *-------------------------------------------------------------------------
  */
 #include "stats/stats.h"
@@ -392,6 +396,46 @@ compare_tids(const void *a, const void *b)
 							  &(*(HeapTuple const *) b)->t_self);
 }
 
+/*
+ * The sample rows deformed once into an array of each column's values (and
+ * null flags), column after column, so that each column's compute function
+ * reads its values in sequence, without walking every row's earlier
+ * columns again (for a column after a variable-width one, heap_getattr
+ * walks the tuple from its start on every call).  NULL when the array
+ * would pass DP_DEFORMED_MAX_BYTES (a very wide table): then heap_getattr.
+ */
+#define DP_DEFORMED_MAX_BYTES	(64 * 1024 * 1024)
+
+static Datum *
+deform_sample(DPSample *s, bool **isnull)
+{
+	TupleDesc	desc = RelationGetDescr(s->rel);
+	Size		cells = (Size) s->numrows * desc->natts;
+	Datum	   *values;
+
+	if (cells * (sizeof(Datum) + sizeof(bool)) > DP_DEFORMED_MAX_BYTES)
+		return NULL;
+	values = palloc(cells * sizeof(Datum));
+	*isnull = palloc(cells * sizeof(bool));
+	{
+		Datum	   *row = palloc(desc->natts * sizeof(Datum));
+		bool	   *rownull = palloc(desc->natts * sizeof(bool));
+
+		for (int r = 0; r < s->numrows; r++)
+		{
+			heap_deform_tuple(s->rows[r], desc, row, rownull);
+			for (int a = 0; a < desc->natts; a++)
+			{
+				values[(Size) a * s->numrows + r] = row[a];
+				(*isnull)[(Size) a * s->numrows + r] = rownull[a];
+			}
+		}
+		pfree(row);
+		pfree(rownull);
+	}
+	return values;
+}
+
 /* The compute functions' access to a column of sample row 'rownum'. */
 static Datum
 fetch_value(VacAttrStatsP stats, int rownum, bool *isNull)
@@ -624,11 +668,57 @@ dp_sample_discard(DPSample *s)
 	release(s);
 }
 
+/* Each analyzed column's statistics, by its compute function. */
+static void
+compute_columns(DPSample *s, double reltuples)
+{
+	MemoryContext column_cxt;
+	MemoryContext old;
+	Datum	   *deformed;
+	bool	   *isnull = NULL;
+
+	column_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									   "directpath column statistics",
+									   ALLOCSET_DEFAULT_SIZES);
+	deformed = deform_sample(s, &isnull);
+	for (int i = 0; i < s->ncolumns; i++)
+	{
+		VacAttrStats *stats = s->columns[i];
+		AttributeOpts *opts;
+
+		stats->rows = s->rows;
+		stats->tupDesc = RelationGetDescr(s->rel);
+		if (deformed != NULL)
+		{
+			/* the expression columns' access, over the column's values */
+			stats->exprvals = deformed + (Size) (stats->tupattnum - 1) * s->numrows;
+			stats->exprnulls = isnull + (Size) (stats->tupattnum - 1) * s->numrows;
+			stats->rowstride = 1;
+		}
+		old = MemoryContextSwitchTo(column_cxt);
+		stats->compute_stats(stats, deformed ? fetch_expression : fetch_value,
+							 s->numrows, reltuples);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(column_cxt);
+		stats->exprvals = NULL;
+		stats->exprnulls = NULL;
+		stats->rowstride = 0;
+		opts = get_attribute_options(RelationGetRelid(s->rel), stats->tupattnum);
+		if (opts != NULL && opts->n_distinct != 0.0)
+			stats->stadistinct = opts->n_distinct;
+	}
+	MemoryContextDelete(column_cxt);
+	if (deformed != NULL)
+	{
+		pfree(deformed);
+		pfree(isnull);
+	}
+}
+
 int
 dp_sample_store(DPSample *s, bool frozen)
 {
 	Relation	as = s->as;
-	MemoryContext column_cxt;
 	MemoryContext old;
 	Relation	pg_statistic;
 	double		reltuples = s->seen;
@@ -643,25 +733,7 @@ dp_sample_store(DPSample *s, bool frozen)
 	}
 	if (s->reordered)
 		qsort(s->rows, s->numrows, sizeof(HeapTuple), compare_tids);
-	column_cxt = AllocSetContextCreate(CurrentMemoryContext,
-									   "directpath column statistics",
-									   ALLOCSET_DEFAULT_SIZES);
-	for (int i = 0; i < s->ncolumns; i++)
-	{
-		VacAttrStats *stats = s->columns[i];
-		AttributeOpts *opts;
-
-		stats->rows = s->rows;
-		stats->tupDesc = RelationGetDescr(s->rel);
-		old = MemoryContextSwitchTo(column_cxt);
-		stats->compute_stats(stats, fetch_value, s->numrows, reltuples);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(column_cxt);
-		opts = get_attribute_options(RelationGetRelid(s->rel), stats->tupattnum);
-		if (opts != NULL && opts->n_distinct != 0.0)
-			stats->stadistinct = opts->n_distinct;
-	}
-	MemoryContextDelete(column_cxt);
+	compute_columns(s, reltuples);
 
 	pg_statistic = table_open(StatisticRelationId, RowExclusiveLock);
 	for (int i = 0; i < s->ncolumns; i++)
