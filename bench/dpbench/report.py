@@ -971,7 +971,8 @@ def section_shard(agg, meta, out, figs):
             "partitions, or two postgres_fdw partitions on two other servers on this machine "
             "(directpath preloaded, batch_size 1000) and one local. Plain; hinted with "
             "`directpath.foreign_copy = off` (the wrapper's batched INSERTs); hinted (each "
-            "shard's rows as one COPY). Then 1, 2 and 4 shards (INSERT). Time is the "
+            "shard's rows as one COPY), and the same with `directpath.shard_two_phase = on` "
+            "(two-phase commit across the shards). Then 1, 2 and 4 shards (INSERT). Time is the "
             "statement plus a CHECKPOINT on every server written; ratios against the plain "
             "load of the same run (growth rows: against the local direct INSERT), and "
             "against the direct load into three local partitions.", "",

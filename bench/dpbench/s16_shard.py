@@ -9,8 +9,10 @@ ways:
   shard   two postgres_fdw foreign partitions on two other servers (both
           with directpath preloaded) and one local partition, batch_size
           1000; loaded plain, hinted with directpath.foreign_copy off (the
-          wrapper's batched INSERTs) and hinted with the default (each
-          shard's rows streamed as one COPY, src/load/shard.c).
+          wrapper's batched INSERTs), hinted with the default (each
+          shard's rows streamed as one COPY, src/load/shard.c) and the same
+          with directpath.shard_two_phase on (the shards prepared before
+          the local commit and committed after it, src/load/shardcommit.c).
 
 Then the same COPY streams into tables with 1, 2 and 4 foreign partitions
 (one server each) plus one local partition, to show how the time grows with
@@ -49,7 +51,8 @@ class ShardScenario(Scenario):
             r = ctx.server.peer(ctx.workdir, f"shard{i + 1}")
             log(f"starting shard server {i + 1} on port {r.port}")
             r.initdb(sync=True)
-            r.configure(server_settings("replica", {"shared_buffers": "512MB"}))
+            r.configure(server_settings("replica", {"shared_buffers": "512MB",
+                                                    "max_prepared_transactions": "4"}))
             r.start(timeout=300)
             with r.conn() as c:
                 c.execute("CREATE EXTENSION IF NOT EXISTS directpath")
@@ -118,6 +121,10 @@ class ShardScenario(Scenario):
                      "direct", twin=f"{how}_shard_plain", group=how,
                      params={"how": how, "table": "sh_2", "mode": "direct",
                              "local": f"{how}_local_direct"}),
+                Case(f"{how}_shard_2pc", f"{word}, 2 shards + 1 local, direct (COPY streams), "
+                     "shard_two_phase", "direct", twin=f"{how}_shard_plain", group=how,
+                     params={"how": how, "table": "sh_2", "mode": "two_phase",
+                             "local": f"{how}_local_direct"}),
             ]
         for k in GROWTH:
             out.append(Case(f"grow_{k}", f"INSERT ... SELECT, {k} shard(s) + "
@@ -145,6 +152,8 @@ class ShardScenario(Scenario):
             c.execute(f"TRUNCATE {table}")     # through the wrapper for the shards
             if p["mode"] == "batched":
                 c.execute("SET directpath.foreign_copy = off")
+            if p["mode"] == "two_phase":
+                c.execute("SET directpath.shard_two_phase = on")
             for r in remotes:
                 with r.conn() as rc:
                     rc.execute("CHECKPOINT")

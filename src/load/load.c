@@ -114,7 +114,6 @@ struct DPLoad
 	const char *stats_why;		/* why a leaf gathers none, or NULL */
 	Relation	stats_of;		/* whose statistics they are, if not the
 								 * target's (dp_load_statistics_of) */
-	StringInfoData stats_left;	/* what is left to ANALYZE */
 	DPReport	report;			/* what the statement did */
 };
 
@@ -684,8 +683,9 @@ finish_statistics(DPLoad *s)
 	int			sampled = 0;
 	int			sized = 0;
 	const char *blocked = NULL;
+	StringInfoData left;		/* what is left to ANALYZE */
 
-	initStringInfo(&s->stats_left);
+	initStringInfo(&left);
 	if (dp_queue_deleted(s->queue) > 0)
 		blocked = "rows were taken back after they were written";
 	else if (s->upsert)
@@ -711,16 +711,16 @@ finish_statistics(DPLoad *s)
 	if (gathered > 0 &&
 		s->leaves.mtstate->rootResultRelInfo->ri_RelationDesc->rd_rel->relkind ==
 		RELKIND_PARTITIONED_TABLE)
-		appendStringInfoString(&s->stats_left,
+		appendStringInfoString(&left,
 							   "the partitioned table's own left to ANALYZE");
 	if (gathered > 0 && s->stats_why)
-		appendStringInfo(&s->stats_left, "%snot for every partition: %s",
-						 s->stats_left.len ? "; " : "", s->stats_why);
+		appendStringInfo(&left, "%snot for every partition: %s",
+						 left.len ? "; " : "", s->stats_why);
 	if (gathered > 0)
 		snprintf(s->report.statistics, sizeof(s->report.statistics),
 				 "gathered for %d relation%s from %d sample rows%s%s",
 				 gathered, gathered > 1 ? "s" : "", sampled,
-				 s->stats_left.len ? "; " : "", s->stats_left.data);
+				 left.len ? "; " : "", left.data);
 	else if (blocked || s->stats_why)
 		snprintf(s->report.statistics, sizeof(s->report.statistics),
 				 "left to ANALYZE: %s%s", blocked ? blocked : s->stats_why,

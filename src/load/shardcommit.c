@@ -27,9 +27,10 @@
  *	  its record must be durable before any shard commits.
  * 3. Commit (XACT_EVENT_COMMIT, the local commit record flushed):
  *	  COMMIT PREPARED on every shard at once, over our connections.  Nothing
- *	  may fail any more: a shard that reports an error or does not answer
- *	  within DP_SHARD_COMMIT_WAIT_MS gets a WARNING naming its prepared
- *	  transaction, left in doubt for step 5.
+ *	  may fail any more: a shard that reports an error (also "does not
+ *	  exist": another session settled it, or rolled it back by hand) or does
+ *	  not answer within DP_SHARD_COMMIT_WAIT_MS gets a WARNING naming its
+ *	  prepared transaction, left in doubt for step 5.
  * 4. Abort (XACT_EVENT_ABORT): ROLLBACK PREPARED on the shards prepared so
  *	  far, likewise; shards not prepared are postgres_fdw's to roll back.
  * 5. Resolve (directpath.resolve_shards(), after a crash or a lost shard):
@@ -100,6 +101,8 @@ typedef struct DPRound
 	char	  **error;			/* the answer: NULL, or the error */
 	char	  **code;			/* its SQLSTATE, if the server sent one */
 	bool	   *done;
+	const char *expect;			/* the command tag success must have, or
+								 * NULL */
 } DPRound;
 
 /* A round with room for every shard of the transaction. */
@@ -151,6 +154,9 @@ round_read(DPRound *r, int i)
 			r->error[i] = pstrdup(PQresultErrorMessage(res));
 			r->code[i] = code ? pstrdup(code) : NULL;
 		}
+		else if (r->expect && r->error[i] == NULL &&
+				 strcmp(PQcmdStatus(res), r->expect) != 0)
+			r->error[i] = psprintf("the server answered %s", PQcmdStatus(res));
 		PQclear(res);
 	}
 	return false;
@@ -319,6 +325,8 @@ prepare_all(void)
 		round_add(r, e, e->fdwconn, psprintf("PREPARE TRANSACTION '%s'", e->gid));
 	}
 	dp_fault("shard_prepare");
+	/* a transaction in error "prepares" as ROLLBACK: not prepared */
+	r->expect = "PREPARE TRANSACTION";
 	round_run(r, 0);
 	for (int i = 0; i < r->n; i++)
 		r->shard[i]->prepared = r->error[i] == NULL;
@@ -333,6 +341,7 @@ prepare_all(void)
 	/* postgres_fdw commits what it believes is its transaction: an empty one */
 	for (int i = 0; i < r->n; i++)
 		r->sql[i] = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+	r->expect = NULL;
 	round_run(r, 0);
 	for (int i = 0; i < r->n; i++)
 		if (r->error[i] != NULL)
@@ -359,8 +368,7 @@ finish_all(bool commit)
 		dp_fault("shard_commit");
 	round_run(r, DP_SHARD_COMMIT_WAIT_MS);
 	for (int i = 0; i < r->n; i++)
-		if (r->error[i] != NULL &&
-			(r->code[i] == NULL || strcmp(r->code[i], "42704") != 0))	/* resolved */
+		if (r->error[i] != NULL)
 			ereport(WARNING,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("directpath: transaction \"%s\" on server \"%s\" was not %s",
