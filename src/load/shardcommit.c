@@ -337,7 +337,8 @@ prepare_all(void)
 					 errmsg("directpath: could not prepare the transaction on server \"%s\" for two-phase commit",
 							server_name(r->shard[i]->serverid)),
 					 errdetail_internal("%s", r->error[i]),
-					 errhint("A shard needs max_prepared_transactions above 0 for directpath.shard_two_phase.")));
+					 r->code[i] && strcmp(r->code[i], "55000") == 0 ?
+					 errhint("A shard needs max_prepared_transactions above 0 for directpath.shard_two_phase.") : 0));
 	/* postgres_fdw commits what it believes is its transaction: an empty one */
 	for (int i = 0; i < r->n; i++)
 		r->sql[i] = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
