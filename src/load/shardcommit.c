@@ -324,7 +324,6 @@ prepare_all(void)
 				 sysid, MyDatabaseId, U64FromFullTransactionId(fxid), r->n + 1);
 		round_add(r, e, e->fdwconn, psprintf("PREPARE TRANSACTION '%s'", e->gid));
 	}
-	dp_fault("shard_prepare");
 	/* a transaction in error "prepares" as ROLLBACK: not prepared */
 	r->expect = "PREPARE TRANSACTION";
 	round_run(r, 0);

@@ -412,27 +412,26 @@ deform_sample(DPSample *s, bool **isnull)
 	TupleDesc	desc = RelationGetDescr(s->rel);
 	Size		cells = (Size) s->numrows * desc->natts;
 	Datum	   *values;
+	Datum	   *row;
+	bool	   *rownull;
 
 	if (cells * (sizeof(Datum) + sizeof(bool)) > DP_DEFORMED_MAX_BYTES)
 		return NULL;
 	values = palloc(cells * sizeof(Datum));
 	*isnull = palloc(cells * sizeof(bool));
+	row = palloc(desc->natts * sizeof(Datum));
+	rownull = palloc(desc->natts * sizeof(bool));
+	for (int r = 0; r < s->numrows; r++)
 	{
-		Datum	   *row = palloc(desc->natts * sizeof(Datum));
-		bool	   *rownull = palloc(desc->natts * sizeof(bool));
-
-		for (int r = 0; r < s->numrows; r++)
+		heap_deform_tuple(s->rows[r], desc, row, rownull);
+		for (int a = 0; a < desc->natts; a++)
 		{
-			heap_deform_tuple(s->rows[r], desc, row, rownull);
-			for (int a = 0; a < desc->natts; a++)
-			{
-				values[(Size) a * s->numrows + r] = row[a];
-				(*isnull)[(Size) a * s->numrows + r] = rownull[a];
-			}
+			values[(Size) a * s->numrows + r] = row[a];
+			(*isnull)[(Size) a * s->numrows + r] = rownull[a];
 		}
-		pfree(row);
-		pfree(rownull);
 	}
+	pfree(row);
+	pfree(rownull);
 	return values;
 }
 
@@ -585,7 +584,6 @@ store_index(DPSample *s, DPIndexSample *ix, Relation pg_statistic,
 					   indexrows, 0, 0);
 }
 
-/* The sample's memory freed. */
 /* ---- 3b. the changes since the analyze, at commit ---- */
 
 static void
@@ -655,6 +653,7 @@ remember_analyzed(Relation as, double rows)
 	MemoryContextSwitchTo(old);
 }
 
+/* The sample's memory freed. */
 static void
 release(DPSample *s)
 {
