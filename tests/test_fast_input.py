@@ -1,7 +1,7 @@
 """Exact fast input of a direct COPY (src/input/fastin.c), differentially.
 
 For every type with a fast parser (int2, int4, int8, bool, date, timestamp,
-timestamptz, uuid, float4, float8): random values in canonical spellings (which the fast
+timestamptz, uuid, float4, float8, numeric, with numeric's typmods apart): random values in canonical spellings (which the fast
 parsers take) and in non-canonical ones (signs, leading zeros, whitespace,
 underscores and other bases on 16+, exponents, infinity, leap days, BC
 dates, 24:00:00 and 23:59:60, time zone names, abbreviations and offsets,
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.directpath
 
 ROWS = 20_000
 TYPES = ["int2", "int4", "int8", "bool", "date", "timestamp", "timestamptz", "uuid",
-         "float4", "float8"]
+         "float4", "float8", "numeric"]
 
 
 def rand_date(r):
@@ -78,6 +78,9 @@ ODD = {
     "float8": ["1e10", "1.5E-3", "1.5 ", "nan", "-Infinity", "1.", "-.5", "+2.25",
                "0.1234567890123456789", "9007199254740993", "1.7976931348623157e308",
                "4.9e-324", "123456789012345678"],
+    "numeric": [" 1.5", "+2", "1e3", "-1.5E-2", ".5", "5.", "NaN", "Infinity", "-inf",
+                "1_000.5", "0x1F", "1" * 31, "0." + "0" * 29 + "1", "-0", "-0.000", "007.50",
+                "12345678901234567890123456789.5"],
     "uuid": ["{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "A0EEBC999C0B4EF8BB6D6BB9BD380A11",
              "a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"],
 }
@@ -94,6 +97,7 @@ BAD = {
     "uuid": ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", ""],
     "float4": ["abc", "1e39", "", "1.5x", "1..5"],
     "float8": ["abc", "1e999", "", "-", "1.5.5"],
+    "numeric": ["abc", "", "-", "1.5.5", "1e", "--1", "1 2"],
 }
 
 
@@ -118,6 +122,13 @@ def canonical(t, r):
         most = 7 if t == "float4" else 15
         n = r.randint(1, most + 2 if r.random() < 0.1 else most)
         digits = "".join(r.choice("0123456789") for _ in range(n))
+        at = r.randint(0, n)
+        v = digits if at in (0, n) else digits[:at] + "." + digits[at:]
+        return ("-" if r.random() < 0.3 else "") + v
+    if t == "numeric":
+        # at most 30 digits in all, or a few more; leading and trailing zeros
+        n = r.randint(1, 34 if r.random() < 0.1 else 30)
+        digits = "".join(r.choice("0123456789" if r.random() < 0.8 else "09") for _ in range(n))
         at = r.randint(0, n)
         v = digits if at in (0, n) else digits[:at] + "." + digits[at:]
         return ("-" if r.random() < 0.3 else "") + v
@@ -262,10 +273,10 @@ def test_off_and_counts(cluster, tmp_path):
         path = tmp_path / "counts.txt"
         make_file(path, [["1", "2", "3", "t", "2024-01-02", "2024-01-02 03:04:05",
                           "2024-01-02 03:04:05+00", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
-                          "-1.5", "2.25"],
+                          "-1.5", "2.25", "-12.50"],
                          [" 1", "+2", "0x3" if accepted(conn, "int8", "0x3") else " 3", "yes",
                           "01/02/2024", "2024-01-02T03:04:05", "2024-01-02 03:04:05 UTC",
-                          "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "1e3", " 2"]], "text")
+                          "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "1e3", " 2", "NaN"]], "text")
         _, _, counts = load(conn, "direct", path, "", SETTINGS[0])
         # int4: the id column's two fields besides c_int4's
         assert counts == {t: (3, 1) if t == "int4" else (1, 1) for t in TYPES}, counts
@@ -307,6 +318,27 @@ def test_update_from_0_1(cluster):
         assert conn.execute("SELECT count(*) FROM directpath.last_copy_input()").fetchone()[0] == 0
 
 
+def copy_checked(conn, table, cols, path, direct, sel):
+    """COPY path into a fresh table (check mode, no min_bytes), plain or
+    direct: (the rows of sel, or the error's SQLSTATE, message, detail and
+    first context line), {type name: (fast, fallback)}."""
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"CREATE TABLE {table} ({cols})")
+    conn.execute("SET directpath.copy_fast_input = 'check'")
+    conn.execute("SET directpath.min_bytes = 0")
+    try:
+        conn.execute(("/*+ APPEND */ " if direct else "") + f"COPY {table} FROM '{path}'")
+        out = conn.execute(sel).fetchall()
+    except psycopg.Error as e:
+        out = (e.diag.sqlstate, e.diag.message_primary, e.diag.message_detail,
+               e.diag.context.splitlines()[0])
+    counts = {t: (f, s) for t, f, s in conn.execute(
+        "SELECT typname::text, fast, fallback FROM directpath.last_copy_input() "
+        "JOIN pg_type ON pg_type.oid = type")}
+    conn.execute("RESET ALL")
+    return out, counts
+
+
 def test_character_types(cluster, tmp_path):
     """text, varchar(n), character(n) and unbounded varchar and character:
     ASCII and multibyte values at, under and over the limit (trailing spaces
@@ -330,17 +362,7 @@ def test_character_types(cluster, tmp_path):
     with cluster.conn() as conn:
         out = {}
         for how in ("plain", "direct"):
-            conn.execute("DROP TABLE IF EXISTS fc_t")
-            conn.execute(f"CREATE TABLE fc_t ({cols})")
-            conn.execute("SET directpath.copy_fast_input = 'check'")
-            conn.execute("SET directpath.min_bytes = 0")
-            stmt = f"COPY fc_t FROM '{path}'"
-            conn.execute(stmt if how == "plain" else "/*+ APPEND */ " + stmt)
-            out[how] = conn.execute(sel).fetchall()
-            counts = {t: (f, s) for t, f, s in conn.execute(
-                "SELECT typname::text, fast, fallback FROM directpath.last_copy_input() "
-                "JOIN pg_type ON pg_type.oid = type")}
-            conn.execute("RESET ALL")
+            out[how], counts = copy_checked(conn, "fc_t", cols, path, how == "direct", sel)
         assert out["direct"] == out["plain"] and len(out["plain"]) == 3000
         # every non-NULL text and unbounded value taken; the clipped ones handed on
         assert counts["text"][1] == 0 and counts["text"][0] > 2500, counts
@@ -350,16 +372,74 @@ def test_character_types(cluster, tmp_path):
         bad = tmp_path / "long.txt"
         bad.write_text("1\tx\tabcdef\tab\tx\tx\n")
         bad.chmod(0o644)
-        errs = []
-        for how in ("plain", "direct"):
-            conn.execute("DROP TABLE IF EXISTS fc_t")
-            conn.execute(f"CREATE TABLE fc_t ({cols})")
-            conn.execute("SET directpath.min_bytes = 0")
-            with pytest.raises(psycopg.errors.StringDataRightTruncation) as e:
-                conn.execute(("" if how == "plain" else "/*+ APPEND */ ")
-                             + f"COPY fc_t FROM '{bad}'")
-            errs.append((e.value.diag.message_primary, e.value.diag.context.splitlines()[0]))
-            conn.execute("RESET ALL")
+        errs = [copy_checked(conn, "fc_t", cols, bad, direct, sel)[0] for direct in (False, True)]
         assert errs[0] == errs[1], errs
-        assert errs[0][1].startswith("COPY fc_t, line 1, column v"), errs
+        assert errs[0][0] == "22001" and errs[0][3].startswith("COPY fc_t, line 1, column v"), errs
         conn.execute("DROP TABLE fc_t")
+
+
+NUMERIC_COLUMNS = ["numeric(12,2)", "numeric(5,3)", "numeric(3,0)", "numeric(20,0)",
+                   "numeric(38,10)", "numeric(40,35)", "numeric(70,65)", "numeric(4,-2)",
+                   "numeric(2,5)", "numeric(18,4)"]
+NUMERIC_EDGES = ["0", "-0", "0.000", "-0.004", "0.005", "0.0049", "9.995", "-9.995", "99.5",
+                 "999.4", "999.5", "12345.675", "0.99999", "-0.99995", "00012.5000", "9" * 18,
+                 "9" * 20 + ".5", "1" * 30, "0." + "9" * 29, "1e3", "NaN", " 7"]
+
+
+def test_numeric_typmods(cluster, tmp_path):
+    """numeric columns with typmods (rounding half away from zero, carries
+    into a new digit, a zero's sign, scales above the short header's 63, a
+    negative scale, a scale above the precision): random and edge values
+    that each column accepts, loaded by plain and direct COPY (check mode,
+    which compares every taken value's bytes with numeric_in's): the same
+    rows, most values taken by the fast parser; a value that overflows its
+    column fails the direct COPY with plain COPY's error and context."""
+    r = random.Random(7)
+
+    def value():
+        if r.random() < 0.15:
+            return r.choice(NUMERIC_EDGES)
+        ni, nf = r.randint(1, 16), r.randint(0, 12)
+        v = "".join(r.choice("0123456789" if r.random() < 0.7 else "09") for _ in range(ni))
+        if nf:
+            v += "." + "".join(r.choice("0123456789" if r.random() < 0.7 else "059")
+                               for _ in range(nf))
+        return ("-" if r.random() < 0.3 else "") + v
+
+    cols = "id int, " + ", ".join(f"n{i} {c}" for i, c in enumerate(NUMERIC_COLUMNS))
+    with cluster.conn() as conn:
+        fits = {}
+        rows = []
+        for _ in range(3000):
+            vals = []
+            for c in NUMERIC_COLUMNS:
+                v = value()
+                if (c, v) not in fits:
+                    try:
+                        conn.execute(f"SELECT %s::text::{c}", (v,))
+                        fits[(c, v)] = True
+                    except psycopg.errors.NumericValueOutOfRange:
+                        fits[(c, v)] = False
+                vals.append(v if fits[(c, v)] else None)
+            rows.append(vals)
+        path = tmp_path / "numeric.txt"
+        make_file(path, rows, "text")
+        sel = "SELECT fn_t::text FROM fn_t ORDER BY id"
+        out = {}
+        for how in ("plain", "direct"):
+            out[how], counts = copy_checked(conn, "fn_t", cols, path, how == "direct", sel)
+        counts = counts["numeric"]
+        assert out["direct"] == out["plain"] and len(out["plain"]) == 3000
+        # numeric(70,65), numeric(4,-2), numeric(2,5) and the odd spellings are handed on
+        assert counts[0] > 10000 and counts[1] > 2000, counts
+        for v, c in (("1000.00", 1), ("-999.5", 2), ("9" * 20 + ".5", 3)):
+            vals = ["0"] * len(NUMERIC_COLUMNS)
+            vals[c] = v
+            bad = tmp_path / "overflow.txt"
+            make_file(bad, [vals], "text")
+            errs = [copy_checked(conn, "fn_t", cols, bad, direct, sel)[0]
+                    for direct in (False, True)]
+            assert errs[0] == errs[1], errs
+            assert errs[0][0] == "22003", errs
+            assert errs[0][3].startswith(f"COPY fn_t, line 1, column n{c}"), errs
+        conn.execute("DROP TABLE fn_t")

@@ -18,7 +18,8 @@
  *
  * The forms taken (anything else, including whitespace, a '+' sign,
  * underscores, other bases, another spelling, a value out of range, a
- * typmod other than a character type's, is the input function's):
+ * typmod other than a character type's or numeric's, is the input
+ * function's):
  *
  *	int2, int4, int8	-?[0-9]{1,n}, n = 4, 9, 18 (no overflow possible)
  *	bool				t, f, true, false
@@ -40,6 +41,17 @@
  *						(exact operands below 2^24 and 10^7, rounded once,
  *						as strtof rounds), where float arithmetic is done
  *						in float (FLT_EVAL_METHOD 0)
+ *	numeric				-?D+(.D+)? with at most 30 digits in all, and a
+ *						typmod of scale 0-63 or none: rounded to the
+ *						typmod's scale half away from zero (round_var's
+ *						rule, the first dropped digit decides), refused when
+ *						the rounded value has more integer digits than the
+ *						precision leaves (numeric_in's overflow error), then
+ *						stored as numeric_in stores it: base-10000 digits
+ *						aligned on the decimal point, leading and trailing
+ *						zero digits stripped, a zero positive with weight 0,
+ *						the short header (the display scale is the typmod's
+ *						or the input's number of decimals)
  *	text				any text (textin copies it)
  *	varchar(n)			at most n bytes (so at most n characters: core's
  *						clipping of longer values is never needed)
@@ -57,7 +69,7 @@
  * COPY of this process (directpath.last_copy_input()); a parallel COPY's
  * workers hand theirs to the leader at their end (parallel.c).
  *
- * Long: over 700 lines.  A short exact parser per type (thirteen), the
+ * Long: over 700 lines.  A short exact parser per type (fourteen), the
  * stand-in they share, and the input stage's counts and their two SQL
  * functions; each piece is small and they change together.
  *
@@ -97,6 +109,7 @@ typedef enum DPFastKind
 	FAST_TEXT,
 	FAST_VARCHAR,
 	FAST_BPCHAR,
+	FAST_NUMERIC,
 	FAST_KINDS
 } DPFastKind;
 
@@ -119,7 +132,12 @@ static const struct
 	{F_TEXTIN, TEXTOID},
 	{F_VARCHARIN, VARCHAROID},
 	{F_BPCHARIN, BPCHAROID},
+	{F_NUMERIC_IN, NUMERICOID},
 };
+
+/* Whether a typmod other than -1 leaves the kind's parser in charge. */
+#define KIND_TAKES_TYPMOD(k) \
+	((k) == FAST_VARCHAR || (k) == FAST_BPCHAR || (k) == FAST_NUMERIC)
 
 /* A column's stand-in: what fast_input needs (the FmgrInfo's fn_extra). */
 struct DPFastIn
@@ -471,6 +489,188 @@ read_bpchar(const char *s, int len, int32 typmod, Datum *d)
 	return true;
 }
 
+/*
+ * numeric's on-disk form, as numeric.c defines it (a stable format): a
+ * 4-byte varlena header, then in the short form a 16-bit header word (the
+ * flag bits 10, a sign bit, six bits of display scale, a weight sign bit
+ * and six bits of weight), then the base-10000 digits as int16, the first
+ * of weight 'weight'.
+ */
+#define NUM_SHORT			0x8000
+#define NUM_SHORT_NEG		0x2000
+#define NUM_SHORT_DSCALE_SHIFT 7
+#define NUM_SHORT_DSCALE_MAX 63
+#define NUM_SHORT_WEIGHT_NEG 0x0040
+#define NUM_SHORT_WEIGHT_MASK 0x003F
+#define NUM_FAST_DIGITS		30	/* decimal digits taken */
+#define NUM_DEC_DIGITS		4	/* per base-10000 digit */
+
+/* The value of the k <= 4 decimal digits at p. */
+static inline int16
+nbase_digit(const char *p, int k)
+{
+	int			v = 0;
+
+	for (int i = 0; i < k; i++)
+		v = v * 10 + (p[i] - '0');
+	return (int16) v;
+}
+
+/*
+ * The digits of a decimal of nint integer digits at ip and nfrac decimals
+ * at fp rounded to 'scale' < nfrac decimals as round_var rounds (the first
+ * digit dropped decides, away from zero), into buf: a leading digit for
+ * the carry, then nint integer digits and 'scale' decimals.
+ */
+static void
+round_decimal(const char *ip, int nint, const char *fp, int scale, char *buf)
+{
+	int			k = nint + scale;	/* the last digit kept */
+
+	buf[0] = '0';
+	memcpy(buf + 1, ip, nint);
+	memcpy(buf + 1 + nint, fp, scale);
+	if (fp[scale] < '5')
+		return;
+	while (buf[k] == '9')
+		buf[k--] = '0';
+	buf[k]++;
+}
+
+/*
+ * numeric_in's stored value of the decimal of nint integer digits at ip
+ * and nfrac decimals at fp, with display scale dscale: base-10000 digits
+ * aligned on the decimal point (leading zeros of the integer part dropped
+ * first: they only add zero digits), then the leading and trailing zero
+ * digits stripped, a zero positive; false when the short form cannot hold
+ * it.
+ */
+static bool
+make_numeric(bool neg, const char *ip, int nint, const char *fp, int nfrac,
+			 int dscale, Datum *d)
+{
+	int16		nbase[NUM_FAST_DIGITS / NUM_DEC_DIGITS + 3];
+	int			n = 0;
+	int			first = 0;
+	int			weight = -1;
+	uint16		header;
+	char	   *result;
+
+	while (nint > 0 && *ip == '0')
+	{
+		ip++;
+		nint--;
+	}
+	if (nint > 0)
+	{
+		int			lead = nint - ((nint - 1) / NUM_DEC_DIGITS) * NUM_DEC_DIGITS;
+
+		weight = (nint - 1) / NUM_DEC_DIGITS;
+		nbase[n++] = nbase_digit(ip, lead);
+		for (int i = lead; i < nint; i += NUM_DEC_DIGITS)
+			nbase[n++] = nbase_digit(ip + i, NUM_DEC_DIGITS);
+	}
+	for (int i = 0; i < nfrac; i += NUM_DEC_DIGITS)
+	{
+		static const int16 pad[] = {10000, 1000, 100, 10, 1};
+		int			k = Min(NUM_DEC_DIGITS, nfrac - i);
+
+		/* the last one padded with zeros */
+		nbase[n++] = nbase_digit(fp + i, k) * pad[k];
+	}
+	while (first < n && nbase[first] == 0)
+	{
+		first++;
+		weight--;
+	}
+	while (n > first && nbase[n - 1] == 0)
+		n--;
+	n -= first;
+	if (n == 0)
+	{
+		weight = 0;
+		neg = false;
+	}
+	if (dscale > NUM_SHORT_DSCALE_MAX ||
+		weight > NUM_SHORT_WEIGHT_MASK || weight < -(NUM_SHORT_WEIGHT_MASK + 1))
+		return false;
+
+	header = NUM_SHORT | (neg ? NUM_SHORT_NEG : 0) |
+		(dscale << NUM_SHORT_DSCALE_SHIFT) |
+		(weight < 0 ? NUM_SHORT_WEIGHT_NEG : 0) |
+		(weight & NUM_SHORT_WEIGHT_MASK);
+	result = palloc(VARHDRSZ + sizeof(uint16) + n * sizeof(int16));
+	SET_VARSIZE(result, VARHDRSZ + sizeof(uint16) + n * sizeof(int16));
+	memcpy(result + VARHDRSZ, &header, sizeof(uint16));
+	memcpy(result + VARHDRSZ + sizeof(uint16), nbase + first, n * sizeof(int16));
+	*d = PointerGetDatum(result);
+	return true;
+}
+
+/*
+ * numeric of a plain decimal, with numeric_in's typmod rules; see the top
+ * of the file.
+ */
+static bool
+read_numeric(const char *s, int len, int32 typmod, Datum *d)
+{
+	const char *e = s + len;
+	const char *ip;
+	const char *fp;
+	bool		neg;
+	int			nint;
+	int			nfrac = 0;
+	int			dscale;
+	char		rounded[1 + NUM_FAST_DIGITS];
+
+	neg = (s < e && *s == '-');
+	ip = s + neg;
+	for (s = ip; s < e && (unsigned char) (*s - '0') <= 9; s++)
+		;
+	nint = s - ip;
+	fp = s;
+	if (s < e)
+	{
+		if (*s != '.')
+			return false;
+		for (fp = ++s; s < e && (unsigned char) (*s - '0') <= 9; s++)
+			;
+		nfrac = s - fp;
+		if (nfrac == 0 || s != e)
+			return false;
+	}
+	if (nint == 0 || nint + nfrac > NUM_FAST_DIGITS)
+		return false;
+
+	dscale = nfrac;
+	if (typmod >= (int32) VARHDRSZ)
+	{
+		int			precision = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+		int			scale = (((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024;
+
+		if (scale < 0 || scale > NUM_SHORT_DSCALE_MAX)
+			return false;
+		if (nfrac > scale)
+		{
+			round_decimal(ip, nint, fp, scale, rounded);
+			ip = rounded;
+			nint++;
+			fp = rounded + nint;
+			nfrac = scale;
+		}
+		dscale = scale;
+		/* apply_typmod: integer digits beyond precision - scale overflow */
+		while (nint > 0 && *ip == '0')
+		{
+			ip++;
+			nint--;
+		}
+		if (nint > precision - scale)
+			return false;
+	}
+	return make_numeric(neg, ip, nint, fp, nfrac, dscale, d);
+}
+
 /* int2, int4, int8: at most 4, 9, 18 digits, so no overflow is possible. */
 static bool
 read_integer(DPFastKind kind, const char *s, int len, Datum *d)
@@ -520,8 +720,8 @@ read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 	const char *end;
 	Timestamp	ts;
 
-	/* a typmod changes the value of every kind but the character types */
-	if (typmod != -1 && kind != FAST_VARCHAR && kind != FAST_BPCHAR)
+	/* a typmod changes the value of every other kind */
+	if (typmod != -1 && !KIND_TAKES_TYPMOD(kind))
 		return false;
 	switch (kind)
 	{
@@ -565,6 +765,8 @@ read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 			return true;
 		case FAST_BPCHAR:
 			return read_bpchar(s, len, typmod, d);
+		case FAST_NUMERIC:
+			return read_numeric(s, len, typmod, d);
 		case FAST_KINDS:
 			break;
 	}
@@ -630,7 +832,7 @@ dp_fastin_of(FmgrInfo *in, int32 typmod)
 		return NULL;
 	f = (DPFastIn *) in->fn_extra;
 	if (f->check ||
-		(typmod != -1 && f->kind != FAST_VARCHAR && f->kind != FAST_BPCHAR))
+		(typmod != -1 && !KIND_TAKES_TYPMOD(f->kind)))
 		return NULL;
 	return f;
 }

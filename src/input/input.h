@@ -21,7 +21,7 @@
  * read.  A parallel worker hands its counts to the leader, which adds them
  * to its own.
  */
-#define DP_FASTIN_KINDS 13
+#define DP_FASTIN_KINDS 14
 
 typedef struct DPInputCounts
 {
