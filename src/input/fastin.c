@@ -32,15 +32,14 @@
  *						one the session's TimeZone decides, by the same call
  *						core makes (DetermineTimeZoneOffset)
  *	uuid				the canonical 8-4-4-4-12 hex digits, either case
- *	float8				-?D+(.D+)? with at most 15 digits: the integer of
- *						its digits is exact in a double, and so is 10^k for
- *						its k decimals, so their quotient, rounded once by
- *						the division, is the correctly rounded value that
- *						strtod (float8in's) returns
- *	float4				the same with at most 7 digits, divided in float
- *						(exact operands below 2^24 and 10^7, rounded once,
- *						as strtof rounds), where float arithmetic is done
- *						in float (FLT_EVAL_METHOD 0)
+ *	float4, float8		-?D+(.D+)? with at most 19 digits: the integer m
+ *						of its digits and 10^k for its k decimals fit in 64
+ *						bits, so the quotient m / 10^k is computed in
+ *						128-bit integers with enough bits, and its remainder,
+ *						to round it to 24 or 53 bits exactly as strtof and
+ *						strtod (float4in's and float8in's) round: to the
+ *						nearest, ties to even (on compilers with a 128-bit
+ *						integer)
  *	numeric				-?D+(.D+)? with at most 30 digits in all, and a
  *						typmod of scale 0-63 or none: rounded to the
  *						typmod's scale half away from zero (round_var's
@@ -78,6 +77,7 @@
 #include "input/input.h"
 
 #include <float.h>
+#include <math.h>
 
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
@@ -85,6 +85,7 @@
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "pgtime.h"
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
@@ -391,16 +392,15 @@ read_uuid(const char *s, pg_uuid_t *u)
 }
 
 /*
- * -?D+(.D+)? with at most 'maxdigits' digits in all: *m the integer of its
- * digits, *k the number of decimals, *neg the sign.
+ * -?D+(.D+)? with at most 19 digits in all: *m the integer of its digits
+ * (below 10^19, so a uint64), *k the number of decimals, *neg the sign.
  */
 static bool
-read_decimal(const char *s, int len, int maxdigits, int64 *m, int *k,
-			 bool *neg)
+read_decimal(const char *s, int len, uint64 *m, int *k, bool *neg)
 {
 	const char *e = s + len;
 	const char *dot;
-	int64		v = 0;
+	uint64		v = 0;
 	int			n = 0;
 
 	*neg = (s < e && *s == '-');
@@ -411,7 +411,7 @@ read_decimal(const char *s, int len, int maxdigits, int64 *m, int *k,
 	{
 		if (p == dot)
 			continue;
-		if (*p < '0' || *p > '9' || ++n > maxdigits)
+		if (*p < '0' || *p > '9' || ++n > 19)
 			return false;
 		v = v * 10 + (*p - '0');
 	}
@@ -423,39 +423,80 @@ read_decimal(const char *s, int len, int maxdigits, int64 *m, int *k,
 	return true;
 }
 
-static const double exact_pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
-1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+#ifdef HAVE_INT128
+static const uint64 pow10_u64[] = {
+	UINT64CONST(1), UINT64CONST(10), UINT64CONST(100), UINT64CONST(1000),
+	UINT64CONST(10000), UINT64CONST(100000), UINT64CONST(1000000),
+	UINT64CONST(10000000), UINT64CONST(100000000), UINT64CONST(1000000000),
+	UINT64CONST(10000000000), UINT64CONST(100000000000),
+	UINT64CONST(1000000000000), UINT64CONST(10000000000000),
+	UINT64CONST(100000000000000), UINT64CONST(1000000000000000),
+	UINT64CONST(10000000000000000), UINT64CONST(100000000000000000),
+	UINT64CONST(1000000000000000000), UINT64CONST(10000000000000000000)
+};
 
-/* float8 of a short decimal: see the top of the file for why it is exact. */
-static bool
-read_float8(const char *s, int len, Datum *d)
+/*
+ * m / 10^k, m > 0, rounded to a binary significand of 'bits' bits, ties to
+ * even (as strtod and strtof round): the value is *mant * 2^*exp.  The
+ * quotient of m * 2^s by 10^k is taken with 'bits' + 2 or + 3 bits (s is
+ * chosen so; m * 2^s fits in 128 bits because m and 10^k fit in 64), and
+ * its low bits with the division's remainder tell exactly whether the
+ * value lies below, on or above the midpoint between two significands.
+ */
+static double
+nearest_binary(uint64 m, int k, int bits)
 {
-	int64		m;
+	uint128		d = pow10_u64[k];
+	int			s = bits + 2 + pg_leftmost_one_pos64(pow10_u64[k]) -
+		pg_leftmost_one_pos64(m);
+	uint128		n;
+	uint64		q;
+	bool		inexact;
+	int			shift;
+	uint64		mant;
+	uint64		rest;
+	uint64		half;
+
+	if (s >= 0)
+		n = (uint128) m << s;
+	else
+	{
+		n = m;
+		d <<= -s;
+	}
+	q = (uint64) (n / d);
+	inexact = (n % d) != 0;
+	shift = pg_leftmost_one_pos64(q) + 1 - bits;
+	mant = q >> shift;
+	rest = q & ((UINT64CONST(1) << shift) - 1);
+	half = UINT64CONST(1) << (shift - 1);
+	if (rest > half || (rest == half && (inexact || (mant & 1))))
+		mant++;
+	/* mant may have become 2^bits: still exact in a double */
+	return ldexp((double) mant, shift - s);
+}
+#endif
+
+/*
+ * float8 and float4 of a decimal of at most 19 digits: the nearest value,
+ * which is what strtod and strtof (float8in's and float4in's) return;
+ * every such decimal is a normal number of either type.
+ */
+static bool
+read_float(const char *s, int len, bool is_float4, Datum *d)
+{
+#ifdef HAVE_INT128
+	uint64		m;
 	int			k;
 	bool		neg;
 	double		v;
 
-	if (!read_decimal(s, len, 15, &m, &k, &neg))
+	if (!read_decimal(s, len, &m, &k, &neg))
 		return false;
-	v = (double) m / exact_pow10[k];
-	*d = Float8GetDatum(neg ? -v : v);
-	return true;
-}
-
-/* float4 likewise, with float operands and a float division. */
-static bool
-read_float4(const char *s, int len, Datum *d)
-{
-#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
-	int64		m;
-	int			k;
-	bool		neg;
-	float		v;
-
-	if (!read_decimal(s, len, 7, &m, &k, &neg))
-		return false;
-	v = (float) m / (float) exact_pow10[k];
-	*d = Float4GetDatum(neg ? -v : v);
+	v = m == 0 ? 0.0 : nearest_binary(m, k, is_float4 ? FLT_MANT_DIG : DBL_MANT_DIG);
+	if (neg)
+		v = -v;
+	*d = is_float4 ? Float4GetDatum((float) v) : Float8GetDatum(v);
 	return true;
 #else
 	return false;
@@ -752,9 +793,8 @@ read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 		case FAST_UUID:
 			return read_uuid_datum(s, d);
 		case FAST_FLOAT4:
-			return read_float4(s, len, d);
 		case FAST_FLOAT8:
-			return read_float8(s, len, d);
+			return read_float(s, len, kind == FAST_FLOAT4, d);
 		case FAST_TEXT:
 			*d = PointerGetDatum(cstring_to_text_with_len(s, len));
 			return true;
