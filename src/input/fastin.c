@@ -504,6 +504,28 @@ read_float(const char *s, int len, bool is_float4, Datum *d)
 }
 
 /*
+ * Whether the len bytes at s are all ASCII, a word at a time: then each is
+ * a character in every server encoding.
+ */
+static inline bool
+all_ascii(const char *s, int len)
+{
+	uint64		seen = 0;
+	int			i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		uint64		w;
+
+		memcpy(&w, s + i, sizeof(w));
+		seen |= w;
+	}
+	for (; i < len; i++)
+		seen |= (unsigned char) s[i];
+	return (seen & UINT64CONST(0x8080808080808080)) == 0;
+}
+
+/*
  * character(n): the text padded with spaces to n characters, as
  * bpchar_input makes it; a value longer than n characters (which core
  * clips when the rest is spaces, or refuses) is the input function's.
@@ -517,7 +539,7 @@ read_bpchar(const char *s, int len, int32 typmod, Datum *d)
 
 	if (typmod >= (int32) VARHDRSZ)
 	{
-		charlen = pg_mbstrlen_with_len(s, len);
+		charlen = all_ascii(s, len) ? len : pg_mbstrlen_with_len(s, len);
 		if (charlen > typmod - (int32) VARHDRSZ)
 			return false;
 		padded = len + (typmod - VARHDRSZ - charlen);
