@@ -804,7 +804,7 @@ def section_parse(agg, meta, out, figs):
     return ["## 12. COPY's input parsing", "",
             f"{cases[0].first('rows'):,} rows of three shapes (seed rows: 4 int, text; ETL "
             "rows: timestamptz, int, numeric, md5 text, csv; wide rows: 16 columns of 12 "
-            "types, csv) by COPY from a server-side file into an empty table without "
+            "types, csv, and the same in binary format) by COPY from a server-side file into an empty table without "
             "indexes (created in an earlier transaction): plain, the serial direct path "
             "(core's COPY reader without and with the exact fast input, then the row "
             "former, and the row former with `directpath.load_statistics = off`: what "

@@ -1,7 +1,7 @@
 """Scenario 12: COPY's input parsing, the part of a direct COPY that is
 still core's.
 
-Three inputs, each written once per run of the suite by the server into a
+Four inputs, each written once per run of the suite by the server into a
 server-side file, loaded into an empty table without indexes (created in
 an earlier transaction) by plain COPY, the serial direct path (with core's
 COPY reader and without the exact fast input of common types, as before
@@ -15,6 +15,8 @@ cost) and /*+ APPEND PARALLEL(1) */ (row former and fast input):
   wide  16 columns of 12 types (int2, int4, int8, float4, float8, numeric,
         bool, date, timestamp, timestamptz, text, varchar(40), bpchar(8),
         uuid, and two more text and int8); csv
+  wide_bin  the same rows in binary format (fixed-width fields converted
+        without their receive functions)
 
 Time is the COPY plus the CHECKPOINT after it; ratios against the plain
 COPY of the same input in the same run.  Each record also has the input's
@@ -69,6 +71,9 @@ INPUTS = {
         "options": " WITH (FORMAT csv)",
     },
 }
+# the wide rows again in binary format (written by COPY ... TO from the same SELECT)
+INPUTS["wide_bin"] = dict(INPUTS["wide"], label="wide rows in binary format",
+                          options=" WITH (FORMAT binary)")
 
 
 class ParseScenario(Scenario):

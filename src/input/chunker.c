@@ -423,7 +423,7 @@ read_more(DPChunker *ch)
  * signature, no flags, no extension.  The input's own was checked by the
  * leader's BeginCopyFrom.
  */
-static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+const char	dp_binary_header[DP_BINARY_HEADER_LEN] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
 
 /*
  * The message for the chunk [start, upto): its header, (binary: a file
@@ -433,13 +433,13 @@ static char *
 cut(DPChunker *ch, Size upto, Size *len)
 {
 	DPChunkHeader h = {ch->consumed, ch->start_lines, ch->start_eol};
-	Size		prefix = ch->binary ? sizeof(binary_header) : 0;
+	Size		prefix = ch->binary ? DP_BINARY_HEADER_LEN : 0;
 	char	   *msg;
 
 	*len = sizeof(h) + prefix + (upto - ch->start);
 	msg = palloc(*len);
 	memcpy(msg, &h, sizeof(h));
-	memcpy(msg + sizeof(h), binary_header, prefix);
+	memcpy(msg + sizeof(h), dp_binary_header, prefix);
 	memcpy(msg + sizeof(h) + prefix, ch->buf + ch->start, upto - ch->start);
 	ch->consumed += upto - ch->start;
 	ch->start = upto;

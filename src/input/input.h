@@ -61,6 +61,18 @@ extern const DPFastIn *dp_fastin_of(FmgrInfo *in, int32 typmod);
 extern bool dp_fastin_read(const DPFastIn *f, const char *s, int len,
 						   int32 typmod, Datum *d);
 
+/*
+ * Binary COPY: the fast input of a column by its receive function, type
+ * and typmod, or NULL; a field of 'len' bytes at s converted when its kind
+ * takes it (counted), false when the receive function must be called, and
+ * the count of such a call.
+ */
+extern const DPFastIn *dp_fastin_binary_of(FmgrInfo *recv, Oid type,
+										   int32 typmod);
+extern bool dp_fastin_read_binary(const DPFastIn *f, const char *s, int len,
+								  Datum *d);
+extern void dp_fastin_count_fallback(const DPFastIn *f);
+
 /* ---------- chunker.c: the input cut into chunks ---------- */
 
 /* What precedes a chunk's bytes in its message. */
@@ -86,6 +98,10 @@ extern char *dp_chunker_next(DPChunker *ch, Size target, Size *len);
 /* Bytes of the input cut into chunks so far. */
 extern uint64 dp_chunker_consumed(DPChunker *ch);
 
+/* A binary COPY file's header without extensions: each binary chunk's. */
+#define DP_BINARY_HEADER_LEN 19
+extern const char dp_binary_header[DP_BINARY_HEADER_LEN];
+
 /*
  * BeginCopyFrom of core's reader over data[0, len) (a chunk, or part of
  * one); one such reader reads at a time.
@@ -99,8 +115,8 @@ extern CopyFromState dp_copy_from_memory(ParseState *pstate, Relation rel,
 typedef struct DPRowFormer DPRowFormer;
 
 /*
- * Why directpath's row former cannot read this text or CSV COPY (an
- * option or state it does not reproduce), or NULL when it can.
+ * Why directpath's row former cannot read this COPY (an option or state it
+ * does not reproduce), or NULL when it can.
  */
 extern const char *dp_rowform_refusal(CopyFromState cstate);
 

@@ -28,6 +28,17 @@
  *	  common types), with cur_attname and cur_attval set for the error
  *	  context; then the defaults of the columns not read, as core.
  *
+ * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
+ * each chunk after a file header) is read tuple by tuple as
+ * CopyFromBinaryOneRow reads it: the field count, then each field's length
+ * and bytes; fields of the common fixed-width types are converted by
+ * fastin.c's binary input, the others by their receive function with
+ * core's check that it read the whole field, NULLs by the receive function
+ * as core calls it (a domain's checks its constraints).  A tuple whose
+ * field count is not the column count (the trailer included), a length
+ * below -1 or a tuple cut short goes, with the rest of the chunk, to core's
+ * reader (given a file header first).
+ *
  * Exactness.  Whatever the former does not reproduce goes to core's own
  * reader: a record with a different number of fields than columns, a
  * newline or carriage return that is not the line style's, an unterminated
@@ -63,6 +74,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
+#include "port/pg_bswap.h"
 #include "utils/backend_progress.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
@@ -72,7 +84,8 @@ typedef enum DPSplit
 {
 	SPLIT_ROW,					/* a record of as many fields as columns */
 	SPLIT_END,					/* no bytes left in the chunk */
-	SPLIT_CORE					/* something core's reader must see */
+	SPLIT_CORE,					/* something core's reader must see */
+	SPLIT_HEADER				/* the header line: core's reader reads it */
 } DPSplit;
 
 /* A field of the record being formed: byte offsets in the chunk. */
@@ -98,6 +111,8 @@ struct DPRowFormer
 {
 	CopyFromState cstate;		/* the COPY's; its state names the row */
 	MemoryContext mcxt;
+	bool		binary;			/* binary tuples, not text or CSV lines */
+	StringInfoData field;		/* binary: a field for its receive function */
 	ParseState *pstate;			/* for core's reader */
 	List	   *attlist;
 	List	   *options;
@@ -133,6 +148,7 @@ struct DPRowFormer
 	bool		line_pending;	/* not yet copied into cstate->line_buf */
 	/* core's reader over the chunk's rest (or the header), while it reads */
 	CopyFromState core;
+	char	   *core_input;		/* binary: the file header and the rest */
 	bool		core_header;	/* it reads the header line only */
 	bool		in_core;		/* inside its NextCopyFrom */
 };
@@ -502,20 +518,43 @@ field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 	return true;
 }
 
+/* The columns a COPY does not read are null, but for their defaults. */
+static inline void
+unread_columns(DPRowFormer *rf, Datum *values, bool *nulls)
+{
+	int			natts = RelationGetDescr(rf->cstate->rel)->natts;
+
+	if (rf->ncolumns < natts)
+	{
+		memset(values, 0, natts * sizeof(Datum));
+		memset(nulls, true, natts * sizeof(bool));
+	}
+}
+
+/* NextCopyFrom's last step: the defaults of the columns not read. */
+static void
+fill_defaults(DPRowFormer *rf, ExprContext *econtext, Datum *values,
+			  bool *nulls)
+{
+	CopyFromState cstate = rf->cstate;
+
+	for (int i = 0; i < cstate->num_defaults; i++)
+	{
+		int			m = cstate->defmap[i];
+
+		values[m] = ExecEvalExpr(DP_COPY_DEFEXPR(cstate, i), econtext,
+								 &nulls[m]);
+	}
+}
+
 /* NextCopyFrom's work after its reader: input functions, then defaults. */
 static void
 form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 			Datum *values, bool *nulls)
 {
 	CopyFromState cstate = rf->cstate;
-	int			natts = RelationGetDescr(cstate->rel)->natts;
 
-	/* the columns read set their own; those not read are null but for defaults */
-	if (rf->ncolumns < natts)
-	{
-		memset(values, 0, natts * sizeof(Datum));
-		memset(nulls, true, natts * sizeof(bool));
-	}
+	unread_columns(rf, values, nulls);
 	for (int i = 0; i < rf->ncolumns; i++)
 	{
 		DPColumn   *col = &rf->columns[i];
@@ -535,13 +574,105 @@ form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 	}
 	cstate->cur_attname = NULL;
 	cstate->cur_attval = NULL;
-	for (int i = 0; i < cstate->num_defaults; i++)
-	{
-		int			m = cstate->defmap[i];
+	fill_defaults(rf, econtext, values, nulls);
+}
 
-		values[m] = ExecEvalExpr(DP_COPY_DEFEXPR(cstate, i), econtext,
-								 &nulls[m]);
+/* ---- binary tuples ---- */
+
+static inline int32
+get_int32(const char *p)
+{
+	uint32		v;
+
+	memcpy(&v, p, sizeof(v));
+	return (int32) pg_ntoh32(v);
+}
+
+/*
+ * The binary tuple at rf->pos: its fields' offsets into rf->fields (end -
+ * start their length; 'marked' for a NULL), *next the next tuple's start.
+ * SPLIT_CORE for what core's reader must read: a field count other than
+ * the column count (the trailer's -1 included), a length below -1, a
+ * tuple cut short.
+ */
+static DPSplit
+split_binary(DPRowFormer *rf, Size *next)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+	uint16		nf;
+
+	if (p >= rf->len)
+		return SPLIT_END;
+	if (rf->len - p < 2)
+		return SPLIT_CORE;
+	memcpy(&nf, d + p, sizeof(nf));
+	if ((int16) pg_ntoh16(nf) != rf->ncolumns)
+		return SPLIT_CORE;
+	p += 2;
+	for (int i = 0; i < rf->ncolumns; i++)
+	{
+		int32		flen;
+
+		if (rf->len - p < 4)
+			return SPLIT_CORE;
+		flen = get_int32(d + p);
+		p += 4;
+		if (flen < -1 || (flen > 0 && rf->len - p < (Size) flen))
+			return SPLIT_CORE;
+		rf->fields[i].start = p;
+		rf->fields[i].end = p + Max(flen, 0);
+		rf->fields[i].marked = flen == -1;
+		p += Max(flen, 0);
 	}
+	*next = p;
+	return SPLIT_ROW;
+}
+
+/*
+ * CopyFromBinaryOneRow's work on a split tuple: each field's value (the
+ * fast binary input, or the receive function as CopyReadBinaryAttribute
+ * calls it, with its check), then the defaults.
+ */
+static void
+form_binary(DPRowFormer *rf, ExprContext *econtext, Datum *values,
+			bool *nulls)
+{
+	CopyFromState cstate = rf->cstate;
+
+	unread_columns(rf, values, nulls);
+	for (int i = 0; i < rf->ncolumns; i++)
+	{
+		DPColumn   *col = &rf->columns[i];
+		DPField    *f = &rf->fields[i];
+		const char *s = rf->data + f->start;
+		int			flen = f->end - f->start;
+
+		cstate->cur_attname = (char *) col->name;
+		if (f->marked)
+		{
+			values[col->m] = ReceiveFunctionCall(col->in, NULL, col->ioparam,
+												 col->typmod);
+			nulls[col->m] = true;
+			continue;
+		}
+		nulls[col->m] = false;
+		if (col->fast != NULL &&
+			dp_fastin_read_binary(col->fast, s, flen, &values[col->m]))
+			continue;
+		if (col->fast != NULL)
+			dp_fastin_count_fallback(col->fast);
+		resetStringInfo(&rf->field);
+		appendBinaryStringInfo(&rf->field, s, flen);
+		values[col->m] = ReceiveFunctionCall(col->in, &rf->field, col->ioparam,
+											 col->typmod);
+		if (rf->field.cursor != rf->field.len)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("incorrect binary data format")));
+	}
+	cstate->cur_attname = NULL;
+	fill_defaults(rf, econtext, values, nulls);
 }
 
 /* ---- core's reader for what the former does not take ---- */
@@ -594,9 +725,22 @@ core_begin(DPRowFormer *rf, Size to, bool header)
 	DPProgress	progress;
 
 	progress_save(&progress);
-	rf->core = dp_copy_from_memory(rf->pstate, rf->cstate->rel, rf->attlist,
-								   rf->options, rf->data + rf->pos,
-								   to - rf->pos);
+	if (rf->binary)
+	{
+		/* core's reader wants a file header before the tuples */
+		rf->core_input = palloc(DP_BINARY_HEADER_LEN + to - rf->pos);
+		memcpy(rf->core_input, dp_binary_header, DP_BINARY_HEADER_LEN);
+		memcpy(rf->core_input + DP_BINARY_HEADER_LEN, rf->data + rf->pos,
+			   to - rf->pos);
+		rf->core = dp_copy_from_memory(rf->pstate, rf->cstate->rel,
+									   rf->attlist, rf->options,
+									   rf->core_input,
+									   DP_BINARY_HEADER_LEN + to - rf->pos);
+	}
+	else
+		rf->core = dp_copy_from_memory(rf->pstate, rf->cstate->rel,
+									   rf->attlist, rf->options,
+									   rf->data + rf->pos, to - rf->pos);
 	rf->core->cur_lineno = rf->lineno;
 	rf->core->eol_type = (EolType) rf->eol;
 	rf->core_header = header;
@@ -614,6 +758,9 @@ core_end(DPRowFormer *rf)
 	EndCopyFrom(rf->core);
 	progress_restore(&progress);
 	rf->core = NULL;
+	if (rf->core_input)
+		pfree(rf->core_input);
+	rf->core_input = NULL;
 }
 
 /*
@@ -659,6 +806,62 @@ advance(DPRowFormer *rf, Size next, int nl, int eol)
 	rf->eol = eol;
 }
 
+/*
+ * The next text or CSV record's row, if the former can form it; the header
+ * line is given to core's reader.
+ */
+static DPSplit
+next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
+{
+	CopyFromState cstate = rf->cstate;
+	Size		end;
+	Size		next;
+	int			nl;
+	int			eol;
+	DPSplit		split = split_record(rf, &end, &next, &nl, &eol);
+
+	if (split != SPLIT_ROW)
+		return split;
+	if (rf->header_next)
+	{
+		/* core reads (and with MATCH checks) the header line */
+		rf->header_next = false;
+		core_begin(rf, next, true);
+		advance(rf, next, nl, eol);
+		return SPLIT_HEADER;
+	}
+
+	/* the row's place, for errors from here on */
+	cstate->cur_lineno = rf->lineno + 1 + nl;
+	cstate->line_buf_valid = true;
+	rf->line_start = rf->pos;
+	rf->line_len = end - rf->pos;
+	rf->line_pending = true;
+	if (!field_strings(rf, rf->pos, end, rf->strings))
+		return SPLIT_CORE;
+	advance(rf, next, nl, eol);
+	form_values(rf, rf->strings, econtext, values, nulls);
+	dp_input_count_rows(1, 0);
+	return SPLIT_ROW;
+}
+
+/* The next binary tuple's row, if the former can form it. */
+static DPSplit
+next_binary(DPRowFormer *rf, ExprContext *econtext, Datum *values,
+			bool *nulls)
+{
+	Size		next;
+	DPSplit		split = split_binary(rf, &next);
+
+	if (split != SPLIT_ROW)
+		return split;
+	rf->cstate->cur_lineno = rf->lineno + 1;
+	form_binary(rf, econtext, values, nulls);
+	advance(rf, next, 0, rf->eol);
+	dp_input_count_rows(1, 0);
+	return SPLIT_ROW;
+}
+
 /* ---- the interface ---- */
 
 const char *
@@ -666,9 +869,7 @@ dp_rowform_refusal(CopyFromState cstate)
 {
 	ListCell   *lc;
 
-	if (cstate->opts.binary)
-		return "binary input";
-	if (cstate->need_transcoding)
+	if (!cstate->opts.binary && cstate->need_transcoding)
 		return "the input is converted from another encoding";
 	if (dp_copy_skips_errors(cstate))
 		return "it has ON_ERROR";
@@ -705,6 +906,9 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 	rf->attlist = attlist;
 	rf->options = options;
 	rf->csv = cstate->opts.csv_mode;
+	rf->binary = cstate->opts.binary;
+	if (rf->binary)
+		initStringInfo(&rf->field);
 	rf->delim = cstate->opts.delim[0];
 	rf->null_print = cstate->opts.null_print;
 	rf->null_len = cstate->opts.null_print_len;
@@ -739,7 +943,9 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 		col->in = &cstate->in_functions[col->m];
 		col->ioparam = cstate->typioparams[col->m];
 		col->typmod = att->atttypmod;
-		col->fast = dp_fastin_of(col->in, col->typmod);
+		col->fast = rf->binary ?
+			dp_fastin_binary_of(col->in, att->atttypid, col->typmod) :
+			dp_fastin_of(col->in, col->typmod);
 		col->name = NameStr(att->attname);
 	}
 	rf->out_cap = 1024;
@@ -758,6 +964,13 @@ dp_rowform_chunk(DPRowFormer *rf, const char *data, Size len,
 	rf->eol = where->eol;
 	rf->header_next = where->lines_before == 0 && rf->cstate->opts.header_line;
 	rf->line_pending = false;
+	if (rf->binary)
+	{
+		/* after the chunk's file header, which core's reader checked */
+		rf->pos = DP_BINARY_HEADER_LEN;
+		rf->header_next = false;
+		return;
+	}
 	if (pg_encoding_verifymbstr(rf->cstate->file_encoding, data, len) != len)
 	{
 		/* core reads it, and reports the bad bytes on their line */
@@ -771,14 +984,10 @@ bool
 dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 				bool *nulls)
 {
-	CopyFromState cstate = rf->cstate;
-	Size		end;
-	Size		next;
-	int			nl;
-	int			eol;
-
 	for (;;)
 	{
+		DPSplit		split;
+
 		if (rf->core != NULL)
 		{
 			if (core_next(rf, econtext, values, nulls))
@@ -788,44 +997,17 @@ dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 				break;			/* it read the chunk's rest */
 			continue;
 		}
-		switch (split_record(rf, &end, &next, &nl, &eol))
-		{
-			case SPLIT_END:
-				goto done;
-			case SPLIT_CORE:
-				core_rest(rf);
-				continue;
-			case SPLIT_ROW:
-				break;
-		}
-		if (rf->header_next)
-		{
-			/* core reads (and with MATCH checks) the header line */
-			rf->header_next = false;
-			core_begin(rf, next, true);
-			advance(rf, next, nl, eol);
-			continue;
-		}
-
-		/* the row's place, for errors from here on */
-		cstate->cur_lineno = rf->lineno + 1 + nl;
-		cstate->line_buf_valid = true;
-		rf->line_start = rf->pos;
-		rf->line_len = end - rf->pos;
-		rf->line_pending = true;
-		if (!field_strings(rf, rf->pos, end, rf->strings))
-		{
+		split = rf->binary ? next_binary(rf, econtext, values, nulls) :
+			next_text(rf, econtext, values, nulls);
+		if (split == SPLIT_ROW)
+			return true;
+		if (split == SPLIT_END)
+			break;
+		if (split == SPLIT_CORE)
 			core_rest(rf);
-			continue;
-		}
-		advance(rf, next, nl, eol);
-		form_values(rf, rf->strings, econtext, values, nulls);
-		dp_input_count_rows(1, 0);
-		return true;
 	}
-done:
 	/* later errors name the line without its text, as core's at the end */
-	cstate->line_buf_valid = false;
+	rf->cstate->line_buf_valid = false;
 	rf->line_pending = false;
 	return false;
 }

@@ -28,11 +28,11 @@
  *	  done the leader parses a smaller chunk itself (dp_parallel_receive's
  *	  'step').  At the end of the input the input queues are detached, so
  *	  each worker hands on its last partial page and ends.
- * 3. A text or CSV chunk is read by the row former (input/rowform.c),
- *	  given the lines before the chunk and the end-of-line style in force;
- *	  a binary chunk, or one of a COPY the former does not take, by core's
- *	  own reader over the chunk's bytes (dp_copy_from_memory), its line
- *	  counter and end-of-line style set the same way.  Either way a row's
+ * 3. A chunk is read by the row former (input/rowform.c), given the
+ *	  lines (binary: tuples) before the chunk and the end-of-line style in
+ *	  force; a chunk of a COPY the former does not take, by core's own
+ *	  reader over the chunk's bytes (dp_copy_from_memory), its line counter
+ *	  and end-of-line style set the same way.  Either way a row's
  *	  errors carry the file's line number ("COPY t, line N"); the WHERE
  *	  clause filters, and a placer (parallel.c) checks constraints and
  *	  forms the row on a page.
@@ -142,7 +142,7 @@ make_payload(Node *where, List *attlist, List *options, CopyFromState cstate)
 					  makeInteger(pg_get_client_encoding()));
 }
 
-/* FORMAT binary among the options (BeginCopyFrom would read a header). */
+/* FORMAT binary among the options (BeginCopyFrom reads a header). */
 static bool
 binary_format(List *options)
 {
@@ -176,11 +176,15 @@ parser_begin(DPChunkParser *p, Relation target, List *payload)
 	p->restore_progress = NULL;
 	p->rows_cstate = NULL;
 	p->rf = NULL;
-	if (dp_copy_row_former && !binary_format(p->options))
+	if (dp_copy_row_former)
 	{
+		bool		binary = binary_format(p->options);
+
 		/* core's state for the COPY's columns and options, reading nothing */
 		p->rows_cstate = dp_copy_from_memory(p->pstate, target, p->attlist,
-											 p->options, NULL, 0);
+											 p->options,
+											 binary ? dp_binary_header : NULL,
+											 binary ? DP_BINARY_HEADER_LEN : 0);
 		if (dp_rowform_refusal(p->rows_cstate) == NULL)
 		{
 			dp_fastin_install(p->rows_cstate);
@@ -249,18 +253,39 @@ parse_row(DPChunkParser *p, CopyFromState cstate, ExprContext *econtext,
 	return more;
 }
 
-/* Form the rows of a text or CSV chunk with the row former; place them. */
+/*
+ * The client encoding to read a chunk's rows in, or -1: binary input's
+ * text values are in the leader's; then 'cb' goes on the error context
+ * stack, to give errors the worker's own back.
+ */
+static int
+chunk_encoding(DPChunkParser *p, bool binary, ErrorContextCallback *cb)
+{
+	if (!binary || p->client_encoding == pg_get_client_encoding())
+		return -1;
+	cb->callback = database_encoding_callback;
+	cb->arg = NULL;
+	cb->previous = error_context_stack;
+	error_context_stack = cb;
+	return p->client_encoding;
+}
+
+/* Form the rows of a chunk with the row former; place them. */
 static void
 form_chunk(DPChunkParser *p, const DPChunkHeader *h, const char *data,
 		   Size len)
 {
 	ExprContext *econtext = GetPerTupleExprContext(p->placer.estate);
 	ErrorContextCallback errcallback;
+	ErrorContextCallback enccallback;
+	int			client_encoding;
 
 	errcallback.callback = dp_rowform_error_callback;
 	errcallback.arg = (void *) p->rf;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
+	client_encoding = chunk_encoding(p, p->rows_cstate->opts.binary,
+									 &enccallback);
 	dp_rowform_chunk(p->rf, data, len, h);
 	for (;;)
 	{
@@ -271,8 +296,12 @@ form_chunk(DPChunkParser *p, const DPChunkHeader *h, const char *data,
 		ResetExprContext(econtext);
 		ExecClearTuple(p->slot);
 		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		if (client_encoding >= 0)
+			SetClientEncoding(client_encoding);
 		more = dp_rowform_next(p->rf, econtext, p->slot->tts_values,
 							   p->slot->tts_isnull);
+		if (client_encoding >= 0)
+			SetClientEncoding(GetDatabaseEncoding());
 		MemoryContextSwitchTo(old);
 		if (!more)
 			break;
@@ -298,7 +327,7 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	ErrorContextCallback errcallback;
 	ErrorContextCallback enccallback;
 	CopyFromState cstate;
-	int			client_encoding = -1;
+	int			client_encoding;
 
 	memcpy(&h, msg, sizeof(h));
 	if (p->rf)
@@ -320,14 +349,7 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	errcallback.arg = (void *) cstate;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
-	if (cstate->opts.binary && p->client_encoding != pg_get_client_encoding())
-	{
-		client_encoding = p->client_encoding;
-		enccallback.callback = database_encoding_callback;
-		enccallback.arg = NULL;
-		enccallback.previous = error_context_stack;
-		error_context_stack = &enccallback;
-	}
+	client_encoding = chunk_encoding(p, cstate->opts.binary, &enccallback);
 	while (parse_row(p, cstate, econtext, client_encoding))
 	{
 		CHECK_FOR_INTERRUPTS();
