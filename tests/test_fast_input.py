@@ -120,11 +120,13 @@ def canonical(t, r):
         base = f"{rand_date(r)} {rand_time(r)}"
         return base if r.random() < 0.3 else base + rand_offset(r)
     if t in ("float4", "float8"):
-        # at most 19 digits in all, or a few more
+        # at most 19 digits in all, or a few more; an exponent in some
         n = r.randint(1, 21 if r.random() < 0.1 else 19)
         digits = "".join(r.choice("0123456789") for _ in range(n))
         at = r.randint(0, n)
         v = digits if at in (0, n) else digits[:at] + "." + digits[at:]
+        if r.random() < 0.2:
+            v += r.choice("eE") + r.choice(["", "+", "-"]) + str(r.randint(0, 15))
         return ("-" if r.random() < 0.3 else "") + v
     if t == "numeric":
         # at most 30 digits in all, or a few more; leading and trailing zeros
@@ -277,7 +279,7 @@ def test_off_and_counts(cluster, tmp_path):
                           "-1.5", "2.25", "-12.50"],
                          [" 1", "+2", "0x3" if accepted(conn, "int8", "0x3") else " 3", "yes",
                           "01/02/2024", "2024-01-02T03:04:05", "2024-01-02 03:04:05 UTC",
-                          "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "1e3", " 2", "NaN"]], "text")
+                          "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", "Infinity", " 2", "NaN"]], "text")
         _, _, counts = load(conn, "direct", path, "", SETTINGS[0])
         # int4: the id column's two fields besides c_int4's
         assert counts == {t: (3, 1) if t == "int4" else (1, 1) for t in TYPES}, counts

@@ -32,8 +32,9 @@
  *						one the session's TimeZone decides, by the same call
  *						core makes (DetermineTimeZoneOffset)
  *	uuid				the canonical 8-4-4-4-12 hex digits, either case
- *	float4, float8		-?D+(.D+)? with at most 19 digits: the integer m
- *						of its digits and 10^k for its k decimals fit in 64
+ *	float4, float8		-?D+(.D+)?([eE][+-]?D{1,3})? with at most 19
+ *						digits, whose value is m / 10^k with m < 2^64 and
+ *						k <= 19 (the exponent applied): m and 10^k fit in 64
  *						bits, so the quotient m / 10^k is computed in
  *						128-bit integers with enough bits, and its remainder,
  *						to round it to 24 or 53 bits exactly as strtof and
@@ -492,6 +493,43 @@ nearest_binary(uint64 m, int k, int bits)
 	/* mant may have become 2^bits: still exact in a double */
 	return ldexp((double) mant, shift - s);
 }
+
+/*
+ * The exponent [+-]?D{1,3} in the 'len' bytes at s applied to m / 10^k:
+ * false unless the value stays m' / 10^k' with m' < 2^64 and k' <= 19 (a
+ * positive exponent multiplies m, if it does not overflow).
+ */
+static bool
+apply_exponent(const char *s, int len, uint64 *m, int *k)
+{
+	bool		neg = len > 0 && *s == '-';
+	int			skip = (len > 0 && (*s == '-' || *s == '+')) ? 1 : 0;
+	int			x = 0;
+	int			t;
+
+	if (len - skip < 1 || len - skip > 3)
+		return false;
+	for (int i = skip; i < len; i++)
+	{
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		x = x * 10 + (s[i] - '0');
+	}
+	t = (neg ? -x : x) - *k;	/* the value is m * 10^t */
+	if (t <= 0)
+	{
+		if (-t > 19)
+			return false;
+		*k = -t;
+		return true;
+	}
+	if (t > 19 || *m > PG_UINT64_MAX / pow10_u64[t])
+		return false;
+	*m *= pow10_u64[t];
+	*k = 0;
+	return true;
+}
+
 #endif
 
 /*
@@ -508,7 +546,13 @@ read_float(const char *s, int len, bool is_float4, Datum *d)
 	bool		neg;
 	double		v;
 
-	if (!read_decimal(s, len, &m, &k, &neg))
+	const char *e = memchr(s, 'e', len);
+
+	if (e == NULL)
+		e = memchr(s, 'E', len);
+	if (!read_decimal(s, e ? e - s : len, &m, &k, &neg))
+		return false;
+	if (e != NULL && !apply_exponent(e + 1, len - (e + 1 - s), &m, &k))
 		return false;
 	v = m == 0 ? 0.0 : nearest_binary(m, k, is_float4 ? FLT_MANT_DIG : DBL_MANT_DIG);
 	if (neg)
