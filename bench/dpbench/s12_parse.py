@@ -71,9 +71,13 @@ INPUTS = {
         "options": " WITH (FORMAT csv)",
     },
 }
-# the wide rows again in binary format (written by COPY ... TO from the same SELECT)
-INPUTS["wide_bin"] = dict(INPUTS["wide"], label="wide rows in binary format",
-                          options=" WITH (FORMAT binary)")
+# the wide rows again in binary format: the same SELECT, each column cast
+# to its type (binary input is read by the column's type)
+_wide = [c.split(" ", 1) for c in INPUTS["wide"]["columns"].split(", ")]
+INPUTS["wide_bin"] = dict(
+    INPUTS["wide"], label="wide rows in binary format", options=" WITH (FORMAT binary)",
+    select=("SELECT " + ", ".join(f"{n}::{t}" for n, t in _wide) + " FROM ("
+            + INPUTS["wide"]["select"] + ") AS w(" + ", ".join(n for n, _ in _wide) + ")"))
 
 
 class ParseScenario(Scenario):

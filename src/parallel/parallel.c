@@ -123,8 +123,8 @@
 /* ... and one per source table scanned: DP_KEY_SCAN + its index */
 #define DP_KEY_SCAN		UINT64CONST(0xD1E4C7A000010000)
 
-/* Bytes of each worker's queue towards the leader: about 32 pages. */
-#define DP_OUT_QUEUE_SIZE	(32 * (BLCKSZ + 64))
+/* Bytes of each worker's queue towards the leader: about 256 pages. */
+#define DP_OUT_QUEUE_SIZE	(256 * (BLCKSZ + 64))
 
 /*
  * A message's first byte, worker to leader: a page of leaf N (an int32

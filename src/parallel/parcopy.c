@@ -79,8 +79,8 @@
 #define DP_WORKER_CHUNK		(128 * 1024)
 #define DP_LEADER_CHUNK		(64 * 1024)
 
-/* Bytes of each worker's input queue: two chunks. */
-#define DP_IN_QUEUE_SIZE	(2 * DP_WORKER_CHUNK + 1024)
+/* Bytes of each worker's input queue: eight chunks. */
+#define DP_IN_QUEUE_SIZE	(8 * DP_WORKER_CHUNK + 1024)
 
 /* ---- parsing a chunk (workers and the leader) ---- */
 
