@@ -328,17 +328,6 @@ read_frontend(DPChunker *ch, char *buf, size_t max)
 	return n;
 }
 
-/* A big-endian integer of 'n' bytes at 'p' (2 or 4). */
-static int32
-get_int(const char *p, int n)
-{
-	uint32		v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = (v << 8) | (unsigned char) p[i];
-	return n == 2 ? (int32) (int16) v : (int32) v;
-}
-
 /*
  * Binary format: scan whole tuples (a field count, then per field a
  * length and that many bytes, -1 for NULL) from 'pos' until at least
@@ -353,7 +342,7 @@ scan_tuples(DPChunker *ch, Size target)
 	while (ch->end - ch->pos >= 2)
 	{
 		Size		p = ch->pos + 2;
-		int32		nfields = get_int(ch->buf + ch->pos, 2);
+		int32		nfields = dp_get_net_int(ch->buf + ch->pos, 2);
 
 		if (nfields < 0)
 		{
@@ -366,7 +355,7 @@ scan_tuples(DPChunker *ch, Size target)
 
 			if (ch->end - p < 4)
 				return false;
-			len = get_int(ch->buf + p, 4);
+			len = dp_get_net_int(ch->buf + p, 4);
 			p += 4;
 			if (len < -1)
 			{

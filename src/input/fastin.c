@@ -1025,25 +1025,7 @@ dp_fastin_binary_of(FmgrInfo *recv, Oid type, int32 typmod)
 	return f;
 }
 
-/* Integers in network byte order, at any alignment. */
-static inline uint16
-net16(const char *s)
-{
-	uint16		v;
-
-	memcpy(&v, s, sizeof(v));
-	return pg_ntoh16(v);
-}
-
-static inline uint32
-net32(const char *s)
-{
-	uint32		v;
-
-	memcpy(&v, s, sizeof(v));
-	return pg_ntoh32(v);
-}
-
+/* A 64-bit integer in network byte order, at any alignment. */
 static inline uint64
 net64(const char *s)
 {
@@ -1075,10 +1057,10 @@ read_binary(DPFastKind kind, const char *s, int len, Datum *d)
 	switch (kind)
 	{
 		case FAST_INT2:
-			*d = Int16GetDatum((int16) net16(s));
+			*d = Int16GetDatum((int16) dp_get_net_int(s, 2));
 			return true;
 		case FAST_INT4:
-			*d = Int32GetDatum((int32) net32(s));
+			*d = Int32GetDatum(dp_get_net_int(s, 4));
 			return true;
 		case FAST_INT8:
 			*d = Int64GetDatum((int64) net64(s));
@@ -1087,7 +1069,7 @@ read_binary(DPFastKind kind, const char *s, int len, Datum *d)
 			*d = BoolGetDatum(*s != 0);
 			return true;
 		case FAST_DATE:
-			u32 = net32(s);
+			u32 = (uint32) dp_get_net_int(s, 4);
 			if (!DATE_NOT_FINITE((DateADT) u32) && !IS_VALID_DATE((DateADT) u32))
 				return false;
 			*d = DateADTGetDatum((DateADT) u32);
@@ -1109,7 +1091,7 @@ read_binary(DPFastKind kind, const char *s, int len, Datum *d)
 			{
 				float4		f;
 
-				u32 = net32(s);
+				u32 = (uint32) dp_get_net_int(s, 4);
 				memcpy(&f, &u32, sizeof(f));
 				*d = Float4GetDatum(f);
 				return true;

@@ -98,6 +98,20 @@ extern char *dp_chunker_next(DPChunker *ch, Size target, Size *len);
 /* Bytes of the input cut into chunks so far. */
 extern uint64 dp_chunker_consumed(DPChunker *ch);
 
+/*
+ * A big-endian signed integer of n = 2 or 4 bytes at p (binary COPY's
+ * field counts and lengths, and its values), at any alignment.
+ */
+static inline int32
+dp_get_net_int(const char *p, int n)
+{
+	uint32		v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = (v << 8) | (unsigned char) p[i];
+	return n == 2 ? (int32) (int16) v : (int32) v;
+}
+
 /* A binary COPY file's header without extensions: each binary chunk's. */
 #define DP_BINARY_HEADER_LEN 19
 extern const char dp_binary_header[DP_BINARY_HEADER_LEN];

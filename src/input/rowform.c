@@ -74,7 +74,6 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
-#include "port/pg_bswap.h"
 #include "utils/backend_progress.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
@@ -579,15 +578,6 @@ form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 
 /* ---- binary tuples ---- */
 
-static inline int32
-get_int32(const char *p)
-{
-	uint32		v;
-
-	memcpy(&v, p, sizeof(v));
-	return (int32) pg_ntoh32(v);
-}
-
 /*
  * The binary tuple at rf->pos: its fields' offsets into rf->fields (end -
  * start their length; 'marked' for a NULL), *next the next tuple's start.
@@ -600,14 +590,10 @@ split_binary(DPRowFormer *rf, Size *next)
 {
 	const char *d = rf->data;
 	Size		p = rf->pos;
-	uint16		nf;
 
 	if (p >= rf->len)
 		return SPLIT_END;
-	if (rf->len - p < 2)
-		return SPLIT_CORE;
-	memcpy(&nf, d + p, sizeof(nf));
-	if ((int16) pg_ntoh16(nf) != rf->ncolumns)
+	if (rf->len - p < 2 || dp_get_net_int(d + p, 2) != rf->ncolumns)
 		return SPLIT_CORE;
 	p += 2;
 	for (int i = 0; i < rf->ncolumns; i++)
@@ -616,7 +602,7 @@ split_binary(DPRowFormer *rf, Size *next)
 
 		if (rf->len - p < 4)
 			return SPLIT_CORE;
-		flen = get_int32(d + p);
+		flen = dp_get_net_int(d + p, 4);
 		p += 4;
 		if (flen < -1 || (flen > 0 && rf->len - p < (Size) flen))
 			return SPLIT_CORE;
