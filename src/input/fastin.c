@@ -545,7 +545,6 @@ read_float(const char *s, int len, bool is_float4, Datum *d)
 	int			k;
 	bool		neg;
 	double		v;
-
 	const char *e = memchr(s, 'e', len);
 
 	if (e == NULL)
