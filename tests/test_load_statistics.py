@@ -11,6 +11,9 @@ what EXPLAIN ANALYZE and last_statement() say, and the planner's estimates
 right after a load.
 """
 
+import bisect
+import re
+
 import pytest
 
 from conftest import last_statement
@@ -175,6 +178,62 @@ def test_partitioned_load_gathers_per_leaf(cluster):
             assert got == want
         assert stats(conn, "ls_part") == []     # the parent's are ANALYZE's to make
         conn.execute("DROP TABLE ls_part")
+
+
+def rank_errors(conn, leaf):
+    """For each histogram bound of the leaf's id column: the share of the
+    leaf's rows at or below it, less the share a uniform sample puts it at
+    (bound k of 100 at k/100)."""
+    ids = [r[0] for r in conn.execute(f"SELECT id FROM {leaf} ORDER BY id")]
+    bounds = conn.execute("SELECT histogram_bounds::text::int[] FROM pg_stats "
+                          "WHERE tablename = %s AND attname = 'id'", (leaf,)).fetchone()[0]
+    last = len(bounds) - 1
+    return [bisect.bisect_right(ids, b) / len(ids) - k / last for k, b in enumerate(bounds)]
+
+
+@pytest.mark.parametrize("kind", ["range", "hash"])
+def test_many_partitions_share_the_sample(cluster, kind):
+    """400000 rows into 8 empty partitions: the leaves share one sample's
+    worth (3750 rows each, their part of 30000; not 8 x 30000), drawn
+    uniformly from each leaf's rows whether they arrive leaf after leaf
+    (range, in id order: each leaf's first rows came when the load was
+    small) or spread over all leaves (hash); exact sizes in pg_class; and as
+    the samples are smaller than ANALYZE's, the leaves stay counted as
+    changed, for autovacuum to analyze."""
+    n, parts = 400000, 8
+    with cluster.conn() as conn:
+        conn.execute("SET directpath.min_bytes = 0")
+        conn.execute("DROP TABLE IF EXISTS ls_sh")
+        conn.execute(f"CREATE TABLE ls_sh (id int, grp int, name text) PARTITION BY {kind} (id)")
+        for i in range(parts):
+            bounds = (f"FROM ({i * n // parts + 1}) TO ({(i + 1) * n // parts + 1})"
+                      if kind == "range" else f"WITH (MODULUS {parts}, REMAINDER {i})")
+            conn.execute(f"CREATE TABLE ls_sh_{i} PARTITION OF ls_sh FOR VALUES {bounds}")
+        conn.execute("/*+ APPEND */ INSERT INTO ls_sh SELECT g, g % 17, 'n' || g "
+                     f"FROM generate_series(1, {n}) g")
+        st = last_statement(conn)
+        assert st["path"] == "direct", st
+        got = re.fullmatch(rf"gathered for {parts} relations from (\d+) sample rows "
+                           rf"\(reduced for {parts}: autovacuum analyzes them again\); "
+                           "the partitioned table's own left to ANALYZE", st["statistics"])
+        # each leaf's share rounded up
+        assert got and 30000 <= int(got[1]) <= 30000 + parts, st
+        for i in range(parts):
+            leaf = f"ls_sh_{i}"
+            rows = conn.execute(f"SELECT count(*) FROM {leaf}").fetchone()[0]
+            assert relstats(conn, leaf)[1] == rows
+            got = {r[0]: r[1] for r in stats(conn, leaf)}
+            assert got["grp"]["n_distinct"] == 17 and got["grp"]["null_frac"] == 0, got["grp"]
+            assert got["id"]["n_distinct"] == -1, got["id"]
+            errors = rank_errors(conn, leaf)
+            assert len(errors) == 101
+            # a bound of a 3750-row sample strays about 0.008 (one standard
+            # deviation at the median); a sample leaning to the leaf's first
+            # or last rows moves all of them one way
+            assert max(abs(e) for e in errors) < 0.045, (leaf, errors)
+            assert abs(sum(errors) / len(errors)) < 0.015, (leaf, errors)
+            assert analyzed_counters(conn, leaf) == (rows, rows, 0)
+        conn.execute("DROP TABLE ls_sh")
 
 
 def test_not_gathered_and_why(cluster):

@@ -27,17 +27,51 @@
  * delete duplicates and rows violating a foreign key again, which frozen
  * rows forbid).
  *
- * Invariant: every leaf of a load is in its list exactly once, and is
- * locked before any row is placed into it.
+ * Finding a row's leaf: the previous row's leaf is tried first (a plain
+ * table, or rows that arrive grouped by partition); otherwise a hash table
+ * of the leaves by their ResultRelInfo, so that a load routing each row
+ * to one of hundreds of partitions does not walk the list per row.
+ *
+ * Invariant: every leaf of a load is in its list and in its hash table
+ * exactly once, and is locked before any row is placed into it.
  *
  *-------------------------------------------------------------------------
  */
 #include "load/load.h"
 
+#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+
+/* A pointer's hash: its bits above the allocation alignment, mixed. */
+static inline uint32
+pointer_hash(const void *p)
+{
+	uint64		bits = (uint64) (uintptr_t) p >> 3;
+
+	return murmurhash32((uint32) bits ^ (uint32) (bits >> 32));
+}
+
+/* The leaves by their ResultRelInfo (routing keeps one per partition). */
+typedef struct DPLeafEntry
+{
+	ResultRelInfo *rri;
+	DPLeaf	   *leaf;
+	char		status;			/* simplehash's */
+} DPLeafEntry;
+
+#define SH_PREFIX		dpleaves
+#define SH_ELEMENT_TYPE DPLeafEntry
+#define SH_KEY_TYPE		ResultRelInfo *
+#define SH_KEY			rri
+#define SH_HASH_KEY(tb, k)	pointer_hash(k)
+#define SH_EQUAL(tb, a, b)	((a) == (b))
+#define SH_SCOPE		static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
 
 /* Refuse a partition that can no longer be written directly. */
 static void
@@ -115,6 +149,32 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	return leaf;
 }
 
+/*
+ * The leaf of 'rri' from the hash table, which is made with the second
+ * leaf (a load into one table never needs it).
+ */
+static DPLeaf *
+find_leaf(DPLeafSet *set, ResultRelInfo *rri)
+{
+	DPLeafEntry *entry;
+	bool		found;
+
+	if (set->by_rri == NULL)
+	{
+		if (set->list == NULL)
+			return NULL;
+		set->by_rri = dpleaves_create(set->estate->es_query_cxt, 64, NULL);
+		entry = dpleaves_insert(set->by_rri, set->list->rri, &found);
+		entry->leaf = set->list;
+		if (set->list->rri == rri)
+			return set->list;
+	}
+	entry = dpleaves_insert(set->by_rri, rri, &found);
+	if (!found)
+		entry->leaf = leaf_create(set, rri);
+	return entry->leaf;
+}
+
 DPLeaf *
 dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri)
 {
@@ -122,10 +182,10 @@ dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri)
 
 	if (set->last && set->last->rri == rri)
 		return set->last;
-	for (leaf = set->list; leaf; leaf = leaf->next)
-		if (leaf->rri == rri)
-			return set->last = leaf;
-	return set->last = leaf_create(set, rri);
+	leaf = find_leaf(set, rri);
+	if (leaf == NULL)
+		leaf = leaf_create(set, rri);
+	return set->last = leaf;
 }
 
 bool

@@ -114,6 +114,8 @@ struct DPLoad
 	const char *stats_why;		/* why a leaf gathers none, or NULL */
 	Relation	stats_of;		/* whose statistics they are, if not the
 								 * target's (dp_load_statistics_of) */
+	DPSampleGroup *samples;		/* the leaves' samples, sharing the
+								 * sampling */
 	DPReport	report;			/* what the statement did */
 };
 
@@ -181,8 +183,16 @@ start_sample(DPLoad *s, DPLeaf *leaf)
 		leaf->appends = true;
 	}
 	else
+	{
+		/* the samples live as long as the load */
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(s));
+
+		if (s->samples == NULL)
+			s->samples = dp_sample_group();
 		leaf->sample = dp_sample_begin(leaf->rri->ri_RelationDesc,
-									   s->stats_of, &why);
+									   s->stats_of, s->samples, &why);
+		MemoryContextSwitchTo(old);
+	}
 	if (leaf->sample)
 		dp_heap_sample(leaf->writer, leaf->sample);
 	else if (s->stats_why == NULL)
@@ -680,6 +690,7 @@ static void
 finish_statistics(DPLoad *s)
 {
 	int			gathered = 0;
+	int			cut = 0;
 	int			sampled = 0;
 	int			sized = 0;
 	const char *blocked = NULL;
@@ -692,6 +703,8 @@ finish_statistics(DPLoad *s)
 		blocked = "rows are inserted or updated by core after the load";
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 	{
+		bool		reduced;
+
 		if (leaf->appends && blocked == NULL &&
 			dp_stats_appended(leaf->rri->ri_RelationDesc,
 							  (double) dp_heap_rows(leaf->writer),
@@ -701,26 +714,28 @@ finish_statistics(DPLoad *s)
 			continue;
 		if (blocked == NULL)
 		{
-			sampled += dp_sample_store(leaf->sample, leaf->frozen);
+			sampled += dp_sample_store(leaf->sample, leaf->frozen, &reduced);
 			gathered++;
+			cut += reduced;
 		}
 		else
 			dp_sample_discard(leaf->sample);
 		leaf->sample = NULL;
 	}
+	if (cut > 0)
+		appendStringInfo(&left, " (reduced for %d: autovacuum analyzes %s again)",
+						 cut, cut > 1 ? "them" : "it");
 	if (gathered > 0 &&
 		s->leaves.mtstate->rootResultRelInfo->ri_RelationDesc->rd_rel->relkind ==
 		RELKIND_PARTITIONED_TABLE)
 		appendStringInfoString(&left,
-							   "the partitioned table's own left to ANALYZE");
+							   "; the partitioned table's own left to ANALYZE");
 	if (gathered > 0 && s->stats_why)
-		appendStringInfo(&left, "%snot for every partition: %s",
-						 left.len ? "; " : "", s->stats_why);
+		appendStringInfo(&left, "; not for every partition: %s", s->stats_why);
 	if (gathered > 0)
 		snprintf(s->report.statistics, sizeof(s->report.statistics),
-				 "gathered for %d relation%s from %d sample rows%s%s",
-				 gathered, gathered > 1 ? "s" : "", sampled,
-				 left.len ? "; " : "", left.data);
+				 "gathered for %d relation%s from %d sample rows%s",
+				 gathered, gathered > 1 ? "s" : "", sampled, left.data);
 	else if (blocked || s->stats_why)
 		snprintf(s->report.statistics, sizeof(s->report.statistics),
 				 "left to ANALYZE: %s%s", blocked ? blocked : s->stats_why,

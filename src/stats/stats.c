@@ -21,24 +21,43 @@
  *	  is the largest minrows they ask for (at least 100) or the table's
  *	  extended statistics objects ask for, as ANALYZE's.
  * 2. Sample: each page, as it is handed to be written, offers its rows to
- *	  a reservoir (Vitter's algorithm Z, core's sampling.c): the first
- *	  targrows rows are kept, then each later one replaces a random kept
- *	  row after a skip drawn from the reservoir state, so every row of the
- *	  load has the same chance to be in the sample, and rows skipped cost a
- *	  subtraction (whole pages at a time).  A kept row is copied with its
- *	  TID; TOASTed values stay pointers, fetched by the compute functions
- *	  as ANALYZE's are.
- * 3. Store (after every page is written): the sample in TID order (the
- *	  order ANALYZE gives it, which the correlation statistic needs), each
- *	  column's compute function with the load's exact row count (every row
- *	  offered; the relation was empty) as the total, the column's n_distinct option applied, a pg_statistic row per
- *	  column (replacing an older one, as ANALYZE does), relpages,
- *	  reltuples and relallvisible in pg_class (vac_update_relstats, as
- *	  ANALYZE updates them, in place), and pgstat_report_analyze.  The
- *	  table's extended statistics objects (CREATE STATISTICS) are built
- *	  from the same sample by core's BuildRelationExtStatistics, as ANALYZE
- *	  builds them.
+ *	  the sample, which keeps a uniform random share of them (section 2
+ *	  below: a random key per row, the rows below a falling threshold
+ *	  kept, the rows passed over counted off whole pages at a time).  A
+ *	  kept row is copied with its TID; TOASTed values stay pointers,
+ *	  fetched by the compute functions as ANALYZE's are.
+ * 3. Store (after every page is written): the rows with the smallest keys,
+ *	  as many as the sample's allotment, in TID order (the order ANALYZE
+ *	  gives them, which the correlation statistic needs), each column's
+ *	  compute function with the load's exact row count (every row
+ *	  offered; the relation was empty) as the total, the column's
+ *	  n_distinct option applied, a pg_statistic row per column (replacing
+ *	  an older one, as ANALYZE does), relpages, reltuples and
+ *	  relallvisible in pg_class (vac_update_relstats, as ANALYZE updates
+ *	  them, in place), and pgstat_report_analyze.  The table's extended
+ *	  statistics objects (CREATE STATISTICS) are built from the same
+ *	  sample by core's BuildRelationExtStatistics, as ANALYZE builds them.
  *
+ * The allotment: for a load into one table, targrows rows, or every row
+ * when it has no more (then the statistics are exactly ANALYZE's).  A
+ * load that fills many partitions would pay for an ANALYZE of each, and
+ * hold a sample of targrows rows for each (sorting each column of 30,000
+ * rows costs more than loading a partition of 50,000 narrow rows); so
+ * the samples of a load form a group that shares the sampling: a leaf's
+ * allotment is targrows times its part of the group's rows, raised to one
+ * row in DP_ROWS_PER_SAMPLE_ROW of its own as long as the group's samples
+ * add up to no more than DP_SAMPLES_PER_LOAD samples, and to ANALYZE's
+ * smallest sample; never more than targrows or its rows.  A load whose
+ * rows add up to no more than a sample keeps every row of every leaf.
+ * The allotment's share of a leaf's rows only falls as the load goes on,
+ * so the threshold can follow it down, and the group sweeps its samples
+ * down to their thresholds whenever the rows kept have doubled: what a
+ * load holds stays within a small multiple of what it will keep.
+ * Statistics from an allotment smaller than ANALYZE's sample serve the
+ * planner at once but are not ANALYZE's: such a table is not reported as
+ * analyzed, so autovacuum still counts the loaded rows as changes and
+ * analyzes it with a whole sample.
+
  * Autovacuum: pgstat_report_analyze resets the table's count of changes
  * since the last analyze, but core adds the transaction's inserted rows to
  * it when the transaction commits, after the analyze, so the rows the
@@ -116,26 +135,49 @@ typedef struct DPIndexSample
 	int			ncolumns;
 } DPIndexSample;
 
+/*
+ * The sampling a load's leaves share (see "Shared among a load's leaves"
+ * above): a leaf's sample is its part of the load's rows times targrows,
+ * or one row in DP_ROWS_PER_SAMPLE_ROW of its own while the load's samples
+ * add up to no more than DP_SAMPLES_PER_LOAD samples, but no fewer than
+ * DP_SAMPLE_MIN_ROWS rows (ANALYZE's smallest sample) and no more than
+ * targrows or its rows.
+ */
+#define DP_ROWS_PER_SAMPLE_ROW	32
+#define DP_SAMPLES_PER_LOAD		32
+#define DP_SAMPLE_MIN_ROWS		100
+
+/* The samples of one load. */
+struct DPSampleGroup
+{
+	double		offered;		/* rows offered to all of them */
+	int64		kept;			/* rows they keep */
+	int64		next_sweep;		/* sweep them all when kept passes it */
+	List	   *samples;		/* DPSample *, not yet stored */
+};
+
 struct DPSample
 {
 	Relation	rel;
 	Relation	as;				/* whose statistics they are: rel, or a
 								 * materialized view whose new heap rel is */
+	DPSampleGroup *group;
 	MemoryContext mcxt;			/* the sample and the computed statistics */
 	VacAttrStats **columns;		/* the columns analyzed */
 	int			ncolumns;
 	DPIndexSample *indexes;		/* every index of the table */
 	int			nindexes;
-	int			targrows;		/* the sample's size */
-	HeapTuple  *rows;			/* the rows kept */
-	uint32	   *room;			/* bytes allocated for each kept row */
+	int			targrows;		/* ANALYZE's sample size for the table */
+	HeapTuple  *rows;			/* the rows kept, in TID order */
+	double	   *keys;			/* their random keys, in [0, 1) */
 	int			numrows;
+	int			maxrows;		/* rows and keys allocated */
 	double		seen;			/* rows offered so far */
 	BlockNumber pages;			/* pages offered so far */
-	int64		skip;			/* rows to pass before the next
-								 * replacement; -1: not drawn yet */
-	bool		reordered;		/* a replacement broke the TID order */
-	ReservoirStateData reservoir;
+	int64		skip;			/* rows to pass before the next one kept;
+								 * -1: not drawn yet */
+	double		skip_below;		/* the threshold it was drawn for */
+	pg_prng_state random;
 };
 
 /* A store of this transaction, to be taken off the changes at commit. */
@@ -263,8 +305,18 @@ close_indexes(DPSample *s)
 	s->nindexes = 0;
 }
 
+DPSampleGroup *
+dp_sample_group(void)
+{
+	DPSampleGroup *g = palloc0(sizeof(DPSampleGroup));
+
+	g->next_sweep = 4 * 30000;
+	return g;
+}
+
 DPSample *
-dp_sample_begin(Relation rel, Relation as, const char **why)
+dp_sample_begin(Relation rel, Relation as, DPSampleGroup *group,
+				const char **why)
 {
 	MemoryContext mcxt;
 	MemoryContext old;
@@ -314,38 +366,134 @@ dp_sample_begin(Relation rel, Relation as, const char **why)
 	/* extended statistics objects may ask for a larger sample */
 	s->targrows = Max(s->targrows,
 					  ComputeExtStatisticsRows(rel, s->ncolumns, s->columns));
-	MemoryContextSwitchTo(old);
-	s->rows = MemoryContextAlloc(mcxt, s->targrows * sizeof(HeapTuple));
-	s->room = MemoryContextAllocZero(mcxt, s->targrows * sizeof(uint32));
+	s->maxrows = 1024;
+	s->rows = palloc(s->maxrows * sizeof(HeapTuple));
+	s->keys = palloc(s->maxrows * sizeof(double));
 	s->skip = -1;
-	reservoir_init_selection_state(&s->reservoir, s->targrows);
+	sampler_random_init_state(pg_prng_uint32(&pg_global_prng_state),
+							  &s->random);
+	MemoryContextSwitchTo(old);
+	s->group = group;
+	group->samples = lappend(group->samples, s);
 	return s;
 }
 
 /* ---- 2. the sample ---- */
 
-/* Keep the row at 'off' of the page, block 'blkno', as rows[k]. */
+/*
+ * How rows are drawn.  In effect every row of a leaf gets a random key,
+ * uniform in [0, 1); the leaf keeps the rows whose key is below its
+ * threshold, which only ever falls, and at the end the rows with the
+ * smallest keys, as many as its allotment then: a uniform random sample
+ * of its rows (any threshold above the last one admits every row the end
+ * takes).  Keys are drawn only for the rows kept: the rows passed over
+ * before the next one kept are a geometric number (the chance of each is
+ * the threshold), counted off a page at a time, and a kept row's key is
+ * uniform below the threshold it was drawn for.
+ */
+
+/* The rows the sample is to end with, as far as the load has gone. */
+static double
+allotment(const DPSample *s)
+{
+	double		part = s->seen / Max(s->group->offered, s->seen);
+	double		rows = s->targrows * part;
+
+	rows = Max(rows, Min(s->seen / DP_ROWS_PER_SAMPLE_ROW,
+						 DP_SAMPLES_PER_LOAD * s->targrows * part));
+	rows = Max(rows, DP_SAMPLE_MIN_ROWS);
+	return Min(rows, Min(s->targrows, s->seen));
+}
+
+/*
+ * The chance a row offered now is kept: a tenth more than the allotment's
+ * share of the rows, and 64 rows, so that the end finds enough rows below
+ * its threshold.  Both terms only fall as rows are offered (the allotment
+ * grows no faster than the rows seen).
+ */
+static double
+threshold(const DPSample *s)
+{
+	if (s->seen <= 0)
+		return 1.0;
+	return Min(1.0, (1.1 * allotment(s) + 64) / s->seen);
+}
+
+/* Rows to pass before the next one kept, each kept with chance 'p'. */
+static int64
+draw_skip(DPSample *s, double p)
+{
+	double		u = sampler_random_fract(&s->random);
+	double		skip;
+
+	if (p >= 1.0)
+		return 0;
+	skip = floor(log(u) / log1p(-p));
+	return skip < (double) PG_INT64_MAX / 2 ? (int64) skip : PG_INT64_MAX / 2;
+}
+
+/* Keep the row at 'off' of the page, block 'blkno', with key 'key'. */
 static void
-keep(DPSample *s, Page page, BlockNumber blkno, OffsetNumber off, int k)
+keep(DPSample *s, Page page, BlockNumber blkno, OffsetNumber off, double key)
 {
 	ItemId		lp = PageGetItemId(page, off);
 	uint32		len = ItemIdGetLength(lp);
 	HeapTuple	t;
 
-	/* a replaced row's memory is reused when the new row fits in it */
-	if (s->room[k] < HEAPTUPLESIZE + len)
+	if (s->numrows == s->maxrows)
 	{
-		if (s->room[k] > 0)
-			pfree(s->rows[k]);
-		s->room[k] = HEAPTUPLESIZE + len;
-		s->rows[k] = MemoryContextAlloc(s->mcxt, s->room[k]);
+		s->maxrows *= 2;
+		s->rows = repalloc(s->rows, s->maxrows * sizeof(HeapTuple));
+		s->keys = repalloc(s->keys, s->maxrows * sizeof(double));
 	}
-	t = s->rows[k];
+	t = MemoryContextAlloc(s->mcxt, HEAPTUPLESIZE + len);
 	t->t_len = len;
 	ItemPointerSet(&t->t_self, blkno, off);
 	t->t_tableOid = RelationGetRelid(s->rel);
 	t->t_data = (HeapTupleHeader) ((char *) t + HEAPTUPLESIZE);
 	memcpy(t->t_data, PageGetItem(page, lp), len);
+	s->rows[s->numrows] = t;
+	s->keys[s->numrows++] = key;
+	s->group->kept++;
+}
+
+/* The rows kept whose key is 'below' or more dropped (order kept). */
+static void
+drop_keys_from(DPSample *s, double below)
+{
+	int			n = 0;
+
+	for (int r = 0; r < s->numrows; r++)
+	{
+		if (s->keys[r] < below)
+		{
+			s->rows[n] = s->rows[r];
+			s->keys[n++] = s->keys[r];
+		}
+		else
+			pfree(s->rows[r]);
+	}
+	s->group->kept -= s->numrows - n;
+	s->numrows = n;
+}
+
+/*
+ * Every sample of the group brought down to its threshold, once the rows
+ * kept have doubled since the last sweep: the rows held stay within about
+ * twice what the samples will end with.
+ */
+static void
+sweep(DPSampleGroup *g)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->samples)
+	{
+		DPSample   *s = lfirst(lc);
+
+		drop_keys_from(s, threshold(s));
+	}
+	g->next_sweep = Max(g->next_sweep, 2 * g->kept);
 }
 
 void
@@ -353,47 +501,72 @@ dp_sample_page(DPSample *s, Page page, BlockNumber blkno)
 {
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	OffsetNumber off = FirstOffsetNumber;
+	double		p = threshold(s);
 
 	s->pages++;
 	while (off <= maxoff)
 	{
 		int			left = maxoff - off + 1;
-		int			k;
 
-		if (s->numrows < s->targrows)
-		{
-			keep(s, page, blkno, off++, s->numrows);
-			s->numrows++;
-			s->seen++;
-			continue;
-		}
 		if (s->skip < 0)
-			s->skip = (int64) reservoir_get_next_S(&s->reservoir, s->seen,
-												   s->targrows);
+		{
+			s->skip = draw_skip(s, p);
+			s->skip_below = p;
+		}
 		if (s->skip >= left)
 		{
-			/* no replacement on the rest of this page */
 			s->skip -= left;
-			s->seen += left;
-			return;
+			break;
 		}
 		off += (OffsetNumber) s->skip;
-		s->seen += s->skip;
-		k = (int) (s->targrows * sampler_random_fract(&s->reservoir.randstate));
-		keep(s, page, blkno, off++, k);
-		s->seen++;
+		keep(s, page, blkno, off++,
+			 s->skip_below * sampler_random_fract(&s->random));
 		s->skip = -1;
-		s->reordered = true;
 	}
+	s->seen += maxoff;
+	s->group->offered += maxoff;
+	if (s->group->kept > s->group->next_sweep)
+		sweep(s->group);
 }
 
 /* ---- 3. compute and store ---- */
 
-static int
-compare_tids(const void *a, const void *b)
+/*
+ * The sample in TID order, as ANALYZE hands it to the compute functions.
+ * Sorted as 64-bit keys (block, then offset) beside their rows, with an
+ * inlined comparison: qsort's calls through ItemPointerCompare cost more
+ * than a small sample's compute functions.
+ */
+typedef struct DPSampleKey
 {
-	return ItemPointerCompare(&(*(HeapTuple const *) a)->t_self,
-							  &(*(HeapTuple const *) b)->t_self);
+	uint64		tid;
+	HeapTuple	row;
+} DPSampleKey;
+
+#define ST_SORT sort_sample_keys
+#define ST_ELEMENT_TYPE DPSampleKey
+#define ST_COMPARE(a, b) (((a)->tid > (b)->tid) - ((a)->tid < (b)->tid))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+static void
+sort_by_tid(DPSample *s)
+{
+	DPSampleKey *keys = palloc(Max(s->numrows, 1) * sizeof(DPSampleKey));
+
+	for (int r = 0; r < s->numrows; r++)
+	{
+		ItemPointer tid = &s->rows[r]->t_self;
+
+		keys[r].tid = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+			ItemPointerGetOffsetNumberNoCheck(tid);
+		keys[r].row = s->rows[r];
+	}
+	sort_sample_keys(keys, s->numrows);
+	for (int r = 0; r < s->numrows; r++)
+		s->rows[r] = keys[r].row;
+	pfree(keys);
 }
 
 /*
@@ -653,10 +826,14 @@ remember_analyzed(Relation as, double rows)
 	MemoryContextSwitchTo(old);
 }
 
-/* The sample's memory freed. */
+/* The sample's memory freed, and the sample out of its group. */
 static void
 release(DPSample *s)
 {
+	DPSampleGroup *g = s->group;
+
+	g->kept -= s->numrows;
+	g->samples = list_delete_ptr(g->samples, s);
 	close_indexes(s);
 	MemoryContextDelete(s->mcxt);
 }
@@ -714,24 +891,66 @@ compute_columns(DPSample *s, double reltuples)
 	}
 }
 
+/*
+ * The sample cut to its allotment: the rows with the smallest keys, then
+ * in TID order again.
+ */
+typedef struct DPKeyedRow
+{
+	double		key;
+	HeapTuple	row;
+} DPKeyedRow;
+
+#define ST_SORT sort_keyed_rows
+#define ST_ELEMENT_TYPE DPKeyedRow
+#define ST_COMPARE(a, b) (((a)->key > (b)->key) - ((a)->key < (b)->key))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+static void
+cut_to_allotment(DPSample *s)
+{
+	int			n = (int) Min(ceil(allotment(s)), (double) s->numrows);
+	DPKeyedRow *keyed;
+
+	if (n >= s->numrows)
+		return;
+	keyed = palloc(s->numrows * sizeof(DPKeyedRow));
+	for (int r = 0; r < s->numrows; r++)
+	{
+		keyed[r].key = s->keys[r];
+		keyed[r].row = s->rows[r];
+	}
+	sort_keyed_rows(keyed, s->numrows);
+	for (int r = 0; r < n; r++)
+		s->rows[r] = keyed[r].row;
+	pfree(keyed);
+	s->numrows = n;
+	sort_by_tid(s);
+}
+
 int
-dp_sample_store(DPSample *s, bool frozen)
+dp_sample_store(DPSample *s, bool frozen, bool *cut)
 {
 	Relation	as = s->as;
 	MemoryContext old;
 	Relation	pg_statistic;
 	double		reltuples = s->seen;
-	int			sampled = s->numrows;
+	int			sampled;
 
 	/* no rows: only the sizes, as ANALYZE of an empty table */
-	if (s->numrows == 0)
+	if (s->seen == 0)
 	{
+		*cut = false;
 		DP_UPDATE_RELSTATS(s->rel, s->pages, 0, 0, 0);
 		release(s);
 		return 0;
 	}
-	if (s->reordered)
-		qsort(s->rows, s->numrows, sizeof(HeapTuple), compare_tids);
+	cut_to_allotment(s);
+	sampled = s->numrows;
+	/* fewer rows than ANALYZE's sample would have */
+	*cut = sampled < Min(s->targrows, s->seen);
 	compute_columns(s, reltuples);
 
 	pg_statistic = table_open(StatisticRelationId, RowExclusiveLock);
@@ -750,8 +969,12 @@ dp_sample_store(DPSample *s, bool frozen)
 
 	DP_UPDATE_RELSTATS(s->rel, s->pages, reltuples, frozen ? s->pages : 0,
 					   frozen ? s->pages : 0);
-	DP_REPORT_ANALYZE(as, (PgStat_Counter) reltuples);
-	remember_analyzed(as, reltuples);
+	/* a cut sample is not ANALYZE's: autovacuum still analyzes the table */
+	if (!*cut)
+	{
+		DP_REPORT_ANALYZE(as, (PgStat_Counter) reltuples);
+		remember_analyzed(as, reltuples);
+	}
 	release(s);
 	return sampled;
 }

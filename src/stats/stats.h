@@ -14,6 +14,14 @@
 #include "directpath.h"
 
 typedef struct DPSample DPSample;
+typedef struct DPSampleGroup DPSampleGroup;
+
+/*
+ * The samples of one load share the sampling (a load into many empty
+ * partitions keeps a share of ANALYZE's sample size for each): a group in
+ * the current memory context, given to each dp_sample_begin.
+ */
+extern DPSampleGroup *dp_sample_group(void);
 
 /*
  * A sample for the rows about to be written into 'rel', which is empty;
@@ -24,7 +32,8 @@ typedef struct DPSample DPSample;
  * targets, the right to ANALYZE it, and where the statistics, extended
  * statistics and analyze counters are stored; the sizes stay rel's.
  */
-extern DPSample *dp_sample_begin(Relation rel, Relation as, const char **why);
+extern DPSample *dp_sample_begin(Relation rel, Relation as,
+								 DPSampleGroup *group, const char **why);
 
 /* The rows of a page as it is written: block 'blkno' of the relation. */
 extern void dp_sample_page(DPSample *s, Page page, BlockNumber blkno);
@@ -33,10 +42,13 @@ extern void dp_sample_page(DPSample *s, Page page, BlockNumber blkno);
  * After every page was written: compute and store the statistics of the
  * columns and of the indexes' expressions, the sizes of the relation (the
  * pages and rows offered: it was empty; 'frozen': every page all-visible)
- * and of its indexes, and the analyze counters.  Returns the rows sampled.
- * The sample is gone after it, or after dp_sample_discard.
+ * and of its indexes, and the analyze counters.  *cut: the sample was
+ * smaller than ANALYZE's, as the leaf's share of its group's, so the table
+ * is left to be analyzed again (the analyze counters are not touched).
+ * Returns the rows the statistics were computed from.  The sample is gone
+ * after it, or after dp_sample_discard.
  */
-extern int	dp_sample_store(DPSample *s, bool frozen);
+extern int	dp_sample_store(DPSample *s, bool frozen, bool *cut);
 extern void dp_sample_discard(DPSample *s);
 
 /*
