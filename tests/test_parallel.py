@@ -30,7 +30,7 @@ LOADS = {"insert": ("/*+ APPEND PARALLEL(2) */ INSERT INTO {t} "
                     "SELECT id, v, k FROM par_src WHERE k <> 3"),
          "copy": "/*+ APPEND PARALLEL(2) */ COPY {t} FROM 'dp_par_src.dat'"}
 LOAD_KINDS = pytest.mark.parametrize("kind", list(LOADS))
-SHAPES = pytest.mark.parametrize("shape", ["plain", "partitioned"])
+SHAPES = pytest.mark.parametrize("shape", ["plain", "partitioned", "held"])
 
 
 def make_source(conn):
@@ -48,7 +48,10 @@ def make_source(conn):
 def make_target(conn, t, indexed=False, shape="plain"):
     """A plain table, or one range-partitioned on id: two ranges (the second
     a table whose columns are in another order, attached), and a default
-    partition taking the rest."""
+    partition taking the rest.  "held": partitioned, with partitions whose
+    rows the leader loads after the workers: the first range's k references
+    par_ref, and the default partition's rows are logged by a row trigger
+    into {t}_log."""
     cols = "(id int NOT NULL, v text, k int CHECK (k >= 0))"
     if shape == "plain":
         conn.execute(f"CREATE TABLE {t} {cols}")
@@ -60,6 +63,15 @@ def make_target(conn, t, indexed=False, shape="plain"):
         conn.execute(f"ALTER TABLE {t} ATTACH PARTITION {t}_b "
                      "FOR VALUES FROM (100001) TO (200001)")
         conn.execute(f"CREATE TABLE {t}_d PARTITION OF {t} DEFAULT")
+    if shape == "held":
+        conn.execute("CREATE TABLE IF NOT EXISTS par_ref (k int PRIMARY KEY)")
+        conn.execute("INSERT INTO par_ref SELECT generate_series(0, 6) ON CONFLICT DO NOTHING")
+        conn.execute(f"ALTER TABLE {t}_a ADD FOREIGN KEY (k) REFERENCES par_ref")
+        conn.execute(f"CREATE TABLE {t}_log (id int)")
+        conn.execute(f"CREATE FUNCTION {t}_log() RETURNS trigger LANGUAGE plpgsql AS "
+                     f"$$BEGIN INSERT INTO {t}_log VALUES (NEW.id); RETURN NULL; END$$")
+        conn.execute(f"CREATE TRIGGER log AFTER INSERT ON {t}_d FOR EACH ROW "
+                     f"EXECUTE FUNCTION {t}_log()")
     if indexed:
         conn.execute(f"ALTER TABLE {t} ADD PRIMARY KEY (id)")
         conn.execute(f"CREATE INDEX ON {t} (v)")
@@ -83,9 +95,15 @@ def expected_digest(conn):
         "(SELECT id, v, k FROM par_src WHERE k <> 3) x").fetchone())
 
 
-def assert_parallel(conn):
+def assert_parallel(conn, t=None):
+    """The last load ran in parallel; a "held" target's held partitions were
+    loaded by the leader, their trigger fired once per row."""
     st = last_statement(conn)
     assert st["path"] == "direct" and st["parallel_workers"] > 0, st
+    if t is not None and conn.execute("SELECT to_regclass(%s)", (f"{t}_log",)).fetchone()[0]:
+        assert st["parallel"].startswith("the rows of 2 partitions loaded by the leader"), st
+        assert (conn.execute(f"SELECT count(*) FROM {t}_log").fetchone()
+                == conn.execute(f"SELECT count(*) FROM {t}_d").fetchone()), t
     return st
 
 
@@ -103,17 +121,17 @@ def test_parallel_load_replayed_by_standby(make_cluster, tmp_path, kind, shape):
     sb = p.make_standby(tmp_path)
     with p.conn() as conn:
         conn.execute(LOADS[kind].format(t="par_e"))
-        assert_parallel(conn)
+        assert_parallel(conn, "par_e")
         conn.execute("BEGIN")
         make_target(conn, "par_n", indexed=True, shape=shape)
         conn.execute(LOADS[kind].format(t="par_n"))
-        st = assert_parallel(conn)
+        st = assert_parallel(conn, "par_n")
         assert st["frozen"] and st["index_maintenance"] == "build", st
         conn.execute("COMMIT")
         for t in ("par_e", "par_n"):
             assert table_digest(conn, t) == want, t
             verify_target(conn, t, frozen_expected=(t == "par_n"))
-        if shape == "partitioned":
+        if shape != "plain":
             # every leaf got rows
             assert all(table_digest(conn, h)[0] > 0 for h in heaps(conn, "par_n"))
     p.wait_replay(sb)
@@ -168,9 +186,11 @@ def test_process_stopped_mid_load(cluster, how, kind, shape):
         assert bg.error is not None, bg.results
     with cluster.conn() as conn:
         assert table_digest(conn, t) == (0, 0)
+        if shape == "held":
+            assert table_digest(conn, f"{t}_log") == (0, 0)     # the trigger's rows too
         verify_target(conn, t)
         conn.execute(LOADS[kind].format(t=t))
-        assert_parallel(conn)
+        assert_parallel(conn, t)
         assert table_digest(conn, t) == want
 
 

@@ -17,7 +17,13 @@
  * keys included), RETURNING, row security, stored generated columns or
  * CHECK constraints that are not parallel safe, outside serializable
  * isolation: run time, dp_parallel_begin.  Otherwise the statement runs
- * serially, and last_statement().parallel says why.
+ * serially, and last_statement().parallel says why.  Except, for INSERT:
+ * leaves of a partitioned target that fail those rules only by their own
+ * triggers, foreign keys, generated columns or CHECK constraints are held
+ * (at least one leaf must not be): workers route their rows to the
+ * leader, which keeps them in a tuplestore and loads them as a serial
+ * load would once it has left parallel mode (their triggers and foreign
+ * key checks may write, which parallel mode forbids).
  *
  * Algorithm.
  * 1. The leader lists and checks a partitioned target's leaves
@@ -96,6 +102,7 @@
 #include "catalog/catalog.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -111,6 +118,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 /* Keys of the shared memory table of contents. */
@@ -129,11 +137,13 @@
 /*
  * A message's first byte, worker to leader: a page of leaf N (an int32
  * index into the leaf table, -1 for a plain target) and BLCKSZ bytes; a
- * minimal tuple in the target's format that needs TOAST; the leaf N and a
- * minimal tuple routed to it (before the leaf's first page).
+ * minimal tuple in the target's format that needs TOAST; one routed to a
+ * held leaf, after its COPY input line (a uint64, 0 for INSERT); the leaf
+ * N and a minimal tuple routed to it (before the leaf's first page).
  */
 #define DP_MSG_PAGE		'P'
 #define DP_MSG_ROW		'R'
+#define DP_MSG_HELD		'H'
 #define DP_MSG_LEAF		'L'
 
 /* The leader's side of a running parallel load. */
@@ -146,6 +156,10 @@ struct DPParallel
 	ResultRelInfo **leaf_rri;	/* per leaf: the load's result relation,
 								 * once announced */
 	TupleTableSlot *row;		/* a row from a worker, the target's format */
+	Tuplestorestate *held;		/* rows of held leaves, or NULL if none */
+	Tuplestorestate *held_lines;	/* their COPY input lines, in order */
+	TupleDesc	line_desc;		/* (an int8) */
+	char	   *held_note;		/* which leaves are held and why */
 	ParallelContext *pcxt;
 	int			launched;		/* workers started */
 	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
@@ -221,29 +235,59 @@ key_parallel_safe(Relation rel)
  * serial load locks it once its first row does).  Sorted by relid.
  */
 static const char *
-list_leaves(DPParallel *par, Relation root)
+list_leaves(DPParallel *par, Relation root, bool may_hold)
 {
 	List	   *tree = find_all_inheritors(RelationGetRelid(root), AccessShareLock,
 										   NULL);
 	ListCell   *lc;
 
-	par->leaves = palloc(sizeof(DPParallelLeaf) * list_length(tree));
+	const char *held_why = NULL;
+	int			nheld = 0;
+
+	par->leaves = palloc0(sizeof(DPParallelLeaf) * list_length(tree));
 	foreach(lc, tree)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+		bool		leaf = rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE;
 		const char *why = NULL;
+		bool		held = false;
 
-		if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		if (leaf)
 			why = heap_refusal(rel, psprintf("partition \"%s\"",
 											 RelationGetRelationName(rel)));
 		else if (!key_parallel_safe(rel))
 			why = psprintf("the partition key of \"%s\" is not parallel safe",
 						   RelationGetRelationName(rel));
+		/* a heap the serial load takes: its rows wait for the leader */
+		if (why != NULL && may_hold && leaf &&
+			rel->rd_rel->relkind == RELKIND_RELATION &&
+			dp_partition_ineligible(rel) == NULL)
+		{
+			held = true;
+			if (nheld++ == 0)
+				held_why = why;
+			why = NULL;
+		}
 		relation_close(rel, NoLock);
 		if (why != NULL)
 			return why;
-		if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		if (leaf)
+		{
+			par->leaves[par->sh.nleaves].held = held;
 			par->leaves[par->sh.nleaves++].relid = lfirst_oid(lc);
+		}
+	}
+	if (nheld > 0 && nheld == par->sh.nleaves)
+		return held_why;		/* nothing left for a worker */
+	if (nheld > 0)
+	{
+		par->held = tuplestore_begin_heap(false, false, work_mem);
+		par->held_lines = tuplestore_begin_heap(false, false, work_mem);
+		par->line_desc = CreateTemplateTupleDesc(1);
+		TupleDescInitEntry(par->line_desc, 1, "line", INT8OID, -1, 0);
+		par->held_note = psprintf("the rows of %d partition%s loaded by the leader after the workers: %s%s",
+								  nheld, nheld > 1 ? "s" : "", held_why,
+								  nheld > 1 ? ", ..." : "");
 	}
 	qsort(par->leaves, par->sh.nleaves, sizeof(DPParallelLeaf),
 		  dp_parallel_leaf_cmp);
@@ -253,7 +297,7 @@ list_leaves(DPParallel *par, Relation root)
 
 /* Why the target cannot take a parallel load, or NULL. */
 static const char *
-target_refusal(DPParallel *par, ModifyTableState *mt)
+target_refusal(DPParallel *par, ModifyTableState *mt, bool may_hold)
 {
 	ResultRelInfo *rri = mt->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
@@ -274,18 +318,19 @@ target_refusal(DPParallel *par, ModifyTableState *mt)
 		return heap_refusal(rel, "the target");
 	if (rri->ri_TrigDesc != NULL)
 		return "the target has triggers or foreign keys";
-	return list_leaves(par, rel);
+	return list_leaves(par, rel, may_hold);
 }
 
 DPParallel *
-dp_parallel_begin(DPLoad *load, ModifyTableState *mt, const char **why)
+dp_parallel_begin(DPLoad *load, ModifyTableState *mt, bool may_hold,
+				  const char **why)
 {
 	DPParallel *par = palloc0(sizeof(DPParallel));
 
 	par->load = load;
 	par->rri = mt->resultRelInfo;
 	par->sh.target = RelationGetRelid(par->rri->ri_RelationDesc);
-	*why = target_refusal(par, mt);
+	*why = target_refusal(par, mt, may_hold);
 	if (*why != NULL)
 	{
 		dp_load_note_parallel(load, 0, *why);
@@ -298,18 +343,23 @@ dp_parallel_begin(DPLoad *load, ModifyTableState *mt, const char **why)
 
 /* A worker's pages and rows go to the leader through its queue. */
 static void
-send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *data,
-			 Size len)
+send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *prefix,
+			 Size prefix_len, const void *data, Size len)
 {
-	shm_mq_iovec iov[3];
+	shm_mq_iovec iov[4];
 	int			n = 0;
 
 	iov[n].data = &kind;
 	iov[n++].len = 1;
-	if (kind != DP_MSG_ROW)
+	if (kind != DP_MSG_ROW && kind != DP_MSG_HELD)
 	{
 		iov[n].data = (const char *) &leaf;
 		iov[n++].len = sizeof(int32);
+	}
+	if (prefix_len > 0)
+	{
+		iov[n].data = prefix;
+		iov[n++].len = prefix_len;
 	}
 	iov[n].data = data;
 	iov[n++].len = len;
@@ -322,7 +372,8 @@ send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *data,
 static void
 send_page(void *arg, int leaf, Page page)
 {
-	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, leaf, page, BLCKSZ);
+	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, leaf, NULL, 0, page,
+				 BLCKSZ);
 }
 
 static void
@@ -330,7 +381,7 @@ send_tuple(shm_mq_handle *mqh, char kind, int leaf, TupleTableSlot *row)
 {
 	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
 
-	send_message(mqh, kind, leaf, mt, mt->t_len);
+	send_message(mqh, kind, leaf, NULL, 0, mt, mt->t_len);
 	pfree(mt);
 }
 
@@ -338,6 +389,16 @@ static void
 send_row(void *arg, TupleTableSlot *row)
 {
 	send_tuple((shm_mq_handle *) arg, DP_MSG_ROW, -1, row);
+}
+
+static void
+send_held(void *arg, TupleTableSlot *row, uint64 lineno)
+{
+	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+
+	send_message((shm_mq_handle *) arg, DP_MSG_HELD, -1, &lineno,
+				 sizeof(lineno), mt, mt->t_len);
+	pfree(mt);
 }
 
 static void
@@ -372,6 +433,18 @@ load_row(void *arg, TupleTableSlot *row)
 	dp_load_row(((DPParallel *) arg)->load, row);
 }
 
+/* A row of a held leaf, from any placer: kept for after the workers. */
+static void
+hold_row(void *arg, TupleTableSlot *row, uint64 lineno)
+{
+	DPParallel *par = arg;
+	Datum		line = Int64GetDatum((int64) lineno);
+	bool		isnull = false;
+
+	tuplestore_puttupleslot(par->held, row);
+	tuplestore_putvalues(par->held_lines, par->line_desc, &line, &isnull);
+}
+
 /* A leaf's first row, from any placer: route it as the load would. */
 static void
 load_leaf(void *arg, int leaf, TupleTableSlot *row)
@@ -392,7 +465,7 @@ load_leaf(void *arg, int leaf, TupleTableSlot *row)
 void
 dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
 {
-	DPPlacerSinks sinks = {load_page, load_row, load_leaf, par};
+	DPPlacerSinks sinks = {load_page, load_row, hold_row, load_leaf, par};
 
 	dp_placer_begin(pl, &par->sh, par->leaves, par->rri->ri_RelationDesc,
 					&sinks);
@@ -654,7 +727,7 @@ dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 void
 dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 {
-	DPPlacerSinks sinks = {send_page, send_row, send_leaf, w->out};
+	DPPlacerSinks sinks = {send_page, send_row, send_held, send_leaf, w->out};
 
 	dp_placer_begin(pl, w->sh, w->leaves, w->target, &sinks);
 }
@@ -790,8 +863,11 @@ go_direct(DPParallel *par)
 		sh->frozen = dp_load_freezes(par->load, par->rri->ri_RelationDesc);
 	for (int i = 0; i < sh->nleaves; i++)
 	{
-		Relation	rel = relation_open(par->leaves[i].relid, NoLock);
+		Relation	rel;
 
+		if (par->leaves[i].held)
+			continue;			/* the leader's load decides when it starts */
+		rel = relation_open(par->leaves[i].relid, NoLock);
 		par->leaves[i].frozen = dp_load_freezes(par->load, rel);
 		relation_close(rel, NoLock);
 	}
@@ -862,7 +938,10 @@ take_message(DPParallel *par, const char *data, Size len)
 	int32		leaf = 0;
 	MinimalTuple mt;
 
-	if (kind != DP_MSG_ROW)
+	bool		leafless = kind == DP_MSG_ROW || kind == DP_MSG_HELD;
+	uint64		lineno = 0;
+
+	if (!leafless)
 	{
 		if (len < 1 + sizeof(int32))
 			elog(ERROR, "directpath: a short message from a parallel worker");
@@ -874,15 +953,25 @@ take_message(DPParallel *par, const char *data, Size len)
 					 data + 1 + sizeof(int32));
 		return;
 	}
-	if (kind != DP_MSG_ROW && kind != DP_MSG_LEAF)
+	if (!leafless && kind != DP_MSG_LEAF)
 		elog(ERROR, "directpath: unexpected message from a parallel worker");
-	data += kind == DP_MSG_ROW ? 1 : 1 + sizeof(int32);
-	len -= kind == DP_MSG_ROW ? 1 : 1 + sizeof(int32);
+	data += leafless ? 1 : 1 + sizeof(int32);
+	len -= leafless ? 1 : 1 + sizeof(int32);
+	if (kind == DP_MSG_HELD)
+	{
+		if (par->held == NULL || len < sizeof(uint64))
+			elog(ERROR, "directpath: an unexpected row of a held leaf");
+		memcpy(&lineno, data, sizeof(uint64));
+		data += sizeof(uint64);
+		len -= sizeof(uint64);
+	}
 	mt = palloc(len);
 	memcpy(mt, data, len);
 	ExecStoreMinimalTuple(mt, par->row, true);
 	if (kind == DP_MSG_ROW)
 		load_row(par, par->row);
+	else if (kind == DP_MSG_HELD)
+		hold_row(par, par->row, lineno);
 	else
 		load_leaf(par, leaf, par->row);
 	ExecClearTuple(par->row);
@@ -947,6 +1036,40 @@ dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 	ExecDropSingleTupleTableSlot(par->row);
 }
 
+/*
+ * The rows of held leaves, loaded by the leader as a serial load loads
+ * them (triggers, foreign keys, generated columns, constraints), out of
+ * parallel mode.
+ */
+void
+dp_parallel_load_held(DPParallel *par, DPHeldLine line, void *arg)
+{
+	TupleTableSlot *slot;
+	TupleTableSlot *lines;
+
+	if (par->held == NULL)
+		return;
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(par->rri->ri_RelationDesc),
+									&TTSOpsMinimalTuple);
+	lines = MakeSingleTupleTableSlot(par->line_desc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(par->held, true, false, slot))
+	{
+		bool		isnull;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!tuplestore_gettupleslot(par->held_lines, true, false, lines))
+			elog(ERROR, "directpath: a held row without its line");
+		if (line != NULL)
+			line(arg, (uint64) DatumGetInt64(slot_getattr(lines, 1, &isnull)));
+		dp_load_row(par->load, slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	ExecDropSingleTupleTableSlot(lines);
+	tuplestore_end(par->held);
+	tuplestore_end(par->held_lines);
+	par->held = NULL;
+}
+
 void
 dp_parallel_finish(DPParallel *par)
 {
@@ -958,6 +1081,12 @@ dp_parallel_finish(DPParallel *par)
 		dp_input_add_counts(&counts[i]);
 	DestroyParallelContext(par->pcxt);
 	ExitParallelMode();
+}
+
+const char *
+dp_parallel_note(DPParallel *par)
+{
+	return par->held_note;
 }
 
 /* ---- INSERT ... SELECT: the leader ---- */
@@ -975,7 +1104,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 {
 	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
 	const char *why;
-	DPParallel *par = dp_parallel_begin(load, mt, &why);
+	DPParallel *par = dp_parallel_begin(load, mt, true, &why);
 	List	   *relids = NIL;
 	List	   *quals = NIL;
 	List	   *tlists = NIL;
@@ -1017,6 +1146,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 
 	/* step 4 */
 	dp_parallel_finish(par);
+	dp_parallel_load_held(par, NULL, NULL);
 	foreach(lc, sources)
 		table_close(lfirst(lc), NoLock);
 	if (launched == 0)
@@ -1024,6 +1154,6 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 		dp_load_note_parallel(load, 0, "no parallel worker could be started");
 		return false;
 	}
-	dp_load_note_parallel(load, launched, NULL);
+	dp_load_note_parallel(load, launched, dp_parallel_note(par));
 	return true;
 }

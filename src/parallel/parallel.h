@@ -16,14 +16,19 @@
 /* ---------- parallel.c: a parallel load's workers and leader ---------- */
 
 /*
- * A leaf of a partitioned target that a parallel load places rows into:
- * a plain heap whose rows need nothing a worker cannot do, and whether its
- * pages go out frozen (the leader's decision, dp_load_freezes).
+ * A leaf of a partitioned target that a parallel load's rows may be routed
+ * to: a plain heap whose rows a worker places on pages, frozen or not (the
+ * leader's decision, dp_load_freezes); or, 'held', one whose rows need
+ * what a worker cannot do (its triggers, foreign keys, stored generated
+ * columns, a CHECK constraint that is not parallel safe): a worker only
+ * routes them, and the leader loads them as a serial load would once the
+ * workers are done.
  */
 typedef struct DPParallelLeaf
 {
 	Oid			relid;
 	bool		frozen;
+	bool		held;
 } DPParallelLeaf;
 
 /* The leaf table's order (by relid), for qsort and bsearch. */
@@ -44,18 +49,20 @@ typedef struct DPParallelShared
 /*
  * Where a placer's output goes: a finished page of leaf 'leaf' (an index
  * into the leaf table; -1 for a plain target); a row, in the target's
- * format, that needs TOAST; and, once per leaf before its first page, a
- * row routed to it (the leader routes it too, to know the leaf's result
- * relation).
+ * format, that needs TOAST; a row routed to a held leaf, in the target's
+ * format; and, once per leaf before its first page, a row routed to it
+ * (the leader routes it too, to know the leaf's result relation).
  */
 typedef void (*DPPageSink) (void *arg, int leaf, Page page);
 typedef void (*DPRowSink) (void *arg, TupleTableSlot *row);
+typedef void (*DPHeldSink) (void *arg, TupleTableSlot *row, uint64 lineno);
 typedef void (*DPLeafSink) (void *arg, int leaf, TupleTableSlot *row);
 
 typedef struct DPPlacerSinks
 {
 	DPPageSink	page;
 	DPRowSink	toast_row;
+	DPHeldSink	held_row;		/* with its COPY input line, or 0 */
 	DPLeafSink	new_leaf;
 	void	   *arg;
 } DPPlacerSinks;
@@ -80,6 +87,8 @@ typedef struct DPPlacer
 	const DPParallelLeaf *leaves;	/* sh->nleaves of them */
 	DPPlacedLeaf **placed;		/* per leaf (a plain target: one), or NULL */
 	DPPlacedLeaf *last;			/* the previous row's */
+	const uint64 *lineno;		/* COPY: the input line of the row being
+								 * placed (set by its parser), or NULL */
 	int			open;			/* leaves holding an unfinished page */
 	uint64		clock;			/* rows placed, to find the least recent */
 	DPPlacerSinks sinks;
@@ -118,7 +127,10 @@ extern bool dp_parallel_insert(DPLoad *load, EState *estate,
  * dp_parallel_begin: can the load's target take a parallel load (the rules
  * every input shares)?  If not, NULL and the reason in *why, nothing done;
  * else the leader's state, with a partitioned target's leaves listed and
- * checked (locked AccessShare, as the planner locks a read).
+ * checked (locked AccessShare, as the planner locks a read).  With
+ * 'may_hold', a leaf whose rows need what a worker cannot do is held (its
+ * rows loaded by the leader after the workers) rather than refused, as
+ * long as one leaf is not.
  *
  * dp_parallel_launch: make the load direct, decide each leaf's freezing,
  * launch the workers (each runs the function named 'entry') with the
@@ -131,7 +143,10 @@ extern bool dp_parallel_insert(DPLoad *load, EState *estate,
  * true when it moved anything) and doing one step of the leader's own
  * share whenever nothing moved ('step': false once it is done).  A
  * worker's input queue ends when the leader says dp_parallel_input_done.
- * dp_parallel_finish waits for them and leaves parallel mode.
+ * dp_parallel_finish waits for them and leaves parallel mode; then
+ * dp_parallel_load_held loads the rows of held leaves into the load, as a
+ * serial load does, each after 'line' (if not NULL) was told its COPY
+ * input line; dp_parallel_note says what was held, or NULL.
  */
 typedef struct DPParallel DPParallel;
 typedef struct DPLeaderShare
@@ -142,7 +157,7 @@ typedef struct DPLeaderShare
 } DPLeaderShare;
 
 extern DPParallel *dp_parallel_begin(DPLoad *load, ModifyTableState *mt,
-									 const char **why);
+									 bool may_hold, const char **why);
 extern int	dp_parallel_launch(DPParallel *par, const char *entry,
 							   const char *payload, List *sources,
 							   Size in_queue_size, int nworkers);
@@ -153,6 +168,9 @@ extern void dp_parallel_input_done(DPParallel *par, int worker);
 extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
 extern void dp_parallel_receive(DPParallel *par, const DPLeaderShare *share);
 extern void dp_parallel_finish(DPParallel *par);
+typedef void (*DPHeldLine) (void *arg, uint64 lineno);
+extern void dp_parallel_load_held(DPParallel *par, DPHeldLine line, void *arg);
+extern const char *dp_parallel_note(DPParallel *par);
 
 /*
  * A worker's side: dp_worker_begin attaches its queues (towards the leader
@@ -192,5 +210,12 @@ extern bool dp_parallel_copy(DPLoad *load, CopyFromState cstate,
 							 ModifyTableState *mtstate, Node *where,
 							 List *attlist, List *options, int nworkers,
 							 uint64 *processed);
+
+/*
+ * The error context of a parallel COPY's leader (arg: its cstate), while
+ * the rows of held partitions are loaded and their work done: "COPY t,
+ * line N" for a held row (cstate->cur_lineno; 0, the other rows: none).
+ */
+extern void dp_parcopy_error_callback(void *arg);
 
 #endif							/* DP_PARALLEL_H */

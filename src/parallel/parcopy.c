@@ -40,6 +40,12 @@
  *	  (make_payload), and binary input's text values in the leader's
  *	  client encoding (database_encoding_callback): a worker's own client
  *	  encoding is the database's.
+ * 4. A row routed to a held partition (parallel.c: its triggers, foreign
+ *	  keys or constraints need the leader) goes to the leader with its
+ *	  input line; once the workers are done and parallel mode is left, the
+ *	  leader loads those rows as a serial COPY does, each naming its line
+ *	  in its errors (dp_parcopy_error_callback), and so do the checks left
+ *	  for the end of the load.
  *
  * Invariants.
  * - A chunk's rows are parsed exactly as core would parse them at that
@@ -287,6 +293,7 @@ form_chunk(DPChunkParser *p, const DPChunkHeader *h, const char *data,
 	client_encoding = chunk_encoding(p, p->rows_cstate->opts.binary,
 									 &enccallback);
 	dp_rowform_chunk(p->rf, data, len, h);
+	p->placer.lineno = &p->rows_cstate->cur_lineno;
 	for (;;)
 	{
 		MemoryContext old;
@@ -350,6 +357,7 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	client_encoding = chunk_encoding(p, cstate->opts.binary, &enccallback);
+	p->placer.lineno = &cstate->cur_lineno;
 	while (parse_row(p, cstate, econtext, client_encoding))
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -359,6 +367,7 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 		dp_placer_add(&p->placer, p->slot);
 	}
 	error_context_stack = errcallback.previous;
+	p->placer.lineno = NULL;
 	EndCopyFrom(cstate);
 	if (p->restore_progress)
 		p->restore_progress(p->progress_arg);
@@ -567,6 +576,44 @@ run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 	parser_end(&f->own);
 }
 
+void
+dp_parcopy_error_callback(void *arg)
+{
+	CopyFromState cstate = arg;
+
+	if (cstate->cur_lineno > 0)
+		errcontext("COPY %s, line %llu", cstate->cur_relname,
+				   (unsigned long long) cstate->cur_lineno);
+}
+
+/* A held row's input line, for its errors and its deferred work's. */
+static void
+held_line(void *arg, uint64 lineno)
+{
+	CopyFromState cstate = arg;
+
+	cstate->cur_lineno = lineno;
+	cstate->line_buf_valid = false;
+}
+
+/*
+ * Step 4: the rows of held partitions, loaded as a serial COPY loads them,
+ * their errors naming their lines.
+ */
+static void
+load_held(DPParallel *par, CopyFromState cstate)
+{
+	ErrorContextCallback errcallback;
+
+	errcallback.callback = dp_parcopy_error_callback;
+	errcallback.arg = (void *) cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	dp_parallel_load_held(par, held_line, cstate);
+	error_context_stack = errcallback.previous;
+	cstate->cur_lineno = 0;
+}
+
 bool
 dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 				 Node *where, List *attlist, List *options, int nworkers,
@@ -574,7 +621,7 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 {
 	Relation	target = mt->resultRelInfo->ri_RelationDesc;
 	const char *why;
-	DPParallel *par = dp_parallel_begin(load, mt, &why);
+	DPParallel *par = dp_parallel_begin(load, mt, true, &why);
 	DPCopyFeed	f = {0};
 	List	   *payload;
 	int			launched;
@@ -609,7 +656,8 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("directpath: a parallel worker ended before it had read its input")));
-	dp_load_note_parallel(load, launched, NULL);
+	load_held(par, cstate);
+	dp_load_note_parallel(load, launched, dp_parallel_note(par));
 	*processed = dp_load_report(load)->rows;
 	return true;
 }

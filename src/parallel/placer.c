@@ -27,9 +27,12 @@
  *			loads it as a serial load would).
  *
  * The leaf table (DPParallelLeaf, sorted by relid) is the leader's list of
- * the leaves a worker may fill, each checked by the leader before launch
- * (parallel.c): a row routed to a leaf not in it (a partition attached
- * to a sub-partitioned table since) fails the statement.  Before its
+ * the leaves a row may be routed to, each checked by the leader before
+ * launch (parallel.c): a row routed to a leaf not in it (a partition
+ * attached to a sub-partitioned table since) fails the statement.  A row
+ * routed to a held leaf (one whose rows need what a worker cannot do) is
+ * neither checked nor formed: it goes on as it came, in the target's
+ * format, for the leader to load after the workers.  Before its
  * first page of a leaf the placer hands on one row routed there, so that
  * the leader routes it too and knows the leaf's result relation: the
  * leader's load owns every leaf, whoever built its pages.
@@ -58,7 +61,7 @@ struct DPPlacedLeaf
 {
 	int			leaf;			/* index into the leaf table, or -1 */
 	ResultRelInfo *rri;			/* its result relation (routing's) */
-	DPHeapBuilder *builder;
+	DPHeapBuilder *builder;		/* NULL for a held leaf */
 	bool		has_page;		/* holds an unfinished page */
 	uint64		used;			/* the placer's clock at its last row */
 };
@@ -74,6 +77,7 @@ dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 	pl->sh = sh;
 	pl->leaves = leaves;
 	pl->sinks = *sinks;
+	pl->lineno = NULL;
 	pl->open = 0;
 	pl->clock = 0;
 	pl->last = NULL;
@@ -176,12 +180,14 @@ placed_leaf(DPPlacer *pl, ResultRelInfo *rri, TupleTableSlot *row)
 		p = palloc0(sizeof(DPPlacedLeaf));
 		p->leaf = found - pl->leaves;
 		p->rri = rri;
-		p->builder = dp_heap_begin_detached(rel, found->frozen, pl->sh->xid,
-											pl->sh->cid);
 		pl->placed[p->leaf] = p;
+		if (!found->held)
+			p->builder = dp_heap_begin_detached(rel, found->frozen,
+												pl->sh->xid, pl->sh->cid);
 		MemoryContextSwitchTo(old);
 		/* the leader learns the leaf before its first page */
-		pl->sinks.new_leaf(pl->sinks.arg, p->leaf, row);
+		if (!found->held)
+			pl->sinks.new_leaf(pl->sinks.arg, p->leaf, row);
 	}
 	return pl->last = p;
 }
@@ -205,6 +211,11 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 			leafrow = execute_attr_map_slot(map->attrMap, row,
 											rri->ri_PartitionTupleSlot);
 		p = placed_leaf(pl, rri, row);
+		if (p->builder == NULL)
+		{
+			pl->sinks.held_row(pl->sinks.arg, row, pl->lineno ? *pl->lineno : 0);
+			return false;
+		}
 	}
 	rel = p->rri->ri_RelationDesc;
 	if (rel->rd_att->constr)
@@ -230,7 +241,7 @@ dp_placer_end(DPPlacer *pl)
 	int			n = pl->mt ? pl->sh->nleaves : 1;
 
 	for (int i = 0; i < n; i++)
-		if (pl->placed[i] != NULL)
+		if (pl->placed[i] != NULL && pl->placed[i]->builder != NULL)
 			hand_on_pages(pl, pl->placed[i], true);
 	if (pl->mt)
 		ExecCleanupTupleRouting(pl->mt, pl->mt->mt_partition_tuple_routing);

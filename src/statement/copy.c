@@ -410,6 +410,23 @@ report_skipped(CopyFromState cstate, DPCopyOptions *opts, DPLoad *load,
 }
 
 /*
+ * The end of a parallel COPY's rows: the work left of held partitions'
+ * rows names their lines (parcopy.c).
+ */
+static void
+end_parallel_rows(CopyFromState cstate, DPLoad *load)
+{
+	ErrorContextCallback errcallback;
+
+	errcallback.callback = dp_parcopy_error_callback;
+	errcallback.arg = (void *) cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	dp_load_end_rows(load);
+	error_context_stack = errcallback.previous;
+}
+
+/*
  * Core's CopyFrom, with the rows going to a direct-path load; 'rf' the row
  * former that reads a serial COPY's input, or NULL for core's reader.
  */
@@ -445,7 +462,7 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 
 	if (copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
 						 &processed))
-		dp_load_end_rows(load);
+		end_parallel_rows(cstate, load);
 	else
 	{
 		DPFormedInput formed = {NULL, rf, NULL};
