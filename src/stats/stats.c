@@ -532,44 +532,6 @@ dp_sample_page(DPSample *s, Page page, BlockNumber blkno)
 /* ---- 3. compute and store ---- */
 
 /*
- * The sample in TID order, as ANALYZE hands it to the compute functions.
- * Sorted as 64-bit keys (block, then offset) beside their rows, with an
- * inlined comparison: qsort's calls through ItemPointerCompare cost more
- * than a small sample's compute functions.
- */
-typedef struct DPSampleKey
-{
-	uint64		tid;
-	HeapTuple	row;
-} DPSampleKey;
-
-#define ST_SORT sort_sample_keys
-#define ST_ELEMENT_TYPE DPSampleKey
-#define ST_COMPARE(a, b) (((a)->tid > (b)->tid) - ((a)->tid < (b)->tid))
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
-
-static void
-sort_by_tid(DPSample *s)
-{
-	DPSampleKey *keys = palloc(Max(s->numrows, 1) * sizeof(DPSampleKey));
-
-	for (int r = 0; r < s->numrows; r++)
-	{
-		ItemPointer tid = &s->rows[r]->t_self;
-
-		keys[r].tid = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
-			ItemPointerGetOffsetNumberNoCheck(tid);
-		keys[r].row = s->rows[r];
-	}
-	sort_sample_keys(keys, s->numrows);
-	for (int r = 0; r < s->numrows; r++)
-		s->rows[r] = keys[r].row;
-	pfree(keys);
-}
-
-/*
  * The sample rows deformed once into an array of each column's values (and
  * null flags), column after column, so that each column's compute function
  * reads its values in sequence, without walking every row's earlier
@@ -892,42 +854,89 @@ compute_columns(DPSample *s, double reltuples)
 }
 
 /*
- * The sample cut to its allotment: the rows with the smallest keys, then
- * in TID order again.
+ * The n-th smallest of 'keys' (1 <= n <= count), found by selection
+ * (Hoare's, the middle element as the pivot); 'keys' is reordered.
  */
-typedef struct DPKeyedRow
+static double
+nth_smallest(double *keys, int count, int n)
 {
-	double		key;
-	HeapTuple	row;
-} DPKeyedRow;
+	int			lo = 0;
+	int			hi = count - 1;
+	int			want = n - 1;
 
-#define ST_SORT sort_keyed_rows
-#define ST_ELEMENT_TYPE DPKeyedRow
-#define ST_COMPARE(a, b) (((a)->key > (b)->key) - ((a)->key < (b)->key))
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
+	while (lo < hi)
+	{
+		double		pivot = keys[lo + (hi - lo) / 2];
+		int			i = lo;
+		int			j = hi;
 
+		while (i <= j)
+		{
+			while (keys[i] < pivot)
+				i++;
+			while (keys[j] > pivot)
+				j--;
+			if (i <= j)
+			{
+				double		t = keys[i];
+
+				keys[i++] = keys[j];
+				keys[j--] = t;
+			}
+		}
+		if (want <= j)
+			hi = j;
+		else if (want >= i)
+			lo = i;
+		else
+			break;				/* keys[j + 1 .. i - 1] equal the pivot */
+	}
+	return keys[want];
+}
+
+/*
+ * The sample cut to its allotment: the rows with the smallest keys.  The
+ * allotment's largest key is found by selection, and the rows are kept
+ * in place, so they stay in TID order (the order they were written in,
+ * which ANALYZE's compute functions get too: correlation needs it).
+ */
 static void
 cut_to_allotment(DPSample *s)
 {
 	int			n = (int) Min(ceil(allotment(s)), (double) s->numrows);
-	DPKeyedRow *keyed;
+	double	   *keys;
+	double		last;
+	int			ties;			/* rows with the key 'last' still to keep */
+	int			kept = 0;
 
 	if (n >= s->numrows)
 		return;
-	keyed = palloc(s->numrows * sizeof(DPKeyedRow));
+	keys = palloc(s->numrows * sizeof(double));
+	memcpy(keys, s->keys, s->numrows * sizeof(double));
+	last = nth_smallest(keys, s->numrows, n);
+	pfree(keys);
+	ties = n;
+	for (int r = 0; r < s->numrows; r++)
+		ties -= s->keys[r] < last;
 	for (int r = 0; r < s->numrows; r++)
 	{
-		keyed[r].key = s->keys[r];
-		keyed[r].row = s->rows[r];
+		bool		keep_row = s->keys[r] < last;
+
+		if (!keep_row && s->keys[r] == last && ties > 0)
+		{
+			keep_row = true;
+			ties--;
+		}
+		if (keep_row)
+		{
+			s->rows[kept] = s->rows[r];
+			s->keys[kept++] = s->keys[r];
+		}
+		else
+			pfree(s->rows[r]);
 	}
-	sort_keyed_rows(keyed, s->numrows);
-	for (int r = 0; r < n; r++)
-		s->rows[r] = keyed[r].row;
-	pfree(keyed);
-	s->numrows = n;
-	sort_by_tid(s);
+	s->group->kept -= s->numrows - kept;
+	s->numrows = kept;
 }
 
 int
