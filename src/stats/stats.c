@@ -457,15 +457,18 @@ keep(DPSample *s, Page page, BlockNumber blkno, OffsetNumber off, double key)
 	s->group->kept++;
 }
 
-/* The rows kept whose key is 'below' or more dropped (order kept). */
+/*
+ * The rows kept whose key is 'below' or more dropped, but for the first
+ * 'ties' whose key equals it (order kept).
+ */
 static void
-drop_keys_from(DPSample *s, double below)
+drop_keys_from(DPSample *s, double below, int ties)
 {
 	int			n = 0;
 
 	for (int r = 0; r < s->numrows; r++)
 	{
-		if (s->keys[r] < below)
+		if (s->keys[r] < below || (s->keys[r] == below && ties-- > 0))
 		{
 			s->rows[n] = s->rows[r];
 			s->keys[n++] = s->keys[r];
@@ -491,7 +494,7 @@ sweep(DPSampleGroup *g)
 	{
 		DPSample   *s = lfirst(lc);
 
-		drop_keys_from(s, threshold(s));
+		drop_keys_from(s, threshold(s), 0);
 	}
 	g->next_sweep = Max(g->next_sweep, 2 * g->kept);
 }
@@ -906,8 +909,7 @@ cut_to_allotment(DPSample *s)
 	int			n = (int) Min(ceil(allotment(s)), (double) s->numrows);
 	double	   *keys;
 	double		last;
-	int			ties;			/* rows with the key 'last' still to keep */
-	int			kept = 0;
+	int			ties;			/* rows with the key 'last' to keep */
 
 	if (n >= s->numrows)
 		return;
@@ -918,25 +920,7 @@ cut_to_allotment(DPSample *s)
 	ties = n;
 	for (int r = 0; r < s->numrows; r++)
 		ties -= s->keys[r] < last;
-	for (int r = 0; r < s->numrows; r++)
-	{
-		bool		keep_row = s->keys[r] < last;
-
-		if (!keep_row && s->keys[r] == last && ties > 0)
-		{
-			keep_row = true;
-			ties--;
-		}
-		if (keep_row)
-		{
-			s->rows[kept] = s->rows[r];
-			s->keys[kept++] = s->keys[r];
-		}
-		else
-			pfree(s->rows[r]);
-	}
-	s->group->kept -= s->numrows - kept;
-	s->numrows = kept;
+	drop_keys_from(s, last, ties);
 }
 
 int
