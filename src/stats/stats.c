@@ -147,6 +147,9 @@ typedef struct DPIndexSample
 #define DP_SAMPLES_PER_LOAD		32
 #define DP_SAMPLE_MIN_ROWS		100
 
+/* The group is swept no sooner than it keeps this many rows. */
+#define DP_SWEEP_MIN_ROWS		1024
+
 /* The samples of one load. */
 struct DPSampleGroup
 {
@@ -310,7 +313,7 @@ dp_sample_group(void)
 {
 	DPSampleGroup *g = palloc0(sizeof(DPSampleGroup));
 
-	g->next_sweep = 4 * 30000;
+	g->next_sweep = DP_SWEEP_MIN_ROWS;
 	return g;
 }
 
@@ -496,7 +499,7 @@ sweep(DPSampleGroup *g)
 
 		drop_keys_from(s, threshold(s), 0);
 	}
-	g->next_sweep = Max(g->next_sweep, 2 * g->kept);
+	g->next_sweep = Max(DP_SWEEP_MIN_ROWS, 2 * g->kept);
 }
 
 void
