@@ -149,43 +149,26 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	return leaf;
 }
 
-/*
- * The leaf of 'rri' from the hash table, which is made with the second
- * leaf (a load into one table never needs it).
- */
-static DPLeaf *
-find_leaf(DPLeafSet *set, ResultRelInfo *rri)
+DPLeaf *
+dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri)
 {
 	DPLeafEntry *entry;
 	bool		found;
 
-	if (set->by_rri == NULL)
-	{
-		if (set->list == NULL)
-			return NULL;
-		set->by_rri = dpleaves_create(set->estate->es_query_cxt, 64, NULL);
-		entry = dpleaves_insert(set->by_rri, set->list->rri, &found);
-		entry->leaf = set->list;
-		if (set->list->rri == rri)
-			return set->list;
-	}
-	entry = dpleaves_insert(set->by_rri, rri, &found);
-	if (!found)
-		entry->leaf = leaf_create(set, rri);
-	return entry->leaf;
-}
-
-DPLeaf *
-dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri)
-{
-	DPLeaf	   *leaf;
-
 	if (set->last && set->last->rri == rri)
 		return set->last;
-	leaf = find_leaf(set, rri);
-	if (leaf == NULL)
-		leaf = leaf_create(set, rri);
-	return set->last = leaf;
+	if (set->by_rri == NULL)
+		set->by_rri = dpleaves_create(set->estate->es_query_cxt, 16, NULL);
+	entry = dpleaves_lookup(set->by_rri, rri);
+	if (entry == NULL)
+	{
+		/* set up first: an error leaves no entry without its leaf */
+		DPLeaf	   *leaf = leaf_create(set, rri);
+
+		entry = dpleaves_insert(set->by_rri, rri, &found);
+		entry->leaf = leaf;
+	}
+	return set->last = entry->leaf;
 }
 
 bool

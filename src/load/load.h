@@ -98,8 +98,7 @@ typedef struct DPLeafSet
 	int			streams;		/* foreign leaves whose rows are streamed */
 	DPLeaf	   *list;			/* every leaf, newest first */
 	DPLeaf	   *last;			/* the leaf of the previous row */
-	struct dpleaves_hash *by_rri;	/* the leaves by ResultRelInfo, once
-									 * there are two (leaf.c) */
+	struct dpleaves_hash *by_rri;	/* the leaves by ResultRelInfo (leaf.c) */
 	int			count;
 } DPLeafSet;
 

@@ -17,7 +17,7 @@
  * keys included), RETURNING, row security, stored generated columns or
  * CHECK constraints that are not parallel safe, outside serializable
  * isolation: run time, dp_parallel_begin.  Otherwise the statement runs
- * serially, and last_statement().parallel says why.  Except, for INSERT:
+ * serially, and last_statement().parallel says why.  Except that the
  * leaves of a partitioned target that fail those rules only by their own
  * triggers, foreign keys, generated columns or CHECK constraints are held
  * (at least one leaf must not be): workers route their rows to the
@@ -377,34 +377,32 @@ send_page(void *arg, int leaf, Page page)
 }
 
 static void
-send_tuple(shm_mq_handle *mqh, char kind, int leaf, TupleTableSlot *row)
+send_tuple(shm_mq_handle *mqh, char kind, int leaf, const void *prefix,
+		   Size prefix_len, TupleTableSlot *row)
 {
 	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
 
-	send_message(mqh, kind, leaf, NULL, 0, mt, mt->t_len);
+	send_message(mqh, kind, leaf, prefix, prefix_len, mt, mt->t_len);
 	pfree(mt);
 }
 
 static void
 send_row(void *arg, TupleTableSlot *row)
 {
-	send_tuple((shm_mq_handle *) arg, DP_MSG_ROW, -1, row);
+	send_tuple((shm_mq_handle *) arg, DP_MSG_ROW, -1, NULL, 0, row);
 }
 
 static void
 send_held(void *arg, TupleTableSlot *row, uint64 lineno)
 {
-	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
-
-	send_message((shm_mq_handle *) arg, DP_MSG_HELD, -1, &lineno,
-				 sizeof(lineno), mt, mt->t_len);
-	pfree(mt);
+	send_tuple((shm_mq_handle *) arg, DP_MSG_HELD, -1, &lineno, sizeof(lineno),
+			   row);
 }
 
 static void
 send_leaf(void *arg, int leaf, TupleTableSlot *row)
 {
-	send_tuple((shm_mq_handle *) arg, DP_MSG_LEAF, leaf, row);
+	send_tuple((shm_mq_handle *) arg, DP_MSG_LEAF, leaf, NULL, 0, row);
 }
 
 /* The leader's result relation for a page of leaf 'leaf'. */
