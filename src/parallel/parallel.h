@@ -204,18 +204,13 @@ extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
  * 'where' is the transformed WHERE clause, 'attlist' and 'options' the
  * statement's (core's options only).  Returns false, with the reason noted
  * in the load's report, when the COPY must run serially instead (nothing
- * read yet); else *processed gets the rows loaded.
+ * read yet); else every row is loaded and its work done (dp_load_end_rows)
+ * and *processed gets the rows loaded.
  */
 extern bool dp_parallel_copy(DPLoad *load, CopyFromState cstate,
 							 ModifyTableState *mtstate, Node *where,
 							 List *attlist, List *options, int nworkers,
 							 uint64 *processed);
 
-/*
- * The error context of a parallel COPY's leader (arg: its cstate), while
- * the rows of held partitions are loaded and their work done: "COPY t,
- * line N" for a held row (cstate->cur_lineno; 0, the other rows: none).
- */
-extern void dp_parcopy_error_callback(void *arg);
 
 #endif							/* DP_PARALLEL_H */

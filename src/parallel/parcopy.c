@@ -44,7 +44,7 @@
  *	  keys or constraints need the leader) goes to the leader with its
  *	  input line; once the workers are done and parallel mode is left, the
  *	  leader loads those rows as a serial COPY does, each naming its line
- *	  in its errors (dp_parcopy_error_callback), and so do the checks left
+ *	  in its errors (held_error_callback), and so do the checks left
  *	  for the end of the load.
  *
  * Invariants.
@@ -576,8 +576,13 @@ run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 	parser_end(&f->own);
 }
 
-void
-dp_parcopy_error_callback(void *arg)
+/*
+ * The leader's error context while it loads held rows and ends the load:
+ * "COPY t, line N" for a held row (cstate->cur_lineno; 0 for the other
+ * rows, whose lines are in chunks long gone: none).
+ */
+static void
+held_error_callback(void *arg)
 {
 	CopyFromState cstate = arg;
 
@@ -598,20 +603,22 @@ held_line(void *arg, uint64 lineno)
 
 /*
  * Step 4: the rows of held partitions, loaded as a serial COPY loads them,
- * their errors naming their lines.
+ * then the work left of every row; errors of a held row name its line.
  */
 static void
-load_held(DPParallel *par, CopyFromState cstate)
+load_held_and_end(DPParallel *par, DPLoad *load, CopyFromState cstate)
 {
 	ErrorContextCallback errcallback;
 
-	errcallback.callback = dp_parcopy_error_callback;
+	errcallback.callback = held_error_callback;
 	errcallback.arg = (void *) cstate;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	dp_parallel_load_held(par, held_line, cstate);
-	error_context_stack = errcallback.previous;
+	/* a held row's deferred work sets its line again (queue.c) */
 	cstate->cur_lineno = 0;
+	dp_load_end_rows(load);
+	error_context_stack = errcallback.previous;
 }
 
 bool
@@ -656,7 +663,7 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("directpath: a parallel worker ended before it had read its input")));
-	load_held(par, cstate);
+	load_held_and_end(par, load, cstate);
 	dp_load_note_parallel(load, launched, dp_parallel_note(par));
 	*processed = dp_load_report(load)->rows;
 	return true;

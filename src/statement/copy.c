@@ -367,8 +367,8 @@ read_rows(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
 
 /*
  * With PARALLEL(n), the rows are parsed by parallel workers and the leader
- * (parcopy.c) when the COPY allows; false (the reason noted in the load's
- * report) leaves them to read_rows.  'exprs' are the defaults and WHERE
+ * (parcopy.c) when the COPY allows, every row's work done by the end;
+ * false (the reason noted in the load's report) leaves them to read_rows.  'exprs' are the defaults and WHERE
  * clause a worker would evaluate.
  */
 static bool
@@ -410,23 +410,6 @@ report_skipped(CopyFromState cstate, DPCopyOptions *opts, DPLoad *load,
 }
 
 /*
- * The end of a parallel COPY's rows: the work left of held partitions'
- * rows names their lines (parcopy.c).
- */
-static void
-end_parallel_rows(CopyFromState cstate, DPLoad *load)
-{
-	ErrorContextCallback errcallback;
-
-	errcallback.callback = dp_parcopy_error_callback;
-	errcallback.arg = (void *) cstate;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-	dp_load_end_rows(load);
-	error_context_stack = errcallback.previous;
-}
-
-/*
  * Core's CopyFrom, with the rows going to a direct-path load; 'rf' the row
  * former that reads a serial COPY's input, or NULL for core's reader.
  */
@@ -460,10 +443,8 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 		dp_load_on_conflict(load, opts->arbiters, opts->update_sql);
 	}
 
-	if (copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
-						 &processed))
-		end_parallel_rows(cstate, load);
-	else
+	if (!copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
+						  &processed))
 	{
 		DPFormedInput formed = {NULL, rf, NULL};
 
