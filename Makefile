@@ -43,6 +43,7 @@ OBJS = \
 	src/input/fastin.o \
 	src/index/indexes.o \
 	src/index/btree.o \
+	src/index/keysort.o \
 	src/index/btappend.o \
 	src/index/btmerge.o \
 	src/index/btprobe.o \
@@ -57,7 +58,7 @@ EXTENSION = directpath
 DATA = $(notdir $(wildcard $(srcdir)/directpath--*.sql))
 PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
-REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy parpart
+REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy parpart keysort
 # pg_regress starts its own instance, with the library preloaded.
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)

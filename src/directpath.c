@@ -13,6 +13,7 @@
  *	directpath.batch_pages		pages built in memory before a flush
  *	directpath.index_rebuild	rebuild indexes of new storage at the end
  *	directpath.index_sort		insert a batch's btree entries in key order
+ *	directpath.index_key_sort	sort entries on integer keys (keysort.c)
  *	directpath.index_append		append them at the right edge when they sort last
  *	directpath.index_runs		write runs after a leaf's last item as new leaves
  *	directpath.index_leaf_merge	merge entries among a leaf's items into it
@@ -50,6 +51,7 @@ int			dp_min_bytes = BLCKSZ;
 int			dp_batch_pages = 512;
 bool		dp_index_rebuild = true;
 bool		dp_index_sort = true;
+bool		dp_index_key_sort = true;
 bool		dp_index_append = true;
 bool		dp_index_merge = true;
 bool		dp_brin_summarize = true;
@@ -107,6 +109,11 @@ define_maintenance_gucs(void)
 							 "Inserts a batch's btree index entries in key order.",
 							 "Off: row by row, in input order.",
 							 &dp_index_sort, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.index_key_sort",
+							 "Sorts btree entries whose key columns are all integers, dates or timestamps by their integer keys.",
+							 "Off: core's btree tuplesort for every index.",
+							 &dp_index_key_sort, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.index_append",
 							 "Appends a batch's sorted btree entries at the index's right edge when they all sort after its entries.",

@@ -81,6 +81,7 @@ extern int	dp_min_bytes;
 extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
+extern bool dp_index_key_sort;
 extern bool dp_index_append;
 extern bool dp_index_runs;
 extern bool dp_index_leaf_merge;

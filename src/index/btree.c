@@ -7,8 +7,8 @@
  *
  * - a build (dp_btree_finish), where an index's storage is new in the
  *	 transaction and empty when the load begins (indexes.c): the load puts
- *	 each row's index tuple into a tuplesort as it places the row, and at
- *	 the end the whole tree is built here from the sorted stream, without
+ *	 each row's index tuple into a sort (keysort.c) as it places the row,
+ *	 and at the end the whole tree is built here from the sorted stream, without
  *	 reading the heap again; its pages go to disk through the append layer
  *	 (append.c), as the heap page builder's do (pages.c);
  * - the right-edge append to an existing index (btappend.c), which drives
@@ -39,6 +39,11 @@
  * CREATE INDEX does.  An item too large for a page fails with core's error
  * (_bt_check_third_page).
  *
+ * The entries are sorted by keysort.c where every key column is an integer,
+ * oid, date or timestamp under its default operator class and no
+ * uniqueness is to be checked, else (or once an entry has a NULL key or
+ * the entries pass the memory given) by core's btree tuplesort.
+ *
  * Invariants of a build: the metapage is written last, so until then the
  * index is the empty index it was; pages are handed to the append layer in
  * block order; the caller holds the index's storage new in this
@@ -47,6 +52,7 @@
  *-------------------------------------------------------------------------
  */
 #include "index/index.h"
+#include "index/keysort.h"
 
 #include "access/nbtree.h"
 #include "access/xloginsert.h"
@@ -54,7 +60,6 @@
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/tuplesort.h"
 
 /* Finished pages handed to the append layer at a time (a build). */
 #define DP_BT_WRITE_BATCH 32
@@ -84,9 +89,8 @@ struct DPBtreeBuild
 {
 	Relation	heap;			/* for error reports */
 	Relation	index;
-	Tuplesortstate *sort;		/* the load's entries */
+	DPKeySort  *sort;			/* the load's entries */
 	double		nentries;		/* how many */
-	bool		sorted;			/* sort performed */
 	IndexTuple	peeked;			/* next entry, read ahead (dp_btree_peek) */
 	BTScanInsert inskey;		/* for suffix truncation, equal-key tests */
 	bool		deduplicate;	/* posting lists on the leaves */
@@ -112,11 +116,7 @@ dp_btree_begin(Relation heap, Relation index, int workmem, bool check_unique)
 	b->index = index;
 	b->cxt = AllocSetContextCreate(CurrentMemoryContext, "directpath btree",
 								   ALLOCSET_DEFAULT_SIZES);
-	b->sort = tuplesort_begin_index_btree(heap, index,
-										  check_unique &&
-										  index->rd_index->indisunique,
-										  index->rd_index->indnullsnotdistinct,
-										  workmem, NULL, TUPLESORT_NONE);
+	b->sort = dp_keysort_begin(heap, index, workmem, check_unique);
 	b->inskey = _bt_mkscankey(index, NULL);
 	_bt_metaversion(index, &b->inskey->heapkeyspace,
 					&b->inskey->allequalimage);
@@ -128,7 +128,7 @@ dp_btree_begin(Relation heap, Relation index, int workmem, bool check_unique)
 void
 dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values, bool *isnull)
 {
-	tuplesort_putindextuplevalues(b->sort, b->index, tid, values, isnull);
+	dp_keysort_add(b->sort, tid, values, isnull);
 	b->nentries++;
 }
 
@@ -148,24 +148,12 @@ copy_tuple_in(MemoryContext cxt, IndexTuple itup)
 	return copy;
 }
 
-/* The sort's next entry: valid until the sort is asked again. */
-static IndexTuple
-sort_next(DPBtreeBuild *b)
-{
-	if (!b->sorted)
-	{
-		tuplesort_performsort(b->sort);
-		b->sorted = true;
-	}
-	return tuplesort_getindextuple(b->sort, true);
-}
-
 IndexTuple
 dp_btree_peek(DPBtreeBuild *b)
 {
 	/* read ahead in place: the sort is not asked again until it is used */
 	if (b->peeked == NULL)
-		b->peeked = sort_next(b);
+		b->peeked = dp_keysort_next(b->sort);
 	return b->peeked;
 }
 
@@ -179,13 +167,13 @@ dp_btree_next(DPBtreeBuild *b)
 		b->peeked = NULL;
 		return itup;
 	}
-	return sort_next(b);
+	return dp_keysort_next(b->sort);
 }
 
 void
 dp_btree_discard(DPBtreeBuild *b)
 {
-	tuplesort_end(b->sort);
+	dp_keysort_end(b->sort);
 	MemoryContextDelete(b->cxt);
 	pfree(b);
 }

@@ -1,0 +1,383 @@
+/*-------------------------------------------------------------------------
+ *
+ * keysort.c
+ *	  The sort of the btree page builder's entries (btree.c): on integer
+ *	  sort words for indexes whose every column is an integer, an oid, a
+ *	  date or a timestamp ordered by its default operator class and whose
+ *	  uniqueness need not be checked, else core's btree tuplesort.
+ *
+ * Why.  A load sorts each batch's entries of each index (indexes.c), and a
+ * multi-column key with few distinct values in its first column (a device
+ * id before a time) sends most of tuplesort's comparisons past the first
+ * column's abbreviated key to its full comparison, which deforms both
+ * index tuples and calls each column's comparator through a function
+ * pointer: the leader of a parallel load into such an index spent a fifth
+ * of its time there.  Here each entry's key columns are mapped to
+ * unsigned 64-bit integers whose order is the operator class's order, and
+ * the entries are sorted by those words and the heap TID with an inlined
+ * comparison (core's sort template).
+ *
+ * Which indexes (words_begin): no INCLUDE columns; at most
+ * DP_KEYSORT_KEYS key columns; each column's btree comparison function
+ * (support function 1, read from the relcache) is btint2cmp, btint4cmp,
+ * btint8cmp, btoidcmp, date_cmp or timestamp_cmp (timestamptz's too), and
+ * its stored form is the matching pass-by-value width.  Those functions
+ * compare the Datum as a signed (oid: unsigned) integer of that width, so
+ * the mapping is: sign-extend, flip the sign bit (oid: zero-extend); a
+ * DESC column takes the complement.  NULLS FIRST/LAST does not matter:
+ * an entry with a NULL key is not taken.  Collations do not apply.
+ *
+ * An entry is its sort words and its TID, 32 bytes (tuplesort's entry and
+ * index tuple take about 56): the key columns are the whole index tuple
+ * and the words give their values back, so the index tuple is formed when
+ * the entry is read, in sorted order.
+ *
+ * Invariants.
+ * - The order is btree order with heap-TID tiebreak, exactly the order
+ *	 tuplesort_begin_index_btree gives these entries (every key of two
+ *	 entries compares equal only when the Datums are equal).
+ * - A tuple read stays valid until dp_keysort_end, as an in-memory
+ *	 tuplesort's do: callers may keep earlier entries while reading on.
+ * - Memory stays within the caller's workmem: an entry that would pass it,
+ *	 or one with a NULL key, is refused, and every entry taken moves to a
+ *	 tuplesort (words_move, tuplesort_of), which spills and orders NULLs.
+ * - Uniqueness is not checked on sort words: a sort that must check it
+ *	 (a build of a unique index) is core's tuplesort from the start.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "index/keysort.h"
+
+#include "access/nbtree.h"
+#include "catalog/pg_index.h"
+#include "directpath.h"
+#include "utils/fmgroids.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+/* Key columns an index may have to be sorted here. */
+#define DP_KEYSORT_KEYS 3
+
+/* How a key column's Datum maps to its sort word. */
+typedef enum DPKeyKind
+{
+	DP_KEY_INT16,
+	DP_KEY_INT32,
+	DP_KEY_INT64,
+	DP_KEY_UINT32,
+} DPKeyKind;
+
+/* One entry: its sort words (unused ones 0) and its TID's. */
+typedef struct DPKeyEntry
+{
+	uint64		key[DP_KEYSORT_KEYS];
+	uint64		tid;			/* block << 16 | offset */
+} DPKeyEntry;
+
+#define DP_SIGN_BIT (UINT64CONST(1) << 63)
+
+typedef struct DPWordSort
+{
+	Relation	index;
+	int			nkeys;
+	DPKeyKind	kind[DP_KEYSORT_KEYS];
+	bool		desc[DP_KEYSORT_KEYS];
+	DPKeyEntry *entries;
+	int64		n;				/* entries taken */
+	int64		max;			/* room in 'entries' */
+	int64		next;			/* next to return, once sorted */
+	bool		sorted;
+	Size		limit;			/* workmem */
+	MemoryContext cxt;			/* the entries and the tuples read */
+} DPWordSort;
+
+struct DPKeySort
+{
+	DPWordSort *words;			/* the entries on sort words, or */
+	Tuplesortstate *sort;		/* ... in core's tuplesort (NULL until needed) */
+	bool		sorted;			/* the tuplesort performed */
+	Relation	heap;
+	Relation	index;
+	int			workmem;		/* kB */
+	bool		check_unique;	/* the tuplesort raises duplicates */
+};
+
+static inline int
+entry_cmp(const DPKeyEntry *a, const DPKeyEntry *b)
+{
+	for (int i = 0; i < DP_KEYSORT_KEYS; i++)
+		if (a->key[i] != b->key[i])
+			return a->key[i] < b->key[i] ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return 0;
+}
+
+static void words_end(DPWordSort *ks);
+
+#define ST_SORT sort_entries
+#define ST_ELEMENT_TYPE DPKeyEntry
+#define ST_COMPARE(a, b) entry_cmp(a, b)
+#define ST_SCOPE static
+#define ST_DECLARE
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* Column 'col' of 'index' as a sort word's kind; false if it has none. */
+static bool
+key_kind(Relation index, int col, DPKeyKind *kind)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(index), col);
+	RegProcedure cmp = index_getprocid(index, col + 1, BTORDER_PROC);
+	int			len;
+
+	switch (cmp)
+	{
+		case F_BTINT2CMP:
+			*kind = DP_KEY_INT16;
+			len = sizeof(int16);
+			break;
+		case F_BTINT4CMP:
+		case F_DATE_CMP:
+			*kind = DP_KEY_INT32;
+			len = sizeof(int32);
+			break;
+		case F_BTINT8CMP:
+		case F_TIMESTAMP_CMP:
+			*kind = DP_KEY_INT64;
+			len = sizeof(int64);
+			break;
+		case F_BTOIDCMP:
+			*kind = DP_KEY_UINT32;
+			len = sizeof(Oid);
+			break;
+		default:
+			return false;
+	}
+	return att->attbyval && att->attlen == len;
+}
+
+static DPWordSort *
+words_begin(Relation index, int workmem)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	DPWordSort *ks;
+
+	if (!dp_index_key_sort || nkeys > DP_KEYSORT_KEYS ||
+		IndexRelationGetNumberOfAttributes(index) != nkeys)
+		return NULL;
+	ks = palloc0(sizeof(DPWordSort));
+	for (int i = 0; i < nkeys; i++)
+	{
+		if (!key_kind(index, i, &ks->kind[i]))
+		{
+			pfree(ks);
+			return NULL;
+		}
+		ks->desc[i] = (index->rd_indoption[i] & INDOPTION_DESC) != 0;
+	}
+	ks->index = index;
+	ks->nkeys = nkeys;
+	ks->limit = (Size) workmem * 1024;
+	ks->cxt = AllocSetContextCreate(CurrentMemoryContext,
+									"directpath key sort",
+									ALLOCSET_DEFAULT_SIZES);
+	return ks;
+}
+
+/* The sort word of one key column's value. */
+static inline uint64
+sort_word(DPKeyKind kind, bool desc, Datum d)
+{
+	uint64		w;
+
+	switch (kind)
+	{
+		case DP_KEY_INT16:
+			w = (uint64) (int64) DatumGetInt16(d) ^ DP_SIGN_BIT;
+			break;
+		case DP_KEY_INT32:
+			w = (uint64) (int64) DatumGetInt32(d) ^ DP_SIGN_BIT;
+			break;
+		case DP_KEY_INT64:
+			w = (uint64) DatumGetInt64(d) ^ DP_SIGN_BIT;
+			break;
+		default:
+			w = (uint64) DatumGetObjectId(d);
+			break;
+	}
+	return desc ? ~w : w;
+}
+
+/* The value of a sort word: sort_word inverted. */
+static inline Datum
+word_value(DPKeyKind kind, bool desc, uint64 w)
+{
+	if (desc)
+		w = ~w;
+	switch (kind)
+	{
+		case DP_KEY_INT16:
+			return Int16GetDatum((int16) (int64) (w ^ DP_SIGN_BIT));
+		case DP_KEY_INT32:
+			return Int32GetDatum((int32) (int64) (w ^ DP_SIGN_BIT));
+		case DP_KEY_INT64:
+			return Int64GetDatum((int64) (w ^ DP_SIGN_BIT));
+		default:
+			return ObjectIdGetDatum((Oid) w);
+	}
+}
+
+static bool
+words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
+{
+	DPKeyEntry *e;
+
+	Assert(!ks->sorted);
+	for (int i = 0; i < ks->nkeys; i++)
+		if (isnull[i])
+			return false;
+	if (ks->n == ks->max)
+	{
+		int64		max = Max(ks->max * 2, 1024);
+
+		if (max * sizeof(DPKeyEntry) > ks->limit)
+			return false;
+		ks->entries = ks->entries == NULL ?
+			MemoryContextAllocHuge(ks->cxt, max * sizeof(DPKeyEntry)) :
+			repalloc_huge(ks->entries, max * sizeof(DPKeyEntry));
+		ks->max = max;
+	}
+	e = &ks->entries[ks->n++];
+	for (int i = 0; i < DP_KEYSORT_KEYS; i++)
+		e->key[i] = i < ks->nkeys ?
+			sort_word(ks->kind[i], ks->desc[i], values[i]) : 0;
+	e->tid = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+	return true;
+}
+
+/* Entry e's values and TID. */
+static void
+entry_values(DPWordSort *ks, DPKeyEntry *e, Datum *values, ItemPointer tid)
+{
+	for (int i = 0; i < ks->nkeys; i++)
+		values[i] = word_value(ks->kind[i], ks->desc[i], e->key[i]);
+	ItemPointerSet(tid, (BlockNumber) (e->tid >> 16),
+				   (OffsetNumber) (e->tid & 0xFFFF));
+}
+
+static IndexTuple
+words_next(DPWordSort *ks)
+{
+	static const bool isnull[DP_KEYSORT_KEYS] = {false};
+	Datum		values[DP_KEYSORT_KEYS];
+	ItemPointerData tid;
+	MemoryContext old;
+	IndexTuple	itup;
+
+	if (!ks->sorted)
+	{
+		sort_entries(ks->entries, ks->n);
+		ks->sorted = true;
+	}
+	if (ks->next >= ks->n)
+		return NULL;
+	entry_values(ks, &ks->entries[ks->next++], values, &tid);
+	old = MemoryContextSwitchTo(ks->cxt);
+	itup = index_form_tuple(RelationGetDescr(ks->index), values,
+							(bool *) isnull);
+	MemoryContextSwitchTo(old);
+	itup->t_tid = tid;
+	return itup;
+}
+
+static void
+words_move(DPWordSort *ks, Tuplesortstate *sort)
+{
+	static const bool isnull[DP_KEYSORT_KEYS] = {false};
+	Datum		values[DP_KEYSORT_KEYS];
+	ItemPointerData tid;
+
+	Assert(!ks->sorted);
+	for (int64 i = 0; i < ks->n; i++)
+	{
+		entry_values(ks, &ks->entries[i], values, &tid);
+		tuplesort_putindextuplevalues(sort, ks->index, &tid, values,
+									  (bool *) isnull);
+	}
+	words_end(ks);
+}
+
+static void
+words_end(DPWordSort *ks)
+{
+	MemoryContextDelete(ks->cxt);
+	pfree(ks);
+}
+
+/* ---------- the sort of a build's entries ---------- */
+
+DPKeySort *
+dp_keysort_begin(Relation heap, Relation index, int workmem,
+				 bool check_unique)
+{
+	DPKeySort  *s = palloc0(sizeof(DPKeySort));
+
+	s->heap = heap;
+	s->index = index;
+	s->workmem = workmem;
+	s->check_unique = check_unique && index->rd_index->indisunique;
+	if (!s->check_unique)
+		s->words = words_begin(index, workmem);
+	return s;
+}
+
+/* The tuplesort, begun with the entries the sort words took so far. */
+static Tuplesortstate *
+tuplesort_of(DPKeySort *s)
+{
+	if (s->sort == NULL)
+	{
+		s->sort = tuplesort_begin_index_btree(s->heap, s->index,
+											  s->check_unique,
+											  s->index->rd_index->indnullsnotdistinct,
+											  s->workmem, NULL, TUPLESORT_NONE);
+		if (s->words != NULL)
+			words_move(s->words, s->sort);
+		s->words = NULL;
+	}
+	return s->sort;
+}
+
+void
+dp_keysort_add(DPKeySort *s, ItemPointer tid, Datum *values, bool *isnull)
+{
+	if (s->words == NULL || !words_add(s->words, tid, values, isnull))
+		tuplesort_putindextuplevalues(tuplesort_of(s), s->index, tid,
+									  values, isnull);
+}
+
+IndexTuple
+dp_keysort_next(DPKeySort *s)
+{
+	if (s->words != NULL)
+		return words_next(s->words);
+	if (!s->sorted)
+	{
+		tuplesort_performsort(tuplesort_of(s));
+		s->sorted = true;
+	}
+	return tuplesort_getindextuple(s->sort, true);
+}
+
+void
+dp_keysort_end(DPKeySort *s)
+{
+	if (s->words != NULL)
+		words_end(s->words);
+	if (s->sort != NULL)
+		tuplesort_end(s->sort);
+	pfree(s);
+}
