@@ -35,6 +35,7 @@ OBJS = \
 	src/load/conflict.o \
 	src/load/upsert.o \
 	src/parallel/parallel.o \
+	src/parallel/parplan.o \
 	src/parallel/parcopy.o \
 	src/parallel/placer.o \
 	src/input/chunker.o \

@@ -127,6 +127,82 @@ SELECT count(*), sum(id) FROM par_n WHERE id BETWEEN 1000 AND 1999;
 RESET enable_seqscan;
 DROP TABLE par_i, par_n;
 
+-- a SELECT that is a plan, not a scan (src/parallel/parplan.c): every
+-- process runs the whole plan, the blocks of its first table shared; each
+-- load against the serial direct path of the same statement
+CREATE TABLE par_dim AS SELECT g AS k, 'k' || g AS name FROM generate_series(0, 5) g;
+CREATE UNIQUE INDEX ON par_dim (k);
+VACUUM ANALYZE par_dim;
+CREATE TABLE par_j (id int NOT NULL, v text, k int CHECK (k >= 0), name text);
+CREATE TABLE par_js (LIKE par_j INCLUDING ALL);
+CREATE FUNCTION par_join(q text, target text DEFAULT 'par_j')
+RETURNS TABLE (workers boolean, why text, nrows bigint, same boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('TRUNCATE %I, par_js', target);
+  EXECUTE '/*+ APPEND */ ' || replace(q, '@', 'par_js');
+  EXECUTE '/*+ APPEND PARALLEL(2) */ ' || replace(q, '@', quote_ident(target));
+  RETURN QUERY EXECUTE format(
+    'SELECT s.parallel_workers > 0, s.parallel, s.rows_inserted,
+            NOT EXISTS (SELECT * FROM %1$I EXCEPT ALL SELECT * FROM par_js)
+            AND NOT EXISTS (SELECT * FROM par_js EXCEPT ALL SELECT * FROM %1$I)
+       FROM directpath.last_statement() s', target);
+END $$;
+-- a hash join, a left join, a semi and an anti join
+SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s JOIN par_dim d USING (k)');
+SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s LEFT JOIN par_dim d USING (k)');
+SELECT * FROM par_join($$INSERT INTO @ SELECT id, v, k, NULL FROM par_src s
+  WHERE EXISTS (SELECT FROM par_dim d WHERE d.k = s.k AND d.name <> 'k2')$$);
+SELECT * FROM par_join($$INSERT INTO @ SELECT id, v, k, NULL FROM par_src s
+  WHERE NOT EXISTS (SELECT FROM par_dim d WHERE d.k = s.k AND d.name <> 'k2')$$);
+-- three tables, a sort on top, a nested loop (parameterized inner side),
+-- a merge join
+SELECT * FROM par_join($$INSERT INTO @ SELECT s.id, s.v, s.k, d.name || e.name
+  FROM par_src s JOIN par_dim d USING (k) JOIN par_dim e ON e.k = (s.k + 1) % 6 ORDER BY s.v$$);
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s JOIN par_dim d USING (k)');
+SET enable_nestloop = off;
+SET enable_mergejoin = on;
+SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s JOIN par_dim d USING (k)');
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+-- a partitioned target: the workers route the join's rows
+CREATE TABLE par_jp (id int NOT NULL, v text, k int CHECK (k >= 0), name text) PARTITION BY HASH (id);
+CREATE TABLE par_jp0 PARTITION OF par_jp FOR VALUES WITH (MODULUS 3, REMAINDER 0);
+CREATE TABLE par_jp1 PARTITION OF par_jp FOR VALUES WITH (MODULUS 3, REMAINDER 1);
+CREATE TABLE par_jp2 PARTITION OF par_jp FOR VALUES WITH (MODULUS 3, REMAINDER 2);
+SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s JOIN par_dim d USING (k)', 'par_jp');
+SELECT count(*) > 0 AS each_leaf FROM par_jp0 UNION ALL SELECT count(*) > 0 FROM par_jp1;
+SELECT count(*) FROM verify_heapam('par_jp1');
+-- a CHECK violation in a worker fails the statement, nothing left
+TRUNCATE par_j;
+\set VERBOSITY terse
+/*+ APPEND PARALLEL(2) */ INSERT INTO par_j SELECT s.id, s.v, s.k - 3, d.name FROM par_src s JOIN par_dim d USING (k);
+\set VERBOSITY default
+SELECT count(*) FROM par_j;
+-- what keeps a plan serial, and why
+SELECT workers, why FROM par_join('INSERT INTO @ SELECT max(id), max(v), k, NULL FROM par_src GROUP BY k');
+SELECT workers, why FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s FULL JOIN par_dim d USING (k)');
+SELECT workers, why FROM par_join($$INSERT INTO @ SELECT id, v, k,
+  (SELECT name FROM par_dim d WHERE d.k = s.k) FROM par_src s$$);
+SELECT workers, why FROM par_join($$INSERT INTO @ SELECT s.id, s.v, s.k, d.name
+  FROM par_src s JOIN par_dim d TABLESAMPLE SYSTEM (100) USING (k)$$);
+SELECT workers, why FROM par_join('INSERT INTO @ SELECT id, v, k, (count(*) OVER ())::text FROM par_src');
+CREATE TEMP TABLE par_tdim AS SELECT * FROM par_dim;
+SELECT workers, why FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s JOIN par_tdim d USING (k)');
+DROP TABLE par_tdim;
+SET plan_cache_mode = force_generic_plan;
+PREPARE par_p(int) AS /*+ APPEND PARALLEL(2) */ INSERT INTO par_j
+  SELECT s.id, s.v, s.k, d.name FROM par_src s JOIN par_dim d USING (k) WHERE s.k <> $1;
+EXECUTE par_p(3);
+SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+DEALLOCATE par_p;
+RESET plan_cache_mode;
+DROP TABLE par_j, par_js, par_jp, par_dim;
+DROP FUNCTION par_join;
+
 -- what runs serially, and why
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src LIMIT 10;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();

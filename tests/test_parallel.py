@@ -1,6 +1,7 @@
-"""Parallel direct path (parallel.c, placer.c, parcopy.c): workers build
-pages, the leader writes; each case for INSERT ... SELECT and for COPY from
-a file, into a plain table and into a partitioned one (rows routed by the
+"""Parallel direct path (parallel.c, placer.c, parcopy.c, parplan.c):
+workers build pages, the leader writes; each case for INSERT ... SELECT of
+a scan, for INSERT ... SELECT of a join and for COPY from a file, into a
+plain table and into a partitioned one (rows routed by the
 workers to per-leaf pages: a default partition and a leaf whose columns are
 in another order among its leaves).
 
@@ -28,7 +29,10 @@ pytestmark = pytest.mark.directpath
 ROWS = 300_000
 LOADS = {"insert": ("/*+ APPEND PARALLEL(2) */ INSERT INTO {t} "
                     "SELECT id, v, k FROM par_src WHERE k <> 3"),
-         "copy": "/*+ APPEND PARALLEL(2) */ COPY {t} FROM 'dp_par_src.dat'"}
+         "copy": "/*+ APPEND PARALLEL(2) */ COPY {t} FROM 'dp_par_src.dat'",
+         # the same rows from a join (parplan.c): par_dim lacks k = 3
+         "join": ("/*+ APPEND PARALLEL(2) */ INSERT INTO {t} "
+                  "SELECT s.id, s.v, s.k FROM par_src s JOIN par_dim d USING (k)")}
 LOAD_KINDS = pytest.mark.parametrize("kind", list(LOADS))
 SHAPES = pytest.mark.parametrize("shape", ["plain", "partitioned", "held"])
 
@@ -40,6 +44,9 @@ def make_source(conn):
         conn.execute("CREATE TABLE par_src AS SELECT g AS id, md5(g::text) AS v, g % 7 AS k "
                      f"FROM generate_series(1, {ROWS}) g")
         conn.execute("VACUUM ANALYZE par_src")
+    if conn.execute("SELECT to_regclass('par_dim')").fetchone()[0] is None:
+        conn.execute("CREATE TABLE par_dim AS SELECT k FROM generate_series(0, 6) k WHERE k <> 3")
+        conn.execute("VACUUM ANALYZE par_dim")
     if conn.execute("SELECT pg_stat_file('dp_par_src.dat', true) IS NULL").fetchone()[0]:
         conn.execute("COPY (SELECT id, v, k FROM par_src WHERE k <> 3) "
                      "TO PROGRAM 'cat > dp_par_src.dat'")

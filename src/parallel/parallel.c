@@ -9,10 +9,10 @@
  *	  parcopy.c has the other input, COPY FROM a file, a program or STDIN.
  *
  * Asked for with /\*+ APPEND PARALLEL(n) *\/ or directpath.parallel_workers.
- * The INSERT's subplan must be a sequential scan of one table, or an Append
+ * The INSERT's subplan here is a sequential scan of one table, or an Append
  * of them not pruned at run time (quals and projections allowed, no
  * parameters, every function parallel safe): plan time,
- * dp_parallel_plan_refusal.  The target must be a plain heap, or a
+ * dp_parallel_scans_refusal (other SELECTs: parplan.c).  The target must be a plain heap, or a
  * partitioned table whose every leaf is one, without triggers (foreign
  * keys included), RETURNING, row security, stored generated columns or
  * CHECK constraints that are not parallel safe, outside serializable
@@ -481,9 +481,8 @@ has_params(Node *node, void *context)
 	return expression_tree_walker(node, has_params, context);
 }
 
-/* One output column per attribute of the target (locked), in order? */
-static bool
-is_target_row(List *tlist, Oid target)
+bool
+dp_parallel_target_row(List *tlist, Oid target)
 {
 	Relation	rel = relation_open(target, NoLock);
 	bool		ok = list_length(tlist) == RelationGetNumberOfAttributes(rel);
@@ -510,7 +509,7 @@ scan_refusal(Plan *plan, PlannedStmt *stmt, Oid target)
 	if (has_params((Node *) plan->qual, NULL) ||
 		has_params((Node *) plan->targetlist, NULL))
 		return "its SELECT uses parameters or subqueries";
-	if (!is_target_row(plan->targetlist, target))
+	if (!dp_parallel_target_row(plan->targetlist, target))
 		return "its SELECT's columns are not the table's row";
 	return NULL;
 }
@@ -529,20 +528,32 @@ subplan_scans(Plan *sub)
 	return list_make1(sub);
 }
 
-const char *
-dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
+/* Is the subplan scans (shared here), rather than a plan (parplan.c)? */
+static bool
+is_scans(Plan *sub)
 {
-	ModifyTable *mt = (ModifyTable *) stmt->planTree;
-	Plan	   *sub = outerPlan(mt);
+	ListCell   *lc;
+
+	foreach(lc, subplan_scans(sub))
+		if (!IsA(lfirst(lc), SeqScan))
+			return false;
+	return true;
+}
+
+bool
+dp_parallel_scans(Plan *sub)
+{
+	return sub == NULL ||
+		(IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub)) || is_scans(sub);
+}
+
+const char *
+dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse)
+{
+	Plan	   *sub = outerPlan((ModifyTable *) stmt->planTree);
 	Oid			target = rt_fetch(parse->resultRelation, parse->rtable)->relid;
 	ListCell   *lc;
 
-	if (mt->operation == CMD_MERGE)
-		return "the statement is a MERGE (the leader decides each row's action)";
-	if (mt->returningLists != NIL)
-		return "the statement has RETURNING";
-	if (mt->onConflictAction != ONCONFLICT_NONE)
-		return "the statement has ON CONFLICT (the leader checks each row's key)";
 	if (sub != NULL && IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub))
 		return "its SELECT's partitions are pruned at run time";
 	if (sub == NULL || subplan_scans(sub) == NIL)
@@ -554,10 +565,6 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 		if (why != NULL)
 			return why;
 	}
-	if (max_parallel_hazard(parse) != PROPARALLEL_SAFE)
-		return "the statement calls a function that is not parallel safe";
-	if (sub->plan_rows * sub->plan_width < dp_min_bytes)
-		return "its SELECT is estimated to produce less than directpath.min_bytes";
 	return NULL;
 }
 
@@ -687,7 +694,7 @@ scan_sources(List *payload, shm_toc *toc)
 	for (int i = 0; i < src->n; i++)
 	{
 		src->relids[i] = list_nth_oid(relids, i);
-		src->pscans[i] = shm_toc_lookup(toc, DP_KEY_SCAN + i, false);
+		src->pscans[i] = dp_parallel_scan(toc, i);
 	}
 	src->quals = lsecond(payload);
 	src->tlists = lthird(payload);
@@ -920,6 +927,18 @@ dp_parallel_input(DPParallel *par, int worker)
 	return par->in[worker];
 }
 
+shm_toc *
+dp_parallel_toc(DPParallel *par)
+{
+	return par->pcxt->toc;
+}
+
+ParallelTableScanDesc
+dp_parallel_scan(shm_toc *toc, int i)
+{
+	return shm_toc_lookup(toc, DP_KEY_SCAN + i, false);
+}
+
 void
 dp_parallel_input_done(DPParallel *par, int worker)
 {
@@ -1097,12 +1116,12 @@ scan_step(void *arg)
 }
 
 bool
-dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
-				   int nworkers)
+dp_parallel_scans_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
+						 int nworkers)
 {
 	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
 	const char *why;
-	DPParallel *par = dp_parallel_begin(load, mt, true, &why);
+	DPParallel *par;
 	List	   *relids = NIL;
 	List	   *quals = NIL;
 	List	   *tlists = NIL;
@@ -1111,6 +1130,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 	ListCell   *lc;
 	int			launched;
 
+	par = dp_parallel_begin(load, mt, true, &why);
 	if (par == NULL)
 		return false;
 

@@ -107,19 +107,19 @@ extern void dp_placer_end(DPPlacer *pl);
 extern bool dp_expr_parallel_safe(Node *expr);
 
 /*
- * Plan time: can the ModifyTable's subplan (an INSERT's SELECT) be split
- * among workers?  NULL if so, else why not.
+ * INSERT ... SELECT whose SELECT is scans of one table or of a partitioned
+ * table's partitions (or nothing the plan path takes: NULL, an Append
+ * pruned at run time): is 'sub' such a subplan?  Plan time: why its scans
+ * cannot be shared among workers, or NULL.  Run time: dp_parallel_insert
+ * for such a subplan.
  */
-extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);
+extern bool dp_parallel_scans(Plan *sub);
+extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse);
+extern bool dp_parallel_scans_insert(DPLoad *load, EState *estate,
+									 ModifyTableState *mtstate, int nworkers);
 
-/*
- * Run time: load the rows of the INSERT's subplan with up to 'nworkers'
- * workers building pages; returns false, with the reason noted in the
- * load's report, when the statement must run serially instead (nothing
- * loaded yet).
- */
-extern bool dp_parallel_insert(DPLoad *load, EState *estate,
-							   ModifyTableState *mtstate, int nworkers);
+/* One output column per attribute of the target (locked), in order? */
+extern bool dp_parallel_target_row(List *tlist, Oid target);
 
 /*
  * The machinery an input uses (parcopy.c).
@@ -164,6 +164,9 @@ extern int	dp_parallel_launch(DPParallel *par, const char *entry,
 extern int	dp_parallel_workers_launched(DPParallel *par);
 extern shm_mq_handle *dp_parallel_input(DPParallel *par, int worker);
 extern void dp_parallel_input_done(DPParallel *par, int worker);
+/* The shared memory's contents, and the parallel scan of sources[i]. */
+extern shm_toc *dp_parallel_toc(DPParallel *par);
+extern ParallelTableScanDesc dp_parallel_scan(shm_toc *toc, int i);
 /* The leader's own placer: its pages and rows go straight to the load. */
 extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
 extern void dp_parallel_receive(DPParallel *par, const DPLeaderShare *share);
@@ -194,7 +197,26 @@ extern void dp_worker_end(DPWorker *w);
 
 /* Workers' entry points (by name, from core's parallel machinery). */
 extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
 extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
+
+/* ---------- parplan.c: INSERT ... SELECT, and a SELECT plan run by every process ---------- */
+
+/*
+ * Plan time: can the ModifyTable's subplan (an INSERT's SELECT) be split
+ * among workers (its scans shared, parallel.c; or, a plan, run by every
+ * process with its driving scan shared)?  NULL if so, else why not.
+ */
+extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);
+
+/*
+ * Run time: load the rows of the INSERT's subplan with up to 'nworkers'
+ * workers building pages; returns false, with the reason noted in the
+ * load's report, when the statement must run serially instead (nothing
+ * loaded yet).
+ */
+extern bool dp_parallel_insert(DPLoad *load, EState *estate,
+							   ModifyTableState *mtstate, int nworkers);
 
 /* ---------- parcopy.c: COPY FROM split among parallel workers ---------- */
 
