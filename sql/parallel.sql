@@ -168,6 +168,14 @@ SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_nestloop;
+-- a partitioned source under the join: each partition's scan shared
+CREATE TABLE par_psrc (id int, v text, k int) PARTITION BY RANGE (id);
+CREATE TABLE par_psrc1 PARTITION OF par_psrc FOR VALUES FROM (MINVALUE) TO (70000);
+CREATE TABLE par_psrc2 PARTITION OF par_psrc FOR VALUES FROM (70000) TO (MAXVALUE);
+INSERT INTO par_psrc SELECT * FROM par_src;
+VACUUM ANALYZE par_psrc;
+SELECT * FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_psrc s JOIN par_dim d USING (k) WHERE s.id > 1000');
+DROP TABLE par_psrc;
 -- a partitioned target: the workers route the join's rows
 CREATE TABLE par_jp (id int NOT NULL, v text, k int CHECK (k >= 0), name text) PARTITION BY HASH (id);
 CREATE TABLE par_jp0 PARTITION OF par_jp FOR VALUES WITH (MODULUS 3, REMAINDER 0);

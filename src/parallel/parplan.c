@@ -18,11 +18,13 @@
  * and all of the small ones: the union of their outputs is the plan's
  * output.
  *
- * Which plans (dp_parplan_refusal, at plan time).  The driving path starts
- * at the subplan and follows outer children through projections (Result,
+ * Which plans (plan_refusal, at plan time).  The driving path starts at
+ * the subplan and follows outer children through projections (Result,
  * ProjectSet), SubqueryScan, Sort, IncrementalSort, Material, and joins
  * (nested loop, merge, hash) whose type is inner, left, semi or anti, to
- * a sequential scan of a plain table: that scan is shared.  Those joins
+ * a sequential scan of a plain table, or an Append of them (a partitioned
+ * table's partitions left after plan-time pruning, none pruned at run
+ * time): those scans are shared, each with its own parallel scan.  Those joins
  * decide each outer row by itself, from all of the inner side, so they
  * stay exact when each process has a part of the outer rows and all of
  * the inner ones (right and full joins, which emit the inner rows nothing
@@ -40,10 +42,10 @@
  * 1. The leader begins the parallel load (dp_parallel_begin: the target's
  *	  rules), serializes a SELECT statement made of the subplan (the
  *	  INSERT's range table, its subplan as the plan tree) with the driving
- *	  scan's plan node ID, and launches the workers with a parallel scan of
- *	  the driving table (dp_parallel_launch).
- * 2. Each worker starts an executor on that statement, points the driving
- *	  scan at the shared parallel scan before its first row (a sequential
+ *	  scans' plan node IDs, and launches the workers with a parallel scan
+ *	  of each driving table (dp_parallel_launch).
+ * 2. Each worker starts an executor on that statement, points each driving
+ *	  scan at its shared parallel scan before its first row (a sequential
  *	  scan begins its own scan lazily, on its first row), and places every
  *	  row of the plan with its placer (placer.c) until the plan ends.
  * 3. The leader does the same with its own, already started, subplan,
@@ -52,11 +54,11 @@
  *	  scan, and the load finishes as parallel.c's scans do.
  *
  * Invariants.
- * - Every process reads every block of the driving table at most once in
- *	 all (the parallel scan hands each block to one process), and every
- *	 row of every other table in full: the rows placed are the plan's rows.
- * - The driving scan is never rescanned: it lies on the outer path of
- *	 every join above it, which no join rescans.
+ * - The processes read each block of a driving table once in all (its
+ *	 parallel scan hands each block to one process), and every row of every
+ *	 other table in full: the rows placed are the plan's rows.
+ * - A driving scan is never rescanned: it lies on the outer path of every
+ *	 join above it, which no join rescans.
  * - Workers see the leader's snapshot, transaction and command ID
  *	 (core's parallel machinery), so every process's plan reads the same
  *	 rows the serial plan would.
@@ -171,12 +173,14 @@ whole_refusal(Plan *plan, PlannedStmt *stmt)
 }
 
 /*
- * Follow the driving path from 'plan' to its shared scan; returns why it
- * cannot be shared (NULL if it can, with *driving set).
+ * Follow the driving path from 'plan' to its shared scans; returns why
+ * they cannot be shared (NULL if they can, with the scans in *driving).
  */
 static const char *
-driving_path(Plan *plan, PlannedStmt *stmt, SeqScan **driving)
+driving_path(Plan *plan, PlannedStmt *stmt, List **driving)
 {
+	ListCell   *lc;
+
 	const char *why;
 
 	for (;;)
@@ -188,7 +192,7 @@ driving_path(Plan *plan, PlannedStmt *stmt, SeqScan **driving)
 			case T_SeqScan:
 				if (!plain_table(stmt, ((Scan *) plan)->scanrelid))
 					return "its SELECT's first table is not a plain permanent table";
-				*driving = (SeqScan *) plan;
+				*driving = lappend(*driving, plan);
 				return NULL;
 			case T_Result:
 			case T_ProjectSet:
@@ -229,8 +233,22 @@ driving_path(Plan *plan, PlannedStmt *stmt, SeqScan **driving)
 			case T_Limit:
 				return "its SELECT has LIMIT or OFFSET";
 			case T_Append:
+				/* a partitioned table's partitions: each scan shared */
+				if (DP_APPEND_PRUNES((Append *) plan))
+					return "its SELECT's partitions are pruned at run time";
+				foreach(lc, ((Append *) plan)->appendplans)
+				{
+					Plan	   *child = lfirst(lc);
+
+					if (!IsA(child, SeqScan) || child->initPlan != NIL)
+						return "its SELECT appends inputs that are not scans of tables";
+					if (!plain_table(stmt, ((Scan *) child)->scanrelid))
+						return "its SELECT's first table is not a plain permanent table";
+					*driving = lappend(*driving, child);
+				}
+				return NULL;
 			case T_MergeAppend:
-				return "its SELECT appends several inputs (UNION ALL, or partitions under a join)";
+				return "its SELECT merges sorted inputs (a MergeAppend)";
 			default:
 				return "its SELECT is not a join or scan of tables";
 		}
@@ -242,7 +260,7 @@ static const char *
 plan_refusal(PlannedStmt *stmt, Query *parse)
 {
 	Plan	   *sub = outerPlan((ModifyTable *) stmt->planTree);
-	SeqScan    *driving;
+	List	   *driving = NIL;
 	ListCell   *lc;
 
 	if (stmt->subplans != NIL)
@@ -295,12 +313,12 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 
 /*
  * One process's share: its plan's rows, each copied into the target's row
- * and placed.  The plan's driving scan reads only its blocks.
+ * and placed.  The plan's driving scans read only their blocks.
  */
 typedef struct DPPlanShare
 {
 	PlanState  *plan;			/* the subplan's state */
-	ScanState  *driving;		/* its driving scan's */
+	List	   *driving;		/* its driving scans' (ScanState) */
 	TupleTableSlot *row;		/* the target's row */
 	DPPlacer	placer;
 } DPPlanShare;
@@ -325,20 +343,31 @@ find_node(PlanState *ps, void *context)
 	return planstate_tree_walker(ps, find_node, context);
 }
 
+/*
+ * Point each driving scan (plan node IDs 'ids') at its parallel scan in
+ * 'toc', before its first row.
+ */
 static void
-plan_share_begin(DPPlanShare *p, PlanState *plan, int driving_id,
-				 ParallelTableScanDesc pscan, Relation target)
+plan_share_begin(DPPlanShare *p, PlanState *plan, List *ids, shm_toc *toc,
+				 Relation target)
 {
-	DPFindNode	f = {driving_id, NULL};
-
-	if (!find_node(plan, &f) || !IsA(f.found, SeqScanState))
-		elog(ERROR, "directpath: the plan's driving scan %d is missing",
-			 driving_id);
 	p->plan = plan;
-	p->driving = (ScanState *) f.found;
-	Assert(p->driving->ss_currentScanDesc == NULL);
-	p->driving->ss_currentScanDesc =
-		table_beginscan_parallel(p->driving->ss_currentRelation, pscan);
+	p->driving = NIL;
+	for (int i = 0; i < list_length(ids); i++)
+	{
+		DPFindNode	f = {list_nth_int(ids, i), NULL};
+		ScanState  *scan;
+
+		if (!find_node(plan, &f) || !IsA(f.found, SeqScanState))
+			elog(ERROR, "directpath: the plan's driving scan %d is missing",
+				 f.plan_node_id);
+		scan = (ScanState *) f.found;
+		Assert(scan->ss_currentScanDesc == NULL);
+		scan->ss_currentScanDesc =
+			table_beginscan_parallel(scan->ss_currentRelation,
+									 dp_parallel_scan(toc, i));
+		p->driving = lappend(p->driving, scan);
+	}
 	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
 }
 
@@ -369,12 +398,19 @@ plan_share_run(DPPlanShare *p, bool one_page)
 	}
 }
 
-/* End the share's part of the scan (before the shared memory goes). */
+/* End the share's part of the scans (before the shared memory goes). */
 static void
 plan_share_end(DPPlanShare *p)
 {
-	table_endscan(p->driving->ss_currentScanDesc);
-	p->driving->ss_currentScanDesc = NULL;
+	ListCell   *lc;
+
+	foreach(lc, p->driving)
+	{
+		ScanState  *scan = lfirst(lc);
+
+		table_endscan(scan->ss_currentScanDesc);
+		scan->ss_currentScanDesc = NULL;
+	}
 	ExecDropSingleTupleTableSlot(p->row);
 	dp_placer_end(&p->placer);
 }
@@ -396,8 +432,7 @@ dp_parplan_main(dsm_segment *seg, shm_toc *toc)
 						 GetActiveSnapshot(), InvalidSnapshot, None_Receiver,
 						 NULL, NULL, 0);
 	ExecutorStart(qd, 0);
-	plan_share_begin(&p, qd->planstate, intVal(lsecond(payload)),
-					 dp_parallel_scan(toc, 0), w.target);
+	plan_share_begin(&p, qd->planstate, lsecond(payload), toc, w.target);
 	(void) plan_share_run(&p, false);
 	plan_share_end(&p);
 	ExecutorFinish(qd);
@@ -415,9 +450,12 @@ plan_step(void *arg)
 	return plan_share_run((DPPlanShare *) arg, true);
 }
 
-/* The SELECT statement the workers run: the INSERT's subplan. */
+/*
+ * The SELECT statement the workers run (the INSERT's subplan), and the
+ * plan node IDs of its driving scans.
+ */
 static char *
-select_payload(EState *estate, Plan *sub, int driving_id)
+select_payload(EState *estate, Plan *sub, List *ids)
 {
 	PlannedStmt *stmt = makeNode(PlannedStmt);
 
@@ -429,7 +467,7 @@ select_payload(EState *estate, Plan *sub, int driving_id)
 	stmt->resultRelations = NIL;
 	stmt->rowMarks = NIL;
 	stmt->subplans = NIL;
-	return nodeToString(list_make2(stmt, makeInteger(driving_id)));
+	return nodeToString(list_make2(stmt, ids));
 }
 
 bool
@@ -437,10 +475,12 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 				   int nworkers)
 {
 	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
-	SeqScan    *driving = NULL;
+	List	   *driving = NIL;
+	List	   *ids = NIL;
+	List	   *sources = NIL;
 	const char *why;
 	DPParallel *par;
-	Relation	source;
+	ListCell   *lc;
 	int			launched;
 
 	if (dp_parallel_scans(sub))
@@ -451,13 +491,19 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 	if (par == NULL)
 		return false;
 
-	/* step 1: the driving table is locked by the executor */
-	source = table_open(exec_rt_fetch(driving->scan.scanrelid, estate)->relid,
-						NoLock);
+	/* step 1: the driving tables are locked by the executor */
+	foreach(lc, driving)
+	{
+		Scan	   *scan = lfirst(lc);
+
+		ids = lappend_int(ids, scan->plan.plan_node_id);
+		sources = lappend(sources,
+						  table_open(exec_rt_fetch(scan->scanrelid, estate)->relid,
+									 NoLock));
+	}
 	launched = dp_parallel_launch(par, "dp_parplan_main",
-								  select_payload(estate, sub,
-												 driving->scan.plan.plan_node_id),
-								  list_make1(source), 0, nworkers);
+								  select_payload(estate, sub, ids),
+								  sources, 0, nworkers);
 
 	/* steps 2 and 3: the leader runs its own subplan on its share */
 	if (launched > 0)
@@ -466,9 +512,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 		DPLeaderShare share = {NULL, plan_step, &own};
 
 		dp_placer_begin_leader(&own.placer, par);
-		plan_share_begin(&own, outerPlanState(mt),
-						 driving->scan.plan.plan_node_id,
-						 dp_parallel_scan(dp_parallel_toc(par), 0),
+		plan_share_begin(&own, outerPlanState(mt), ids, dp_parallel_toc(par),
 						 mt->resultRelInfo->ri_RelationDesc);
 		dp_parallel_receive(par, &share);
 		plan_share_end(&own);
@@ -476,7 +520,8 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 
 	dp_parallel_finish(par);
 	dp_parallel_load_held(par, NULL, NULL);
-	table_close(source, NoLock);
+	foreach(lc, sources)
+		table_close(lfirst(lc), NoLock);
 	if (launched == 0)
 	{
 		dp_load_note_parallel(load, 0, "no parallel worker could be started");
