@@ -6,8 +6,9 @@ Two shapes, each loaded plain, by the serial direct path and by
   month   N time-series rows (default 3M: dev int, ts timestamp, v float8,
           note text) into a table range-partitioned by month in 8
           partitions, a (dev, ts) btree on each, by INSERT ... SELECT from a
-          staging table partitioned the same way and by COPY from a
-          server-side text file;
+          staging table partitioned the same way, by the same INSERT with
+          the staging table joined to a 1000-row device table (a hash
+          join: parplan.c), and by COPY from a server-side text file;
   hash64  10/3 N seed rows (default 10M) into a table hash-partitioned on
           insid in 64 partitions, no index, by INSERT ... SELECT from a
           plain staging table.
@@ -39,6 +40,9 @@ LOADS = (("ins_", "8 monthly partitions + btree, INSERT ... SELECT from a partit
           "month", "INSERT INTO pp_t SELECT * FROM pp_stage"),
          ("copy_", "8 monthly partitions + btree, COPY from a file",
           "month", "COPY pp_t FROM '{file}'"),
+         ("join_", "8 monthly partitions + btree, INSERT ... SELECT joining the partitioned table to a device table",
+          "month", "INSERT INTO pp_t SELECT s.dev, s.ts, s.v * d.scale, d.site || s.note "
+                   "FROM pp_stage s JOIN pp_dev d USING (dev)"),
          ("hash_", "64 hash partitions, INSERT ... SELECT (seed rows)",
           "hash64", "INSERT INTO pp_t SELECT * FROM pp_seed"))
 
@@ -78,7 +82,10 @@ class ParPartScenario(Scenario):
 
     def prepare(self, ctx, phase):
         with ctx.server.conn() as c:
-            c.execute("DROP TABLE IF EXISTS pp_stage, pp_seed, pp_t")
+            c.execute("DROP TABLE IF EXISTS pp_stage, pp_seed, pp_t, pp_dev")
+            c.execute("CREATE TABLE pp_dev AS SELECT g AS dev, 1.0::float8 AS scale, "
+                      "'s' || g % 40 || ':' AS site FROM generate_series(0, 999) g")
+            c.execute("VACUUM ANALYZE pp_dev")
             create_month(c, "pp_stage")
             # 8 months of about 30 days: every row falls in a partition
             c.execute(f"INSERT INTO pp_stage {MONTH_ROWS.format(n=ctx.rows, days=MONTHS * 30)}")

@@ -172,6 +172,43 @@ whole_refusal(Plan *plan, PlannedStmt *stmt)
 	return whole_refusal(plan->righttree, stmt);
 }
 
+/* A driving Append (a partitioned table's partitions): each scan shared. */
+static const char *
+append_scans(Append *append, PlannedStmt *stmt, List **driving)
+{
+	ListCell   *lc;
+
+	if (DP_APPEND_PRUNES(append))
+		return "its SELECT's partitions are pruned at run time";
+	foreach(lc, append->appendplans)
+	{
+		Plan	   *child = lfirst(lc);
+
+		if (!IsA(child, SeqScan) || child->initPlan != NIL)
+			return "its SELECT appends inputs that are not scans of tables";
+		if (!plain_table(stmt, ((Scan *) child)->scanrelid))
+			return "its SELECT's first table is not a plain permanent table";
+		*driving = lappend(*driving, child);
+	}
+	return NULL;
+}
+
+/* Why a join on the driving path cannot be run by every process, or NULL. */
+static const char *
+join_refusal(Join *join, PlannedStmt *stmt)
+{
+	switch (join->jointype)
+	{
+		case JOIN_INNER:
+		case JOIN_LEFT:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			return whole_refusal(join->plan.righttree, stmt);
+		default:
+			return "its SELECT's join keeps the rows its first table does not match (a RIGHT or FULL join)";
+	}
+}
+
 /*
  * Follow the driving path from 'plan' to its shared scans; returns why
  * they cannot be shared (NULL if they can, with the scans in *driving).
@@ -179,8 +216,6 @@ whole_refusal(Plan *plan, PlannedStmt *stmt)
 static const char *
 driving_path(Plan *plan, PlannedStmt *stmt, List **driving)
 {
-	ListCell   *lc;
-
 	const char *why;
 
 	for (;;)
@@ -209,17 +244,7 @@ driving_path(Plan *plan, PlannedStmt *stmt, List **driving)
 			case T_NestLoop:
 			case T_MergeJoin:
 			case T_HashJoin:
-				switch (((Join *) plan)->jointype)
-				{
-					case JOIN_INNER:
-					case JOIN_LEFT:
-					case JOIN_SEMI:
-					case JOIN_ANTI:
-						break;
-					default:
-						return "its SELECT's join keeps the rows its first table does not match (a RIGHT or FULL join)";
-				}
-				if ((why = whole_refusal(plan->righttree, stmt)) != NULL)
+				if ((why = join_refusal((Join *) plan, stmt)) != NULL)
 					return why;
 				plan = plan->lefttree;
 				break;
@@ -233,20 +258,7 @@ driving_path(Plan *plan, PlannedStmt *stmt, List **driving)
 			case T_Limit:
 				return "its SELECT has LIMIT or OFFSET";
 			case T_Append:
-				/* a partitioned table's partitions: each scan shared */
-				if (DP_APPEND_PRUNES((Append *) plan))
-					return "its SELECT's partitions are pruned at run time";
-				foreach(lc, ((Append *) plan)->appendplans)
-				{
-					Plan	   *child = lfirst(lc);
-
-					if (!IsA(child, SeqScan) || child->initPlan != NIL)
-						return "its SELECT appends inputs that are not scans of tables";
-					if (!plain_table(stmt, ((Scan *) child)->scanrelid))
-						return "its SELECT's first table is not a plain permanent table";
-					*driving = lappend(*driving, child);
-				}
-				return NULL;
+				return append_scans((Append *) plan, stmt, driving);
 			case T_MergeAppend:
 				return "its SELECT merges sorted inputs (a MergeAppend)";
 			default:
