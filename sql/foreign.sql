@@ -101,5 +101,45 @@ SELECT path, rows_inserted, foreign_partitions FROM directpath.last_statement();
 
 SELECT count(*) FROM fp_remote_data;
 DROP TABLE fp, fp_log, fp_remote_data;
+
+-- a parallel load holds a foreign partition: the workers route its rows
+-- to the leader, which streams them to the server after the workers,
+-- while the local partitions load in parallel; INSERT and COPY
+CREATE TABLE fpp (a int NOT NULL, b text) PARTITION BY RANGE (a);
+CREATE TABLE fpp_l1 PARTITION OF fpp FOR VALUES FROM (0) TO (100000);
+CREATE TABLE fpp_l2 PARTITION OF fpp FOR VALUES FROM (100000) TO (200000);
+CREATE TABLE fpp_remote_data (a int, b text CHECK (b <> 'bad'));
+CREATE FOREIGN TABLE fpp_remote PARTITION OF fpp FOR VALUES FROM (200000) TO (300000)
+  SERVER loop OPTIONS (table_name 'fpp_remote_data');
+CREATE TABLE fpp_src AS SELECT g AS a, 'r' || g AS b FROM generate_series(1, 299999) g;
+VACUUM ANALYZE fpp_src;
+/*+ APPEND PARALLEL(2) */ INSERT INTO fpp SELECT * FROM fpp_src;
+SELECT path, rows_inserted, parallel_workers > 0 AS parallel, parallel AS note,
+       foreign_partitions
+  FROM directpath.last_statement();
+SELECT tableoid::regclass, count(*), sum(a), min(b) FROM fpp GROUP BY 1 ORDER BY 1;
+TRUNCATE fpp_l1, fpp_l2;
+DELETE FROM fpp_remote_data;
+/*+ APPEND PARALLEL(2) */ COPY fpp FROM PROGRAM 'seq 1 299999 | sed -e "s/.*/&\tr&/"';
+SELECT path, rows_inserted, parallel_workers > 0 AS parallel, parallel AS note,
+       foreign_partitions
+  FROM directpath.last_statement();
+SELECT tableoid::regclass, count(*), sum(a), min(b) FROM fpp GROUP BY 1 ORDER BY 1;
+SELECT NOT EXISTS (SELECT * FROM fpp EXCEPT ALL SELECT * FROM fpp_src) AS same;
+-- the remote side refuses a row: the statement fails, nothing is left
+TRUNCATE fpp_l1, fpp_l2;
+DELETE FROM fpp_remote_data;
+\set VERBOSITY terse
+/*+ APPEND PARALLEL(2) */ INSERT INTO fpp
+  SELECT a, CASE WHEN a = 250000 THEN 'bad' ELSE b END FROM fpp_src;
+\set VERBOSITY default
+SELECT count(*) FROM fpp;
+-- every partition foreign or held: serial, with the reason
+CREATE TABLE fpp2 (a int NOT NULL, b text) PARTITION BY RANGE (a);
+CREATE FOREIGN TABLE fpp2_remote PARTITION OF fpp2 FOR VALUES FROM (0) TO (300000)
+  SERVER loop OPTIONS (table_name 'fpp_remote_data');
+/*+ APPEND PARALLEL(2) */ INSERT INTO fpp2 SELECT * FROM fpp_src WHERE a < 1000;
+SELECT path, rows_inserted, parallel_workers, parallel FROM directpath.last_statement();
+DROP TABLE fpp, fpp2, fpp_remote_data, fpp_src;
 DROP USER MAPPING FOR CURRENT_USER SERVER loop;
 DROP SERVER loop;

@@ -258,10 +258,14 @@ list_leaves(DPParallel *par, Relation root, bool may_hold)
 		else if (!key_parallel_safe(rel))
 			why = psprintf("the partition key of \"%s\" is not parallel safe",
 						   RelationGetRelationName(rel));
-		/* a heap the serial load takes: its rows wait for the leader */
+		/*
+		 * a heap the serial load takes, or a foreign table (its wrapper's
+		 * or its COPY stream's): its rows wait for the leader
+		 */
 		if (why != NULL && may_hold && leaf &&
-			rel->rd_rel->relkind == RELKIND_RELATION &&
-			dp_partition_ineligible(rel) == NULL)
+			(rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE ||
+			 (rel->rd_rel->relkind == RELKIND_RELATION &&
+			  dp_partition_ineligible(rel) == NULL)))
 		{
 			held = true;
 			if (nheld++ == 0)

@@ -87,6 +87,9 @@ typedef struct DPPlacer
 	const DPParallelLeaf *leaves;	/* sh->nleaves of them */
 	DPPlacedLeaf **placed;		/* per leaf (a plain target: one), or NULL */
 	DPPlacedLeaf *last;			/* the previous row's */
+	ResultRelInfo *foreign;		/* held foreign leaves' result relations
+								 * (after the target's, in one array) */
+	int			nforeign;
 	const uint64 *lineno;		/* COPY: the input line of the row being
 								 * placed (set by its parser), or NULL */
 	int			open;			/* leaves holding an unfinished page */

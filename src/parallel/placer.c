@@ -32,7 +32,8 @@
  * attached to a sub-partitioned table since) fails the statement.  A row
  * routed to a held leaf (one whose rows need what a worker cannot do) is
  * neither checked nor formed: it goes on as it came, in the target's
- * format, for the leader to load after the workers.  Before its
+ * format, for the leader to load after the workers; a held foreign leaf
+ * is routed to without its wrapper (result_rels).  Before its
  * first page of a leaf the placer hands on one row routed there, so that
  * the leader routes it too and knows the leaf's result relation: the
  * leader's load owns every leaf, whoever built its pages.
@@ -52,7 +53,9 @@
  */
 #include "parallel/parallel.h"
 
+#include "access/table.h"
 #include "executor/execPartition.h"
+#include "foreign/fdwapi.h"
 #include "executor/executor.h"
 #include "utils/rel.h"
 
@@ -66,15 +69,63 @@ struct DPPlacedLeaf
 	uint64		used;			/* the placer's clock at its last row */
 };
 
+/*
+ * The target's result relation and, after it in one array, one for each
+ * held foreign leaf, whose wrapper routing must not start: a copy of its
+ * FdwRoutine without BeginForeignInsert, EndForeignInsert and batching.
+ * The placer's ModifyTableState lists them all, so that ExecFindPartition
+ * borrows a foreign leaf's instead of making one (ExecInitPartitionInfo
+ * would call BeginForeignInsert: a connection, in a worker, in parallel
+ * mode).  Its rows go to the leader as rows; the leader's load writes
+ * them through the wrapper or a COPY stream after the workers.
+ */
+static void
+result_rels(DPPlacer *pl, const DPParallelLeaf *leaves, Relation target)
+{
+	List	   *foreign = NIL;
+	ListCell   *lc;
+	int			i = 1;
+
+	for (int l = 0; l < pl->sh->nleaves; l++)
+	{
+		Relation	rel;
+
+		if (!leaves[l].held)
+			continue;
+		/* the leader's lock (AccessShare, list_leaves): a lock group's */
+		rel = table_open(leaves[l].relid, AccessShareLock);
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+			foreign = lappend(foreign, rel);
+		else
+			table_close(rel, AccessShareLock);
+	}
+	pl->nforeign = list_length(foreign);
+	pl->rri = palloc0(sizeof(ResultRelInfo) * (1 + pl->nforeign));
+	InitResultRelInfo(pl->rri, target, 0, NULL, 0);
+	pl->foreign = pl->rri + 1;
+	foreach(lc, foreign)
+	{
+		ResultRelInfo *rri = &pl->rri[i++];
+		FdwRoutine *stub = palloc(sizeof(FdwRoutine));
+
+		InitResultRelInfo(rri, lfirst(lc), 0, pl->rri, 0);
+		*stub = *rri->ri_FdwRoutine;
+		stub->BeginForeignInsert = NULL;
+		stub->EndForeignInsert = NULL;
+		stub->GetForeignModifyBatchSize = NULL;
+		stub->ExecForeignBatchInsert = NULL;
+		rri->ri_FdwRoutine = stub;
+	}
+}
+
 void
 dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 				const DPParallelLeaf *leaves, Relation target,
 				const DPPlacerSinks *sinks)
 {
 	pl->estate = CreateExecutorState();
-	pl->rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(pl->rri, target, 0, NULL, 0);
 	pl->sh = sh;
+	result_rels(pl, leaves, target);
 	pl->leaves = leaves;
 	pl->sinks = *sinks;
 	pl->lineno = NULL;
@@ -87,6 +138,7 @@ dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 		MemoryContext old = MemoryContextSwitchTo(pl->estate->es_query_cxt);
 
 		pl->mt = dp_insert_state(pl->estate, pl->rri);
+		pl->mt->mt_nrels = 1 + pl->nforeign;
 		pl->mt->mt_partition_tuple_routing =
 			ExecSetupPartitionTupleRouting(pl->estate, target);
 		pl->placed = palloc0(sizeof(DPPlacedLeaf *) * Max(sh->nleaves, 1));
@@ -245,6 +297,8 @@ dp_placer_end(DPPlacer *pl)
 			hand_on_pages(pl, pl->placed[i], true);
 	if (pl->mt)
 		ExecCleanupTupleRouting(pl->mt, pl->mt->mt_partition_tuple_routing);
+	for (int i = 0; i < pl->nforeign; i++)
+		table_close(pl->foreign[i].ri_RelationDesc, AccessShareLock);
 	/* routing's slots (a leaf of another column order has one) */
 	ExecResetTupleTable(pl->estate->es_tupleTable, false);
 	FreeExecutorState(pl->estate);
