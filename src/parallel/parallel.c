@@ -229,6 +229,19 @@ key_parallel_safe(Relation rel)
 }
 
 /*
+ * May a leaf a worker cannot place be held, its rows loaded by the leader
+ * after the workers?  A heap the serial load takes, or a foreign table
+ * (the serial load's wrapper or COPY stream takes its rows).
+ */
+static bool
+may_be_held(Relation rel)
+{
+	return rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE ||
+		(rel->rd_rel->relkind == RELKIND_RELATION &&
+		 dp_partition_ineligible(rel) == NULL);
+}
+
+/*
  * A partitioned target's leaves, each one a worker could be routed to,
  * checked and locked AccessShare (the lock a read of the table would take;
  * a leaf is locked ShareRowExclusive once its first page arrives, as a
@@ -258,14 +271,7 @@ list_leaves(DPParallel *par, Relation root, bool may_hold)
 		else if (!key_parallel_safe(rel))
 			why = psprintf("the partition key of \"%s\" is not parallel safe",
 						   RelationGetRelationName(rel));
-		/*
-		 * a heap the serial load takes, or a foreign table (its wrapper's
-		 * or its COPY stream's): its rows wait for the leader
-		 */
-		if (why != NULL && may_hold && leaf &&
-			(rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE ||
-			 (rel->rd_rel->relkind == RELKIND_RELATION &&
-			  dp_partition_ineligible(rel) == NULL)))
+		if (why != NULL && may_hold && leaf && may_be_held(rel))
 		{
 			held = true;
 			if (nheld++ == 0)
