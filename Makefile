@@ -36,6 +36,7 @@ OBJS = \
 	src/load/upsert.o \
 	src/parallel/parallel.o \
 	src/parallel/parplan.o \
+	src/parallel/pargather.o \
 	src/parallel/parcopy.o \
 	src/parallel/placer.o \
 	src/input/chunker.o \

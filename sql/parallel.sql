@@ -190,7 +190,21 @@ TRUNCATE par_j;
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_j SELECT s.id, s.v, s.k - 3, d.name FROM par_src s JOIN par_dim d USING (k);
 \set VERBOSITY default
 SELECT count(*) FROM par_j;
--- what keeps a plan serial, and why
+-- a SELECT that needs its rows in one place (aggregates, grouping): run
+-- again as a SELECT in core's parallel query (src/parallel/pargather.c),
+-- its rows loaded by the leader; a column left out is NULL
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT * FROM par_join('INSERT INTO @ SELECT max(id), max(v), k, NULL FROM par_src GROUP BY k');
+SELECT * FROM par_join('INSERT INTO @ (k, id) SELECT k, count(*) FROM par_src GROUP BY k');
+SELECT count(*), count(v), count(name), sum(id) FROM par_j;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+-- what keeps a plan serial, and why (core's planner kept from planning the
+-- SELECT in parallel too)
+SET parallel_setup_cost = 1e9;
 SELECT workers, why FROM par_join('INSERT INTO @ SELECT max(id), max(v), k, NULL FROM par_src GROUP BY k');
 SELECT workers, why FROM par_join('INSERT INTO @ SELECT s.id, s.v, s.k, d.name FROM par_src s FULL JOIN par_dim d USING (k)');
 SELECT workers, why FROM par_join($$INSERT INTO @ SELECT id, v, k,
@@ -208,10 +222,13 @@ EXECUTE par_p(3);
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 DEALLOCATE par_p;
 RESET plan_cache_mode;
+RESET parallel_setup_cost;
 DROP TABLE par_j, par_js, par_jp, par_dim;
 DROP FUNCTION par_join;
 
--- what runs serially, and why
+-- what runs serially, and why (core's planner kept from planning the SELECT
+-- in parallel too)
+SET parallel_setup_cost = 1e9;
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src LIMIT 10;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT s.id, s.v, s.k FROM par_src s JOIN par_src u USING (id) WHERE u.k = 1;
@@ -239,6 +256,7 @@ RESET directpath.min_bytes;
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id < 0;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 SET directpath.min_bytes = 0;
+RESET parallel_setup_cost;
 
 -- EXPLAIN ANALYZE names the workers
 CREATE FUNCTION par_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$

@@ -523,6 +523,13 @@ dp_attstattarget(Relation rel, int attnum)
 #define DP_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
 #endif
 
+/* Run a query to its end, once. */
+#if PG_VERSION_NUM >= 180000
+#define DP_EXECUTOR_RUN_ALL(qd)	ExecutorRun((qd), ForwardScanDirection, 0)
+#else
+#define DP_EXECUTOR_RUN_ALL(qd)	ExecutorRun((qd), ForwardScanDirection, 0, true)
+#endif
+
 /*
  * The relation a CREATE TABLE AS / materialized view receiver
  * (createas.c's DR_intorel) or a REFRESH receiver (matview.c's

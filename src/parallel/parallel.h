@@ -221,6 +221,21 @@ extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);
 extern bool dp_parallel_insert(DPLoad *load, EState *estate,
 							   ModifyTableState *mtstate, int nworkers);
 
+/* ---------- pargather.c: a SELECT in core's parallel query ---------- */
+
+/*
+ * Plan time: the INSERT's query (an untouched copy, changed here) planned
+ * as a SELECT of the target's row with core's parallel query and up to
+ * 'nworkers' workers; NULL unless its plan has a Gather.  Run time: run it
+ * with the INSERT's snapshot and parameters into a tuplestore (in the
+ * executor's query memory), returning its rows' descriptor and how many
+ * workers core launched.
+ */
+extern PlannedStmt *dp_gather_plan(Query *insert, int cursorOptions,
+								   ParamListInfo boundParams, int nworkers);
+extern Tuplestorestate *dp_gather_rows(EState *estate, PlannedStmt *select,
+									   TupleDesc *desc, int *launched);
+
 /* ---------- parcopy.c: COPY FROM split among parallel workers ---------- */
 
 /*

@@ -54,6 +54,10 @@ typedef struct DPScanState
 	uint64		report_id;		/* refused: our last_statement() entry */
 	int			parallel;		/* workers asked for (parallel.c), or 0 */
 	const char *no_parallel;	/* why not, decided at plan time, or "" */
+	PlannedStmt *gather;		/* the SELECT for core's parallel query
+								 * (pargather.c), or NULL */
+	Tuplestorestate *rows;		/* ... its rows, once it ran */
+	TupleTableSlot *rowslot;
 	bool		done;
 	DPLoad	   *load;			/* NULL until the first call */
 	Tuplestorestate *retstore;	/* RETURNING rows of the last batch */
@@ -109,6 +113,7 @@ dp_create_scan_state(CustomScan *cscan)
 	s->small = intVal(lfourth(cscan->custom_private)) != 0;
 	s->parallel = intVal(list_nth(cscan->custom_private, 4));
 	s->no_parallel = strVal(list_nth(cscan->custom_private, 5));
+	s->gather = list_nth(cscan->custom_private, 6);
 	return (Node *) s;
 }
 
@@ -253,13 +258,32 @@ merge_row(DPScanState *s, TupleTableSlot *planSlot)
 	}
 }
 
+/*
+ * The SELECT in core's parallel query, to its end, before the load writes
+ * anything; the load then takes its rows (pargather.c).
+ */
+static void
+run_gather(DPScanState *s)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	TupleDesc	desc;
+	int			launched;
+
+	s->rows = dp_gather_rows(estate, s->gather, &desc, &launched);
+	s->rowslot = ExecAllocTableSlot(&estate->es_tupleTable, desc,
+									&TTSOpsMinimalTuple);
+	dp_load_note_parallel(s->load, launched,
+						  psprintf("its SELECT ran in core's parallel query, its rows loaded by the leader (%s)",
+								   s->no_parallel));
+}
+
 /* Pull input rows until RETURNING output is ready or the input ends. */
 static void
 run(DPScanState *s)
 {
 	EState	   *estate = s->css.ss.ps.state;
 	ModifyTableState *mt = s->mtstate;
-	PlanState  *subplan = outerPlanState(mt);
+	PlanState  *subplan = s->rows ? NULL : outerPlanState(mt);
 
 	if (s->load == NULL)
 	{
@@ -268,21 +292,31 @@ run(DPScanState *s)
 		s->load = dp_load_begin(mt->operation == CMD_MERGE ? "MERGE" : "INSERT",
 								estate, mt, s->hinted,
 								s->freeze_allowed, s->retstore, NULL, NULL);
-		if (s->no_parallel[0] != '\0')
+		if (s->gather != NULL)
+		{
+			run_gather(s);
+			subplan = NULL;		/* its rows are in s->rows */
+		}
+		else if (s->no_parallel[0] != '\0')
 			dp_load_note_parallel(s->load, 0, s->no_parallel);
 		else if (s->parallel > 0 &&
 				 dp_parallel_insert(s->load, estate, mt, s->parallel))
 			subplan = NULL;		/* the workers read it */
 	}
 
-	while (subplan != NULL)
+	while (subplan != NULL || s->rows != NULL)
 	{
 		TupleTableSlot *planSlot;
 
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
 
-		planSlot = ExecProcNode(subplan);
+		if (subplan != NULL)
+			planSlot = ExecProcNode(subplan);
+		else if (tuplestore_gettupleslot(s->rows, true, false, s->rowslot))
+			planSlot = s->rowslot;
+		else
+			planSlot = NULL;
 		if (TupIsNull(planSlot))
 			break;
 		if (mt->operation == CMD_MERGE)
@@ -329,6 +363,8 @@ dp_end(CustomScanState *node)
 
 	if (s->retstore)
 		tuplestore_end(s->retstore);
+	if (s->rows)
+		tuplestore_end(s->rows);
 	if (s->report_id != 0)
 		dp_report_rows(s->report_id, node->ss.ps.state->es_processed);
 	ExecEndNode(&s->mtstate->ps);

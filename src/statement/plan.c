@@ -23,7 +23,9 @@
  * (String), [2] freezing allowed by the statement (Integer), [3] refused
  * only for its size (Integer: the reason goes to DEBUG1, report.c), [4] the
  * parallel workers asked for, 0 if none or refused at plan time (Integer),
- * [5] why a parallel load was refused at plan time, or "" (String).  The wrapper's
+ * [5] why a parallel load was refused at plan time, or "" (String), [6]
+ * when it was refused for its SELECT's shape, the SELECT planned again for
+ * core's parallel query (a PlannedStmt, pargather.c), or NULL.  The wrapper's
  * output is the ModifyTable's RETURNING list: the plan's targetlist refers
  * to custom_scan_tlist (a copy of the ModifyTable's targetlist) through
  * INDEX_VAR Vars, so no projection happens and EXPLAIN VERBOSE prints the
@@ -77,7 +79,7 @@ passthrough_tlist(List *mt_tlist)
 /* Wrap the finished plan's ModifyTable in a DirectPath CustomScan. */
 static void
 wrap_plan(PlannedStmt *stmt, const DPAdmission *a, int parallel,
-		  const char *no_parallel)
+		  const char *no_parallel, PlannedStmt *gather)
 {
 	ModifyTable *mt = (ModifyTable *) stmt->planTree;
 	CustomScan *cscan = makeNode(CustomScan);
@@ -100,6 +102,7 @@ wrap_plan(PlannedStmt *stmt, const DPAdmission *a, int parallel,
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger(parallel));
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeString(pstrdup(no_parallel ? no_parallel : "")));
+	cscan->custom_private = lappend(cscan->custom_private, gather);
 	cscan->methods = dp_exec_plan_methods();
 	stmt->planTree = (Plan *) cscan;
 }
@@ -113,9 +116,14 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 	bool		consider;
 	int			parallel;
 	const char *no_parallel = NULL;
+	Query	   *untouched = NULL;
+	PlannedStmt *gather = NULL;
 	DPAdmission a;
 
 	consider = dp_admit_insert_wanted(parse, query_string, &hinted, &parallel);
+	/* the planner changes the query; a SELECT in parallel plans it again */
+	if (consider && parallel > 0)
+		untouched = copyObject(parse);
 	if (prev_planner)
 		stmt = prev_planner(parse, query_string, cursorOptions, boundParams);
 	else
@@ -126,9 +134,15 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 	dp_admit_insert(parse, stmt, hinted, &a);
 	if (a.direct && parallel > 0 &&
 		(no_parallel = dp_parallel_plan_refusal(stmt, parse)) != NULL)
-		parallel = 0;
+	{
+		if (((ModifyTable *) stmt->planTree)->operation == CMD_INSERT)
+			gather = dp_gather_plan(untouched, cursorOptions, boundParams,
+									parallel);
+		if (gather == NULL)
+			parallel = 0;
+	}
 	if (a.direct || hinted)
-		wrap_plan(stmt, &a, parallel, no_parallel);
+		wrap_plan(stmt, &a, parallel, no_parallel, gather);
 	else
 		dp_report_note_plan(query_string, parse->stmt_location,
 							parse->stmt_len, a.reason);
