@@ -9,6 +9,11 @@ Two shapes, each loaded plain, by the serial direct path and by
           staging table partitioned the same way, by the same INSERT with
           the staging table joined to a 1000-row device table (a hash
           join: parplan.c), and by COPY from a server-side text file;
+  rollup  a summary of the month rows per device (GROUP BY device: 1,000
+          rows) into a plain table by INSERT ... SELECT: core's parallel
+          query runs the SELECT, the leader loads its rows (pargather.c;
+          core estimates a GROUP BY on an expression such as date_trunc
+          at one group per row, and plans that serially);
   hash64  10/3 N seed rows (default 10M) into a table hash-partitioned on
           insid in 64 partitions, no index, by INSERT ... SELECT from a
           plain staging table.
@@ -43,6 +48,9 @@ LOADS = (("ins_", "8 monthly partitions + btree, INSERT ... SELECT from a partit
          ("join_", "8 monthly partitions + btree, INSERT ... SELECT joining the partitioned table to a device table",
           "month", "INSERT INTO pp_t SELECT s.dev, s.ts, s.v * d.scale, d.site || s.note "
                    "FROM pp_stage s JOIN pp_dev d USING (dev)"),
+         ("agg_", "a summary per device (1,000 groups) of the partitioned table, INSERT ... SELECT ... GROUP BY",
+          "rollup", "INSERT INTO pp_t SELECT dev, max(ts), count(*), avg(v) "
+                    "FROM pp_stage GROUP BY dev"),
          ("hash_", "64 hash partitions, INSERT ... SELECT (seed rows)",
           "hash64", "INSERT INTO pp_t SELECT * FROM pp_seed"))
 
@@ -59,7 +67,9 @@ def create_month(c, table):
 
 
 def create_target(c, shape):
-    if shape == "month":
+    if shape == "rollup":
+        c.execute("CREATE TABLE pp_t (dev int, day timestamp, n bigint, v float8)")
+    elif shape == "month":
         create_month(c, "pp_t")
         c.execute("CREATE INDEX ON pp_t (dev, ts)")
     else:
@@ -92,6 +102,7 @@ class ParPartScenario(Scenario):
             c.execute(f"CREATE TABLE pp_seed {SEED_COLS}")
             c.execute(f"INSERT INTO pp_seed {seed_select(self.hash_rows(ctx))}")
             c.execute("VACUUM ANALYZE pp_stage")
+            self.groups = c.execute("SELECT count(DISTINCT dev) FROM pp_stage").fetchone()[0]
             c.execute("VACUUM ANALYZE pp_seed")
             self.file = ctx.workdir / f"pp_month_{ctx.rows}.txt"
             if not self.file.exists():
@@ -104,7 +115,7 @@ class ParPartScenario(Scenario):
 
     def run(self, ctx, case, run_no):
         shape = case.params["shape"]
-        n = ctx.rows if shape == "month" else self.hash_rows(ctx)
+        n = {"month": ctx.rows, "rollup": self.groups}.get(shape) or self.hash_rows(ctx)
         rec = {"rows": n}
         hint = worker_hint(case.params["workers"])
         with ctx.server.conn() as c:
