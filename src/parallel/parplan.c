@@ -67,14 +67,13 @@
  */
 #include "parallel/parallel.h"
 
-#include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/pg_proc.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/readfuncs.h"
-#include "catalog/pg_proc.h"
 #include "optimizer/clauses.h"
 #include "parser/parsetree.h"
 #include "tcop/dest.h"
