@@ -42,10 +42,10 @@
  *	 pass it, or one with a NULL key, is refused, and every entry taken
  *	 moves to a tuplesort (words_move, tuplesort_of), which spills and
  *	 orders NULLs.  The tuples formed as the entries are read are kept to
- *	 the end besides (at most as many bytes as the entries again: the
- *	 index tuple of up to three pass-by-value keys is 16 to 32 bytes), so
- *	 a sort read to its end holds up to about twice workmem, where an
- *	 in-memory tuplesort holds its workmem.
+ *	 the end besides: for each 32-byte entry an index tuple of 16 to 32
+ *	 bytes and its allocation header, so a sort read to its end holds up
+ *	 to about two and a half times workmem, where an in-memory tuplesort
+ *	 holds its workmem.
  * - Uniqueness is not checked on sort words: a sort that must check it
  *	 (a build of a unique index) is core's tuplesort from the start.
  *
