@@ -164,6 +164,7 @@ struct DPParallel
 	int			launched;		/* workers started */
 	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
 	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
+	ErrorContextCallback *outer_context;	/* the receive loop's (load_page) */
 };
 
 /* ---- what a worker evaluates must be parallel safe ---- */
@@ -426,19 +427,34 @@ leaf_result_rel(DPParallel *par, int leaf)
 	return par->leaf_rri[leaf];
 }
 
-/* The leader's own pages and rows go straight to its load. */
+/*
+ * The leader's own pages and rows go straight to its load.  Its placer
+ * hands them on from inside its share of the input, where a COPY chunk's
+ * error context names the line being parsed; what the load then does (a
+ * batch's writes, its index work and foreign keys, for rows of any
+ * process) is not about that line, so it runs under the context the
+ * receive loop began with, as the workers' pages do.
+ */
 static void
 load_page(void *arg, int leaf, Page page)
 {
 	DPParallel *par = arg;
+	ErrorContextCallback *parsing = error_context_stack;
 
+	error_context_stack = par->outer_context;
 	dp_load_page(par->load, leaf_result_rel(par, leaf), page);
+	error_context_stack = parsing;
 }
 
 static void
 load_row(void *arg, TupleTableSlot *row)
 {
-	dp_load_row(((DPParallel *) arg)->load, row);
+	DPParallel *par = arg;
+	ErrorContextCallback *parsing = error_context_stack;
+
+	error_context_stack = par->outer_context;
+	dp_load_row(par->load, row);
+	error_context_stack = parsing;
 }
 
 /* A row of a held leaf, from any placer: kept for after the workers. */
@@ -475,6 +491,7 @@ dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
 {
 	DPPlacerSinks sinks = {load_page, load_row, hold_row, load_leaf, par};
 
+	par->outer_context = error_context_stack;
 	dp_placer_begin(pl, &par->sh, par->leaves, par->rri->ri_RelationDesc,
 					&sinks);
 }
@@ -1041,6 +1058,7 @@ dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 
 	par->row = MakeSingleTupleTableSlot(RelationGetDescr(par->rri->ri_RelationDesc),
 										&TTSOpsMinimalTuple);
+	par->outer_context = error_context_stack;
 	while (open > 0 || own)
 	{
 		bool		moved;
