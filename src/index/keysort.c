@@ -36,16 +36,14 @@
  * - The order is btree order with heap-TID tiebreak, exactly the order
  *	 tuplesort_begin_index_btree gives these entries (every key of two
  *	 entries compares equal only when the Datums are equal).
- * - A tuple read stays valid until dp_keysort_end, as an in-memory
- *	 tuplesort's do: callers may keep earlier entries while reading on.
- * - The entries stay within the caller's workmem: an entry that would
- *	 pass it, or one with a NULL key, is refused, and every entry taken
- *	 moves to a tuplesort (words_move, tuplesort_of), which spills and
- *	 orders NULLs.  The tuples formed as the entries are read are kept to
- *	 the end besides: for each 32-byte entry an index tuple of 16 to 32
- *	 bytes and its allocation header, so a sort read to its end holds up
- *	 to about two and a half times workmem, where an in-memory tuplesort
- *	 holds its workmem.
+ * - A tuple read stays valid for the next DP_KEYSORT_READ_SPAN reads at
+ *	 least: the tuples are formed in two memory contexts in turn, each
+ *	 reset when its turn comes again.  The callers' contract (index.h) is
+ *	 until a later read, and what they keep longer they copy.
+ * - Memory stays within the caller's workmem and those two spans of
+ *	 tuples: an entry that would take the entries past workmem, or one with
+ *	 a NULL key, is refused, and every entry taken moves to a tuplesort
+ *	 (words_move, tuplesort_of), which spills and orders NULLs.
  * - Uniqueness is not checked on sort words: a sort that must check it
  *	 (a build of a unique index) is core's tuplesort from the start.
  *
@@ -63,6 +61,9 @@
 
 /* Key columns an index may have to be sorted here. */
 #define DP_KEYSORT_KEYS 3
+
+/* Reads a tuple read stays valid for, at least. */
+#define DP_KEYSORT_READ_SPAN 1024
 
 /* How a key column's Datum maps to its sort word. */
 typedef enum DPKeyKind
@@ -94,7 +95,10 @@ typedef struct DPWordSort
 	int64		next;			/* next to return, once sorted */
 	bool		sorted;
 	Size		limit;			/* workmem */
-	MemoryContext cxt;			/* the entries and the tuples read */
+	MemoryContext cxt;			/* the entries */
+	MemoryContext read_cxt[2];	/* the tuples read, in turn */
+	int			read_turn;		/* which one takes them now */
+	int			read_count;		/* tuples it took this turn */
 } DPWordSort;
 
 struct DPKeySort
@@ -188,6 +192,10 @@ words_begin(Relation index, int workmem)
 	ks->cxt = AllocSetContextCreate(CurrentMemoryContext,
 									"directpath key sort",
 									ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < 2; i++)
+		ks->read_cxt[i] = AllocSetContextCreate(ks->cxt,
+												"directpath key sort tuples",
+												ALLOCSET_DEFAULT_SIZES);
 	return ks;
 }
 
@@ -290,7 +298,14 @@ words_next(DPWordSort *ks)
 	if (ks->next >= ks->n)
 		return NULL;
 	entry_values(ks, &ks->entries[ks->next++], values, &tid);
-	old = MemoryContextSwitchTo(ks->cxt);
+	if (++ks->read_count > DP_KEYSORT_READ_SPAN)
+	{
+		/* the other context's tuples are a whole span old */
+		ks->read_turn = 1 - ks->read_turn;
+		MemoryContextReset(ks->read_cxt[ks->read_turn]);
+		ks->read_count = 1;
+	}
+	old = MemoryContextSwitchTo(ks->read_cxt[ks->read_turn]);
 	itup = index_form_tuple(RelationGetDescr(ks->index), values,
 							(bool *) isnull);
 	MemoryContextSwitchTo(old);

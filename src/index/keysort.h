@@ -30,7 +30,8 @@ extern void dp_keysort_add(DPKeySort *s, ItemPointer tid, Datum *values,
 
 /*
  * The entries in btree order (sorted at the first call); NULL after the
- * last.  Each stays valid until the next call, at least.
+ * last.  Each stays valid until the next call, at least (until the call
+ * after the next 1024 on sort words).
  */
 extern IndexTuple dp_keysort_next(DPKeySort *s);
 
