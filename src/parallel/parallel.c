@@ -1191,15 +1191,23 @@ dp_parallel_scans_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 	}
 
 	/* step 4 */
+	return dp_parallel_end_insert(par, sources);
+}
+
+bool
+dp_parallel_end_insert(DPParallel *par, List *sources)
+{
+	ListCell   *lc;
+
 	dp_parallel_finish(par);
 	dp_parallel_load_held(par, NULL, NULL);
 	foreach(lc, sources)
 		table_close(lfirst(lc), NoLock);
-	if (launched == 0)
+	if (par->launched == 0)
 	{
-		dp_load_note_parallel(load, 0, "no parallel worker could be started");
+		dp_load_note_parallel(par->load, 0, "no parallel worker could be started");
 		return false;
 	}
-	dp_load_note_parallel(load, launched, dp_parallel_note(par));
+	dp_load_note_parallel(par->load, par->launched, dp_parallel_note(par));
 	return true;
 }

@@ -179,6 +179,14 @@ extern void dp_parallel_load_held(DPParallel *par, DPHeldLine line, void *arg);
 extern const char *dp_parallel_note(DPParallel *par);
 
 /*
+ * The end of a parallel INSERT ... SELECT (either input): the workers
+ * waited for, the held rows loaded, 'sources' closed, the report noted;
+ * false when no worker could be started (nothing was loaded: the
+ * statement goes on serially).
+ */
+extern bool dp_parallel_end_insert(DPParallel *par, List *sources);
+
+/*
  * A worker's side: dp_worker_begin attaches its queues (towards the leader
  * and, for COPY, from it) and opens the target under the leader's lock; a
  * worker's placer sends its pages and TOAST rows to the leader.

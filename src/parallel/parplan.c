@@ -528,16 +528,5 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 		dp_parallel_receive(par, &share);
 		plan_share_end(&own);
 	}
-
-	dp_parallel_finish(par);
-	dp_parallel_load_held(par, NULL, NULL);
-	foreach(lc, sources)
-		table_close(lfirst(lc), NoLock);
-	if (launched == 0)
-	{
-		dp_load_note_parallel(load, 0, "no parallel worker could be started");
-		return false;
-	}
-	dp_load_note_parallel(load, launched, dp_parallel_note(par));
-	return true;
+	return dp_parallel_end_insert(par, sources);
 }
