@@ -12,12 +12,12 @@
  * The INSERT's subplan here is a sequential scan of one table, or an Append
  * of them not pruned at run time (quals and projections allowed, no
  * parameters, every function parallel safe): plan time,
- * dp_parallel_scans_refusal (other SELECTs: parplan.c).  The target must be a plain heap, or a
- * partitioned table whose every leaf is one, without triggers (foreign
- * keys included), RETURNING, row security, stored generated columns or
- * CHECK constraints that are not parallel safe, outside serializable
- * isolation: run time, dp_parallel_begin.  Otherwise the statement runs
- * serially, and last_statement().parallel says why.  Except that the
+ * dp_parallel_scans_refusal (other SELECTs: parplan.c).  The target must
+ * be a plain heap, or a partitioned table whose every leaf is one, without
+ * triggers (foreign keys included), RETURNING, row security, stored
+ * generated columns or CHECK constraints that are not parallel safe,
+ * outside serializable isolation: run time, dp_parallel_begin.  Otherwise
+ * the statement runs serially, and last_statement().parallel says why.  Except that the
  * leaves of a partitioned target that fail those rules only by their own
  * triggers, foreign keys, generated columns or CHECK constraints are held
  * (at least one leaf must not be): workers route their rows to the

@@ -32,7 +32,8 @@
  * inner side is any plan each process can run whole: no foreign or custom
  * scan, no sample scan (each process would draw its own sample), no CTE
  * scan.  Anything else on the driving path (aggregates, grouping, window
- * functions, DISTINCT, set operations, LIMIT, an Append) needs every
+ * functions, DISTINCT, set operations, LIMIT, an Append of anything but
+ * table scans) needs every
  * process's rows in one place and keeps the statement serial, with the
  * reason.  As for every parallel load: every function parallel safe, no
  * temporary table, no external parameters, and no subquery kept as a
@@ -134,17 +135,6 @@ whole_refusal(Plan *plan, PlannedStmt *stmt)
 		case T_ModifyTable:
 		case T_LockRows:
 			return "its SELECT locks or modifies rows";
-		case T_SeqScan:
-		case T_IndexScan:
-		case T_IndexOnlyScan:
-		case T_BitmapHeapScan:
-		case T_TidScan:
-		case T_TidRangeScan:
-			if (get_rel_persistence(rt_fetch(((Scan *) plan)->scanrelid,
-											 stmt->rtable)->relid) ==
-				RELPERSISTENCE_TEMP)
-				return "its SELECT reads a temporary table";
-			break;
 		case T_Append:
 			children = ((Append *) plan)->appendplans;
 			break;
