@@ -19,9 +19,9 @@
  * outside serializable isolation: run time, dp_parallel_begin.  Otherwise
  * the statement runs serially, and last_statement().parallel says why.
  * Except that the leaves of a partitioned target that fail those rules
- * only by their own triggers, foreign keys, generated columns or CHECK constraints are held
- * (at least one leaf must not be): workers route their rows to the
- * leader, which keeps them in a tuplestore and loads them as a serial
+ * only by their own triggers, foreign keys, generated columns or CHECK
+ * constraints are held (at least one leaf must not be): workers route
+ * their rows to the leader, which keeps them in a tuplestore and loads them as a serial
  * load would once it has left parallel mode (their triggers and foreign
  * key checks may write, which parallel mode forbids).
  *
