@@ -21,9 +21,9 @@
  * Except that the leaves of a partitioned target that fail those rules
  * only by their own triggers, foreign keys, generated columns or CHECK
  * constraints are held (at least one leaf must not be): workers route
- * their rows to the leader, which keeps them in a tuplestore and loads them as a serial
- * load would once it has left parallel mode (their triggers and foreign
- * key checks may write, which parallel mode forbids).
+ * their rows to the leader, which keeps them in a tuplestore and loads
+ * them as a serial load would once it has left parallel mode (their
+ * triggers and foreign key checks may write, which parallel mode forbids).
  *
  * Algorithm.
  * 1. The leader lists and checks a partitioned target's leaves
