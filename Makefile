@@ -34,6 +34,7 @@ OBJS = \
 	src/load/rejects.o \
 	src/load/conflict.o \
 	src/load/upsert.o \
+	src/load/versions.o \
 	src/parallel/parallel.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \

@@ -9,7 +9,8 @@
  *	- 15 names relation files RelFileNode/rd_node, 16+ RelFileLocator/
  *	  rd_locator, and the relcache subtransaction ids follow that rename;
  *	- 16+ has I/O-aligned allocation; 15 only plain palloc;
- *	- ExecInsertIndexTuples gained "onlySummarizing" in 16;
+ *	- ExecInsertIndexTuples gained "onlySummarizing" in 16, and
+ *	  pgstat_count_heap_update "newpage";
  *	- 15 keeps the root-to-partition map in the ResultRelInfo, 16+ builds
  *	  it lazily through ExecGetRootToChildMap;
  *	- 18 moved EXPLAIN's output helpers to explain_format.h and gave
@@ -98,6 +99,13 @@ typedef char *DPPageArg;
 #else
 #define DP_INSERT_INDEX_TUPLES(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
+/* pgstat: one update whose new version went to another page (not HOT). */
+#if PG_VERSION_NUM >= 160000
+#define DP_COUNT_HEAP_UPDATE(rel)	pgstat_count_heap_update((rel), false, true)
+#else
+#define DP_COUNT_HEAP_UPDATE(rel)	pgstat_count_heap_update((rel), false)
 #endif
 
 /* Map that converts a routed row from root format to the partition's. */

@@ -14,6 +14,8 @@
  *	directpath.index_rebuild	rebuild indexes of new storage at the end
  *	directpath.index_sort		insert a batch's btree entries in key order
  *	directpath.index_key_sort	sort entries on integer keys (keysort.c)
+ *	directpath.bulk_update		make ON CONFLICT DO UPDATE's updates in bulk
+ *								(load/versions.c)
  *	directpath.index_append		append them at the right edge when they sort last
  *	directpath.index_runs		write runs after a leaf's last item as new leaves
  *	directpath.index_leaf_merge	merge entries among a leaf's items into it
@@ -52,6 +54,7 @@ int			dp_batch_pages = 512;
 bool		dp_index_rebuild = true;
 bool		dp_index_sort = true;
 bool		dp_index_key_sort = true;
+bool		dp_bulk_update = true;
 bool		dp_index_append = true;
 bool		dp_index_merge = true;
 bool		dp_brin_summarize = true;
@@ -157,6 +160,22 @@ define_maintenance_gucs(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
+/* The settings of foreign partitions' and shards' loads. */
+static void
+define_remote_gucs(void)
+{
+	DefineCustomBoolVariable("directpath.foreign_copy",
+							 "Whether a direct load streams the rows of postgres_fdw partitions as COPY.",
+							 "on: each postgres_fdw partition's rows go to its server as one COPY over postgres_fdw's connection, all servers at once; off: the wrapper's batched INSERTs.",
+							 &dp_foreign_copy, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.shard_two_phase",
+							 "Whether the shards a load streamed to commit in two phases with the local transaction.",
+							 "on: their remote transactions are prepared before the local commit and committed after it (directpath.resolve_shards() settles what a crash left in doubt); off: postgres_fdw commits them before the local commit.",
+							 &dp_shard_two_phase, false,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
 void		_PG_init(void);
 
 void
@@ -183,6 +202,11 @@ _PG_init(void)
 							&dp_batch_pages, 512, 1, 131072,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	define_maintenance_gucs();
+	DefineCustomBoolVariable("directpath.bulk_update",
+							 "Makes ON CONFLICT DO UPDATE's updates of a direct load in bulk: new versions on appended pages, old pages changed once.",
+							 "Off: core's executor updates each row after the load.",
+							 &dp_bulk_update, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("directpath.wal_format",
 							 "How appended pages are WAL-logged.",
 							 "image: full-page images; records: heap multi-insert records that initialise the page.",
@@ -198,16 +222,7 @@ _PG_init(void)
 							 "on: directpath's reader splits the input into rows and fields in one pass and hands what it does not reproduce to core's; off: core's reader.",
 							 &dp_copy_row_former, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.foreign_copy",
-							 "Whether a direct load streams the rows of postgres_fdw partitions as COPY.",
-							 "on: each postgres_fdw partition's rows go to its server as one COPY over postgres_fdw's connection, all servers at once; off: the wrapper's batched INSERTs.",
-							 &dp_foreign_copy, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("directpath.shard_two_phase",
-							 "Whether the shards a load streamed to commit in two phases with the local transaction.",
-							 "on: their remote transactions are prepared before the local commit and committed after it (directpath.resolve_shards() settles what a crash left in doubt); off: postgres_fdw commits them before the local commit.",
-							 &dp_shard_two_phase, false,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+	define_remote_gucs();
 	DefineCustomBoolVariable("directpath.load_statistics",
 							 "Whether a direct load into an empty table gathers its statistics.",
 							 "on: a load that fills a table (or partition) from empty samples its rows as it writes them and stores the column statistics, size and analyze time that ANALYZE would; off: they are left to ANALYZE.",

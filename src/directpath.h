@@ -82,6 +82,7 @@ extern int	dp_batch_pages;
 extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_key_sort;
+extern bool dp_bulk_update;
 extern bool dp_index_append;
 extern bool dp_index_runs;
 extern bool dp_index_leaf_merge;
@@ -141,6 +142,9 @@ typedef struct DPReport
 	char		foreign_partitions[DP_REASON_LEN];	/* each one's path, or "" */
 	char		statistics[DP_REASON_LEN];	/* gathered at load time, or why
 											 * not; "" when not considered */
+	char		updates[DP_REASON_LEN]; /* DO UPDATE's updates: how many in
+										 * bulk, how many by core and why;
+										 * "" when none */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */

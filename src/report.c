@@ -159,6 +159,8 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 		ExplainPropertyText("Foreign Partitions", r->foreign_partitions, es);
 	if (r->statistics[0])
 		ExplainPropertyText("Statistics", r->statistics, es);
+	if (r->updates[0])
+		ExplainPropertyText("Updates", r->updates, es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */

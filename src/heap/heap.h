@@ -46,6 +46,13 @@ extern void dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot,
 extern void dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid);
 
 /*
+ * The same for the new version of an updated row (HEAP_UPDATED, counted
+ * as an update); not on frozen pages.
+ */
+extern void dp_heap_add_version(DPHeapBuilder *b, HeapTuple tup,
+								ItemPointer tid);
+
+/*
  * A parallel worker's builder: no append layer, its pages taken whole by
  * dp_heap_take_page (the first full one, or with 'include_partial' the
  * last too; NULL when none; the caller owns it), block numbers unknown.
@@ -139,6 +146,12 @@ extern void dp_page_init(Page page, bool frozen);
 /* Set a new row's header as heap_insert would (frozen: xmin frozen). */
 extern void dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid,
 							 CommandId cid, bool frozen);
+
+/*
+ * Clear the VM bits of heap blocks 'blocks' (ascending), each VM page
+ * changed logged as an image, before those heap pages change in place.
+ */
+extern void dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n);
 
 /* Mark heap blocks [start, end) all-visible and all-frozen in the VM. */
 extern void dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end);

@@ -26,7 +26,9 @@
  * visibility map for their blocks when they finish (visibility.c).  At the
  * end the last page, the only one that can have room left beyond the
  * fillfactor reserve, is recorded in the free-space map, and the inserts
- * are counted for pgstat so that insert-driven autovacuum sees them.
+ * are counted for pgstat so that insert-driven autovacuum sees them (new
+ * versions of updated rows, dp_heap_add_version, as updates: their old
+ * versions are dead once the transaction commits).
  *
  * A parallel load (parallel.c) uses the builder two more ways: a worker's
  * builder is detached (no append layer: its pages are taken away whole,
@@ -83,6 +85,8 @@ struct DPHeapBuilder
 	int			maxpages;
 	Size		last_free;		/* free space of the last page handed on */
 	uint64		tuples;			/* rows placed */
+	uint64		versions;		/* ... of which new versions of updated
+								 * rows (dp_heap_add_version) */
 };
 
 /*
@@ -443,6 +447,22 @@ dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
 	}
 }
 
+void
+dp_heap_add_version(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
+{
+	Page		page;
+	HeapTupleHeader onpage;
+
+	Assert(!b->frozen);
+	dp_heap_add(b, tup, tid);
+	/* the row is on the last page, as heap_update marks a new version */
+	page = b->pages[b->npages - 1];
+	onpage = (HeapTupleHeader)
+		PageGetItem(page, PageGetItemId(page, ItemPointerGetOffsetNumber(tid)));
+	onpage->t_infomask |= HEAP_UPDATED;
+	b->versions++;
+}
+
 int
 dp_heap_full_pages(DPHeapBuilder *b)
 {
@@ -490,7 +510,9 @@ dp_heap_finish(DPHeapBuilder *b)
 			FreeSpaceMapVacuumRange(b->rel, last, last + 1);
 		}
 	}
-	pgstat_count_heap_insert(b->rel, b->tuples);
+	pgstat_count_heap_insert(b->rel, b->tuples - b->versions);
+	for (uint64 i = 0; i < b->versions; i++)
+		DP_COUNT_HEAP_UPDATE(b->rel);
 	pfree(b->pages);
 	b->pages = NULL;
 	return written;

@@ -123,3 +123,52 @@ dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end)
 		UnlockReleaseBuffer(vmbuf);
 	}
 }
+
+/* Log a VM page changed by visibilitymap_clear, as a full image. */
+static void
+log_cleared(Relation rel, Buffer vmbuf, bool changed)
+{
+	if (!changed || !RelationNeedsWAL(rel))
+		return;
+	LockBuffer(vmbuf, BUFFER_LOCK_EXCLUSIVE);
+	START_CRIT_SECTION();
+	MarkBufferDirty(vmbuf);
+	log_newpage_buffer(vmbuf, false);
+	END_CRIT_SECTION();
+	LockBuffer(vmbuf, BUFFER_LOCK_UNLOCK);
+}
+
+/*
+ * Clear both VM bits of heap blocks 'blocks' (ascending), before their
+ * pages change.  Core clears a bit in the same WAL record as the heap
+ * change that needs it; a page changed in place by directpath is logged
+ * as a full image instead (load/versions.c), so the bits are cleared
+ * first and each VM page changed is logged once, as an image, before any
+ * heap page it covers is.  A map left cleared by a crash before the heap
+ * pages change is only conservative (VACUUM sets it again); a map page
+ * that does not exist is not created.
+ */
+void
+dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n)
+{
+	Buffer		vmbuf = InvalidBuffer;
+	BlockNumber mapblk = InvalidBlockNumber;
+	bool		changed = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (blocks[i] / DP_VM_BLOCKS_PER_PAGE != mapblk)
+		{
+			log_cleared(rel, vmbuf, changed);
+			changed = false;
+			mapblk = blocks[i] / DP_VM_BLOCKS_PER_PAGE;
+		}
+		/* get_status pins the map page, if it exists, without extending */
+		if (visibilitymap_get_status(rel, blocks[i], &vmbuf) != 0 &&
+			visibilitymap_clear(rel, blocks[i], vmbuf, VISIBILITYMAP_VALID_BITS))
+			changed = true;
+	}
+	log_cleared(rel, vmbuf, changed);
+	if (BufferIsValid(vmbuf))
+		ReleaseBuffer(vmbuf);
+}

@@ -108,8 +108,15 @@ probe_key(Relation index, BTScanInsert key, int k, Buffer *bufp,
 			if (visit_item((IndexTuple) PageGetItem(page, iid), k, visit, arg))
 				return;
 		}
-		/* every item to the end was the key's: may it go on to the right? */
-		if (P_RIGHTMOST(opaque) || _bt_compare(index, key, page, P_HIKEY) <= 0)
+		/*
+		 * Every item to the end was the key's: may it go on to the right?
+		 * Not if the key sorts before the high key.  A high key equal to it
+		 * carries a heap TID (the leaf was split among the key's entries,
+		 * as versions of one row make them), and the entries after that
+		 * TID are on the right, as _bt_check_unique moves right while the
+		 * high key is equal.
+		 */
+		if (P_RIGHTMOST(opaque) || _bt_compare(index, key, page, P_HIKEY) < 0)
 			return;
 		do
 		{

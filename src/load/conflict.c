@@ -127,6 +127,8 @@ typedef struct DPBatchKey
 {
 	DPKeyImage	key;
 	int			first;			/* the first row with it (its datums) */
+	ItemPointerData tid;		/* DPK_TABLE: the entry found (its row's
+								 * HOT chain) */
 	uint8		state;			/* DPKeyState */
 	char		status;			/* simplehash's */
 } DPBatchKey;
@@ -478,7 +480,7 @@ entry_state(DPConflicts *c, ItemPointer tid, TransactionId *xwait)
  * version 4; a key whose row was being written by another transaction).
  */
 static DPKeyState
-probe_one(DPConflicts *c, DPArbiter *a, int r)
+probe_one(DPConflicts *c, DPArbiter *a, int r, ItemPointer found)
 {
 	ScanKeyData keys[INDEX_MAX_KEYS];
 	DPKeyState	state;
@@ -504,7 +506,11 @@ probe_one(DPConflicts *c, DPArbiter *a, int r)
 			   (state = entry_state(c, tid, &xwait)) == DPK_UNKNOWN)
 			;
 		if (state != DPK_WAIT)
+		{
+			if (state == DPK_TABLE)
+				*found = *tid;
 			return state;
+		}
 		/* wait as core does (not expected under the load's lock), again */
 		XactLockTableWait(xwait, c->rri->ri_RelationDesc, tid, XLTW_InsertIndex);
 	}
@@ -561,6 +567,7 @@ visit_entry(void *arg, int k, ItemPointer tid)
 	if (state == DPK_UNKNOWN)
 		return false;
 	p->order[k]->state = state;
+	p->order[k]->tid = *tid;
 	return true;
 }
 
@@ -604,12 +611,12 @@ probe_sorted(DPConflicts *c, DPArbiter *a)
 						visit_entry, &p))
 	{
 		for (int k = 0; k < n; k++)
-			order[k]->state = probe_one(c, a, order[k]->first);
+			order[k]->state = probe_one(c, a, order[k]->first, &order[k]->tid);
 		return;
 	}
 	for (int k = 0; k < n; k++)
 		if (order[k]->state == DPK_WAIT)
-			order[k]->state = probe_one(c, a, order[k]->first);
+			order[k]->state = probe_one(c, a, order[k]->first, &order[k]->tid);
 }
 
 void
@@ -626,17 +633,21 @@ dp_conflicts_probe(DPConflicts *c)
 	MemoryContextSwitchTo(old);
 }
 
-/* What row 'r''s key in 'a' is known as. */
+/* What row 'r''s key in 'a' is known as (and, in the table, its entry). */
 static DPKeyState
-key_state(DPArbiter *a, int r)
+key_state(DPArbiter *a, int r, ItemPointer found)
 {
+	DPBatchKey *e;
+
 	if (dpbatch_lookup(a->seen, a->keys[r]) != NULL)
 		return DPK_ACCEPTED;
-	return dpbatch_lookup(a->batch, a->keys[r])->state;
+	e = dpbatch_lookup(a->batch, a->keys[r]);
+	*found = e->tid;
+	return e->state;
 }
 
 DPDecision
-dp_conflicts_decide(DPConflicts *c)
+dp_conflicts_decide(DPConflicts *c, ItemPointer found)
 {
 	int			r = c->next++;
 
@@ -647,7 +658,7 @@ dp_conflicts_decide(DPConflicts *c)
 
 		if (!a->has_key[r])
 			continue;
-		switch (key_state(a, r))
+		switch (key_state(a, r, found))
 		{
 			case DPK_UNKNOWN:
 				continue;

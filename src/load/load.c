@@ -493,14 +493,17 @@ insert_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 		place(s, leaf, slot, lineno);
 }
 
-/* A row for core's executor after the load (upsert.c). */
+/*
+ * A row for the updates after the load (upsert.c); 'found': the entry of
+ * the row it meets (DO UPDATE), else NULL.
+ */
 static void
-defer(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot)
+defer(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot, ItemPointer found)
 {
 	if (s->upsert == NULL)
 		s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,
 									s->retstore, s->update_sql);
-	dp_upsert_keep(s->upsert, rri, slot);
+	dp_upsert_keep(s->upsert, rri, slot, found);
 }
 
 /*
@@ -512,12 +515,15 @@ decide_pending(DPLoad *s)
 {
 	DPDecision *decision = MemoryContextAlloc(s->pending_cxt,
 											  sizeof(DPDecision) * s->npending);
+	ItemPointerData *found = MemoryContextAlloc(s->pending_cxt,
+												sizeof(ItemPointerData) * s->npending);
 
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->conflicts && dp_conflicts_batch_rows(leaf->conflicts) > 0)
 			dp_conflicts_probe(leaf->conflicts);
 	for (int i = 0; i < s->npending; i++)
-		decision[i] = dp_conflicts_decide(s->pending[i].leaf->conflicts);
+		decision[i] = dp_conflicts_decide(s->pending[i].leaf->conflicts,
+										  &found[i]);
 	for (int i = 0; i < s->npending; i++)
 	{
 		DPRow	   *row = &s->pending[i];
@@ -535,7 +541,7 @@ decide_pending(DPLoad *s)
 		slot->tts_tableOid = RelationGetRelid(row->leaf->rri->ri_RelationDesc);
 		if (decision[i] == DP_ROW_UPDATE)
 		{
-			defer(s, row->leaf->rri, slot);
+			defer(s, row->leaf->rri, slot, &found[i]);
 			ExecClearTuple(slot);
 			continue;
 		}
@@ -756,7 +762,11 @@ dp_load_finish(DPLoad *s)
 	 * or merged behind their versions'
 	 */
 	if (s->upsert)
+	{
 		dp_upsert_run(s->upsert);
+		dp_upsert_describe(s->upsert, s->report.updates,
+						   sizeof(s->report.updates));
+	}
 	s->state = DPS_DONE;
 	dp_leaf_end_all(&s->leaves);
 	if (s->upsert)
@@ -890,7 +900,7 @@ dp_load_statistics_of(DPLoad *s, Relation rel)
 void
 dp_load_defer(DPLoad *s, TupleTableSlot *planSlot)
 {
-	defer(s, NULL, planSlot);
+	defer(s, NULL, planSlot, NULL);
 }
 
 void

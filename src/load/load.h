@@ -441,7 +441,7 @@ typedef enum DPDecision
 	DP_ROW_UPDATE,				/* DO UPDATE: its key is in the table */
 } DPDecision;
 
-extern DPDecision dp_conflicts_decide(DPConflicts *c);
+extern DPDecision dp_conflicts_decide(DPConflicts *c, ItemPointer found);
 extern void dp_conflicts_batch_done(DPConflicts *c);
 
 /* A heap-tuple slot of the leaf's row type, for a decided row. */
@@ -472,9 +472,35 @@ extern DPUpsert *dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 								 Tuplestorestate *retstore,
 								 const char *update_sql);
 extern void dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri,
-						   TupleTableSlot *slot);
+						   TupleTableSlot *slot, ItemPointer found);
 extern void dp_upsert_run(DPUpsert *u);
 extern void dp_upsert_end(DPUpsert *u);
+
+/* What the updates did ("" when there were none), for the report. */
+extern void dp_upsert_describe(DPUpsert *u, char *buf, size_t len);
+
+/* ---------- versions.c: DO UPDATE's updates in bulk ---------- */
+
+typedef struct DPVersions DPVersions;
+
+/*
+ * Why the DO UPDATE of 'mt' (a plain table's INSERT ... ON CONFLICT DO
+ * UPDATE) cannot have its updates made in bulk, or NULL.
+ */
+extern const char *dp_versions_refusal(ModifyTableState *mt);
+
+/*
+ * dp_versions_keep: a row (target's format) whose key met the row whose
+ * index entry is 'found'.  dp_versions_run, once the load's pages are
+ * written and its index work done: every kept row updated or locked in
+ * bulk, or put into 'rest' for core's executor (returns how many).
+ */
+extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt);
+extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
+							 ItemPointer found);
+extern uint64 dp_versions_run(DPVersions *v, Tuplestorestate *rest);
+extern void dp_versions_describe(DPVersions *v, char *buf, size_t len);
+extern void dp_versions_end(DPVersions *v);
 
 /* ---------- fkeys.c: foreign keys checked per batch ---------- */
 

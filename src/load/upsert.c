@@ -102,7 +102,10 @@ struct DPUpsert
 	TupleTableSlot *root;		/* a leaf's row converted to the target's */
 	DPFeeder	feeder;
 	uint64		kept;
+	uint64		core_rows;		/* rows run through core's executor */
 	const char *update_sql;		/* COPY: the statement run instead */
+	DPVersions *versions;		/* DO UPDATE's updates in bulk, or NULL */
+	const char *why;			/* ... why not, or NULL */
 };
 
 static TupleTableSlot *
@@ -146,13 +149,24 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	u->feeder.ps.plan = subplan->plan;
 	u->feeder.ps.ExecProcNode = feed_next;
 	u->feeder.u = u;
+	if (mtstate->operation == CMD_INSERT &&
+		(u->why = dp_versions_refusal(mtstate)) == NULL)
+		u->versions = dp_versions_begin(estate, mtstate);
 	return u;
 }
 
 void
-dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot)
+dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot,
+			   ItemPointer found)
 {
 	TupleConversionMap *map = NULL;
+
+	if (u->versions != NULL && found != NULL &&
+		rri == u->mtstate->resultRelInfo)
+	{
+		dp_versions_keep(u->versions, slot, found);
+		return;
+	}
 
 	if (rri != NULL && rri != u->mtstate->rootResultRelInfo)
 		map = ExecGetChildToRootMap(rri);
@@ -193,8 +207,11 @@ dp_upsert_run(DPUpsert *u)
 	ModifyTableState *mt = u->mtstate;
 	PlanState  *subplan = outerPlanState(mt);
 
+	if (u->versions != NULL)
+		u->kept += dp_versions_run(u->versions, u->rows);
 	if (u->kept == 0)
 		return;
+	u->core_rows += u->kept;
 	if (u->update_sql != NULL)
 	{
 		run_statement(u);
@@ -226,7 +243,20 @@ dp_upsert_run(DPUpsert *u)
 }
 
 void
+dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (u->versions != NULL)
+		dp_versions_describe(u->versions, buf, len);
+	else if (u->core_rows > 0 && u->why != NULL)
+		snprintf(buf, len, "%llu rows by core's executor: %s",
+				 (unsigned long long) u->core_rows, u->why);
+}
+
+void
 dp_upsert_end(DPUpsert *u)
 {
+	if (u->versions != NULL)
+		dp_versions_end(u->versions);
 	tuplestore_end(u->rows);
 }
