@@ -432,12 +432,21 @@ dp_copy_skips_errors(CopyFromState cstate)
 	PrepareSortSupportFromIndexRel((index), BTLessStrategyNumber, (ssup))
 #endif
 
-/* MERGE's WHEN NOT MATCHED [BY TARGET] action states (17 keeps three lists). */
+/*
+ * MERGE's WHEN NOT MATCHED [BY TARGET], WHEN MATCHED and (17+) WHEN NOT
+ * MATCHED BY SOURCE action states (17 keeps three lists).
+ */
 #if PG_VERSION_NUM >= 170000
 #define DP_MERGE_NOT_MATCHED_ACTIONS(rri) \
 	((rri)->ri_MergeActions[MERGE_WHEN_NOT_MATCHED_BY_TARGET])
+#define DP_MERGE_MATCHED_ACTIONS(rri) \
+	((rri)->ri_MergeActions[MERGE_WHEN_MATCHED])
+#define DP_MERGE_BY_SOURCE_ACTIONS(rri) \
+	((rri)->ri_MergeActions[MERGE_WHEN_NOT_MATCHED_BY_SOURCE])
 #else
 #define DP_MERGE_NOT_MATCHED_ACTIONS(rri) ((rri)->ri_notMatchedMergeAction)
+#define DP_MERGE_MATCHED_ACTIONS(rri) ((rri)->ri_matchedMergeAction)
+#define DP_MERGE_BY_SOURCE_ACTIONS(rri) ((List *) NIL)
 #endif
 
 /*

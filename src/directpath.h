@@ -169,6 +169,9 @@ extern void dp_report_normal(DPReport *r, bool notify, const char *kind,
 extern void dp_report_foreign_keys(DPReport *r, const char *batched,
 								   const char *rowwise);
 
+/* The report last_statement() returns, copied into *out; false if none. */
+extern bool dp_report_last(DPReport *out);
+
 /* Make the report last_statement()'s (copied); returns its id. */
 extern uint64 dp_report_publish(const DPReport *r);
 

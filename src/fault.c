@@ -26,6 +26,9 @@
  *	btree_append_chunk
  *					a chunk of pages appended at an existing btree's right
  *					edge is WAL-logged, its pages' downlinks not yet added
+ *	versions_page	ON CONFLICT DO UPDATE in bulk (load/versions.c): an old
+ *					page's headers changed and logged, its rows' new
+ *					versions written, their index entries not yet
  *	shard_prepared	at commit with directpath.shard_two_phase: every shard
  *					prepared, the local commit record not yet written
  *	shard_commit	after the local commit, before the shards' COMMIT PREPARED

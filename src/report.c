@@ -96,6 +96,14 @@ dp_report_publish(const DPReport *r)
 	return ++last_id;
 }
 
+bool
+dp_report_last(DPReport *out)
+{
+	if (last_valid)
+		*out = last;
+	return last_valid;
+}
+
 void
 dp_report_foreign_keys(DPReport *r, const char *batched, const char *rowwise)
 {

@@ -106,6 +106,8 @@ struct DPUpsert
 	const char *update_sql;		/* COPY: the statement run instead */
 	DPVersions *versions;		/* DO UPDATE's updates in bulk, or NULL */
 	const char *why;			/* ... why not, or NULL */
+	DPReport	statement_report;	/* COPY: its update statement's */
+	bool		statement_reported;
 };
 
 static TupleTableSlot *
@@ -149,8 +151,7 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	u->feeder.ps.plan = subplan->plan;
 	u->feeder.ps.ExecProcNode = feed_next;
 	u->feeder.u = u;
-	if (mtstate->operation == CMD_INSERT &&
-		(u->why = dp_versions_refusal(mtstate)) == NULL)
+	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
 		u->versions = dp_versions_begin(estate, mtstate);
 	return u;
 }
@@ -161,8 +162,9 @@ dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot,
 {
 	TupleConversionMap *map = NULL;
 
-	if (u->versions != NULL && found != NULL &&
-		rri == u->mtstate->resultRelInfo)
+	/* DO UPDATE's rows with the entry they met, MERGE's with their ctid */
+	if (u->versions != NULL &&
+		(rri == NULL || rri == u->mtstate->resultRelInfo))
 	{
 		dp_versions_keep(u->versions, slot, found);
 		return;
@@ -199,6 +201,9 @@ run_statement(DPUpsert *u)
 		elog(ERROR, "ON_CONFLICT 'update''s statement failed: %s",
 			 SPI_result_code_string(rc));
 	SPI_finish();
+	/* what the statement (a direct one, or core's) said of its updates */
+	if (dp_report_last(&u->statement_report))
+		u->statement_reported = true;
 }
 
 void
@@ -246,7 +251,16 @@ void
 dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	if (u->versions != NULL)
+	if (u->statement_reported)
+	{
+		DPReport   *r = &u->statement_report;
+
+		snprintf(buf, len, "%llu rows through INSERT ... ON CONFLICT DO UPDATE: %s",
+				 (unsigned long long) u->core_rows,
+				 r->updates[0] ? r->updates :
+				 r->direct ? "" : r->reason[0] ? r->reason : "normal path");
+	}
+	else if (u->versions != NULL)
 		dp_versions_describe(u->versions, buf, len);
 	else if (u->core_rows > 0 && u->why != NULL)
 		snprintf(buf, len, "%llu rows by core's executor: %s",

@@ -1,26 +1,30 @@
 /*-------------------------------------------------------------------------
  *
  * versions.c
- *	  INSERT ... ON CONFLICT DO UPDATE's updates in bulk: the new versions of
- *	  the rows that meet a row of the table are placed by the page builder
- *	  and indexed by the sorted index work, and each old version's page is
- *	  changed once, in place, and logged as one full-page image.
+ *	  INSERT ... ON CONFLICT DO UPDATE's and MERGE's updates in bulk: the
+ *	  new versions of the rows that meet a row of the table are placed by
+ *	  the page builder and indexed by the sorted index work, and each old
+ *	  version's page is changed once, in place, and logged as one full-page
+ *	  image.
  *
  * Core updates a conflicting row on its own: it locks the row (a WAL
  * record), writes the new version where there is room (on a settled table,
  * another page: a second record) and inserts an entry into every index,
  * each a descent of the tree and a record.  Here the rows that conflict
- * (conflict.c keeps them, with the entry that found the row they meet)
- * are sorted by that entry's TID, so the old versions are visited page by
- * page, in block order, after the load's own rows are written:
+ * (conflict.c keeps them, with the entry that found the row they meet;
+ * MERGE's matched rows carry the target row's ctid) are sorted by that
+ * TID, so the old versions are visited page by page, in block order, after
+ * the load's own rows are written:
  *
  *	evaluate	for each row, with its old page pinned: the live version of
  *				the HOT chain the entry points at (a dirty snapshot, as
- *				core's conflict check), then core's own DO UPDATE
- *				expressions of the statement's ModifyTable node - the WHERE
- *				clause, the SET projection (EXCLUDED is the proposed row)
- *				- and the table's NOT NULL and CHECK constraints, with core's
- *				errors; the new version goes to a page builder of its own
+ *				core's conflict check), then core's own expressions of the
+ *				statement's ModifyTable node - DO UPDATE's WHERE clause and
+ *				SET projection (EXCLUDED is the proposed row), or MERGE's
+ *				first WHEN MATCHED action whose condition holds (an UPDATE's
+ *				projection; DO NOTHING changes nothing) - and the table's
+ *				NOT NULL and CHECK constraints, with core's errors; the new
+ *				version goes to a page builder of its own
  *				(xmin this transaction, HEAP_UPDATED, not frozen), its TID
  *				known at once;
  *	apply		every 16384 rows, at a page boundary: the builder's pages
@@ -39,7 +43,8 @@
  * inserted rows are invisible to its snapshot either way); a row whose
  * key two rows of the statement meet is updated by the first that passes
  * the WHERE clause, and a later one raises core's cardinality error, as
- * when core's tuple lock finds the row updated by this command.  The
+ * when core's tuple lock finds the row updated by this command (MERGE
+ * likewise, with its own message; its DO NOTHING takes no lock).  The
  * headers are exactly heap_update's and heap_lock_tuple's for a row no
  * other transaction locks.  The order differs: old versions are visited
  * in TID order, not input order, which only an error can show (the first
@@ -64,7 +69,8 @@
  * a partitioned table or a partition, row triggers of any kind (foreign
  * keys included), row security or a view's CHECK OPTION, stored generated
  * columns, RETURNING, SERIALIZABLE (predicate locks), an index that is
- * deferrable or an exclusion constraint, and directpath.bulk_update off.
+ * deferrable or an exclusion constraint, MERGE's DELETE and WHEN NOT
+ * MATCHED BY SOURCE actions, and directpath.bulk_update off.
  *
  *-------------------------------------------------------------------------
  */
@@ -115,7 +121,10 @@ struct DPVersions
 	TupleTableSlot *got;		/* ... read back */
 	uint64		kept;
 	/* the run */
-	TupleTableSlot *excluded;	/* the proposed row (target's format) */
+	bool		merge;			/* MERGE's matched rows, else DO UPDATE's */
+	TupleTableSlot *row;		/* a kept row: DO UPDATE's proposed row
+								 * (EXCLUDED), MERGE's subplan row */
+	TupleTableSlot *existing;	/* the old version, for the expressions */
 	TupleTableSlot *heapslot;	/* a new version, for the index work */
 	SnapshotData dirty;
 	DPHeapBuilder *builder;
@@ -136,6 +145,22 @@ struct DPVersions
 	const char *core_why;		/* why rows went to core's path, or NULL */
 };
 
+/* MERGE's own reasons (its actions), or NULL. */
+static const char *
+merge_refusal(ResultRelInfo *rri)
+{
+	ListCell   *lc;
+
+	if (DP_MERGE_BY_SOURCE_ACTIONS(rri) != NIL)
+		return "MERGE has WHEN NOT MATCHED BY SOURCE actions";
+	foreach(lc, DP_MERGE_MATCHED_ACTIONS(rri))
+		if (((MergeActionState *) lfirst(lc))->mas_action->commandType == CMD_DELETE)
+			return "MERGE deletes matched rows";
+	if (rri->ri_oldTupleSlot == NULL || rri->ri_RowIdAttNo == InvalidAttrNumber)
+		return "MERGE has no matched action";
+	return NULL;
+}
+
 const char *
 dp_versions_refusal(ModifyTableState *mt)
 {
@@ -143,13 +168,18 @@ dp_versions_refusal(ModifyTableState *mt)
 	Relation	rel = rri->ri_RelationDesc;
 	TriggerDesc *trig = rel->trigdesc;
 	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
+	const char *why;
 
 	if (!dp_bulk_update)
 		return "directpath.bulk_update is off";
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
 		return "the target is partitioned or a partition";
-	if (mt->mt_nrels != 1 || rri->ri_onConflict == NULL)
+	if (mt->mt_nrels != 1)
 		return "the statement has more than one result relation";
+	if (mt->operation == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
+		return why;
+	if (mt->operation == CMD_INSERT && rri->ri_onConflict == NULL)
+		return "the statement has no DO UPDATE";
 	if (RelationIsLogicallyLogged(rel))
 		return "the table is logically logged (logical decoding reads updates from UPDATE records)";
 	if (trig && (trig->trig_insert_before_row || trig->trig_insert_after_row ||
@@ -181,13 +211,17 @@ DPVersions *
 dp_versions_begin(EState *estate, ModifyTableState *mt)
 {
 	DPVersions *v = palloc0(sizeof(DPVersions));
-	TupleDesc	desc = RelationGetDescr(mt->resultRelInfo->ri_RelationDesc);
+	bool		merge = mt->operation == CMD_MERGE;
+	/* MERGE keeps its subplan's rows (junk columns too), DO UPDATE rows */
+	TupleDesc	desc = merge ? ExecGetResultType(outerPlanState(mt)) :
+		RelationGetDescr(mt->resultRelInfo->ri_RelationDesc);
 	TupleDesc	sortdesc;
 	AttrNumber	keys[2];
 	Oid			ops[2] = {Int8LessOperator, Int8LessOperator};
 	Oid			colls[2] = {InvalidOid, InvalidOid};
 	bool		nulls_first[2] = {false, false};
 
+	v->merge = merge;
 	v->rri = mt->resultRelInfo;
 	v->rel = v->rri->ri_RelationDesc;
 	v->estate = estate;
@@ -208,14 +242,27 @@ dp_versions_begin(EState *estate, ModifyTableState *mt)
 								   work_mem, NULL, TUPLESORT_NONE);
 	v->put = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
 	v->got = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
-	v->excluded = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
-	v->heapslot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	v->row = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
+	v->existing = v->merge ? v->rri->ri_oldTupleSlot :
+		v->rri->ri_onConflict->oc_Existing;
+	v->heapslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(v->rel),
+										  &TTSOpsHeapTuple);
 	return v;
 }
 
 void
 dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 {
+	if (found == NULL)
+	{
+		/* MERGE: the target row the join matched, by its ctid */
+		bool		isnull;
+		Datum		ctid = ExecGetJunkAttribute(slot, v->rri->ri_RowIdAttNo,
+												&isnull);
+
+		Assert(v->merge && !isnull);
+		found = (ItemPointer) DatumGetPointer(ctid);
+	}
 	ExecClearTuple(v->put);
 	slot_getallattrs(slot);
 	memcpy(v->put->tts_values, slot->tts_values, sizeof(Datum) * v->natts);
@@ -229,18 +276,18 @@ dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 	tuplesort_puttupleslot(v->sort, v->put);
 }
 
-/* The row read back: the proposed row into 'excluded', its entry's TID. */
+/* The row read back into 'row'; its entry's TID. */
 static void
 read_row(DPVersions *v, ItemPointer entry)
 {
 	int64		packed;
 
 	slot_getallattrs(v->got);
-	ExecClearTuple(v->excluded);
-	memcpy(v->excluded->tts_values, v->got->tts_values, sizeof(Datum) * v->natts);
-	memcpy(v->excluded->tts_isnull, v->got->tts_isnull, sizeof(bool) * v->natts);
-	ExecStoreVirtualTuple(v->excluded);
-	v->excluded->tts_tableOid = RelationGetRelid(v->rel);
+	ExecClearTuple(v->row);
+	memcpy(v->row->tts_values, v->got->tts_values, sizeof(Datum) * v->natts);
+	memcpy(v->row->tts_isnull, v->got->tts_isnull, sizeof(bool) * v->natts);
+	ExecStoreVirtualTuple(v->row);
+	v->row->tts_tableOid = RelationGetRelid(v->rel);
 	packed = DatumGetInt64(v->got->tts_values[v->natts]);
 	ItemPointerSet(entry, (BlockNumber) (packed >> 16),
 				   (OffsetNumber) (packed & 0xFFFF));
@@ -250,7 +297,7 @@ read_row(DPVersions *v, ItemPointer entry)
 static void
 to_core(DPVersions *v, Tuplestorestate *rest, const char *why)
 {
-	tuplestore_puttupleslot(rest, v->excluded);
+	tuplestore_puttupleslot(rest, v->row);
 	v->to_core++;
 	if (v->core_why == NULL)
 		v->core_why = why;
@@ -323,17 +370,76 @@ find_old(DPVersions *v, ItemPointer tid, HeapTuple tuple, bool *free)
 }
 
 /*
+ * DO UPDATE's expressions, as ExecOnConflictUpdate runs them once the row
+ * is locked: the new version's values, or NULL when the WHERE clause is
+ * false (the row stays locked, *lock).
+ */
+static TupleTableSlot *
+on_conflict(DPVersions *v, ExprContext *econtext, bool *lock)
+{
+	OnConflictSetState *oc = v->rri->ri_onConflict;
+
+	InstrCountTuples2(&v->mt->ps, 1);
+	if (!ExecQual(oc->oc_WhereClause, econtext))
+	{
+		InstrCountFiltered1(&v->mt->ps, 1);
+		*lock = true;
+		return NULL;
+	}
+	return ExecProject(oc->oc_ProjInfo);
+}
+
+/*
+ * MERGE's WHEN MATCHED actions, as ExecMergeMatched picks one: the first
+ * whose condition holds; its UPDATE's new values, or NULL (DO NOTHING, or
+ * no action; neither locks the row).
+ */
+static TupleTableSlot *
+merge_matched(DPVersions *v, ExprContext *econtext)
+{
+	ListCell   *lc;
+
+	foreach(lc, DP_MERGE_MATCHED_ACTIONS(v->rri))
+	{
+		MergeActionState *action = lfirst(lc);
+
+		if (!ExecQual(action->mas_whenqual, econtext))
+			continue;
+		if (action->mas_action->commandType != CMD_UPDATE)
+			return NULL;
+		v->mt->mt_merge_updated += 1;
+		return ExecProject(action->mas_proj);
+	}
+	return NULL;
+}
+
+/* Core's error for a row this command already updated. */
+static void
+affected_twice(DPVersions *v)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CARDINALITY_VIOLATION),
+	/* translator: %s is a SQL command name */
+			 errmsg("%s command cannot affect row a second time",
+					v->merge ? "MERGE" : "ON CONFLICT DO UPDATE"),
+			 v->merge ?
+			 errhint("Ensure that not more than one source row matches any one target row.") :
+			 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+}
+
+/*
  * One kept row: its old version found on the pinned page, core's DO UPDATE
- * expressions run on it, its new version placed (or the row locked).
+ * or MERGE expressions run on it, its new version placed (or the row
+ * locked).
  */
 static void
 evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 {
-	OnConflictSetState *oc = v->rri->ri_onConflict;
 	ExprContext *econtext = v->mt->ps.ps_ExprContext;
 	HeapTupleData tuple;
 	ItemPointerData tid = *entry;
 	bool		free_header;
+	bool		lock = false;
 	DPChange   *c;
 	TupleTableSlot *newslot;
 	HeapTuple	newtup;
@@ -346,40 +452,34 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 	}
 	c = change_of(v, ItemPointerGetOffsetNumber(&tid));
 	if (c != NULL && c->update)
-		ereport(ERROR,
-				(errcode(ERRCODE_CARDINALITY_VIOLATION),
-		/* translator: %s is a SQL command name */
-				 errmsg("%s command cannot affect row a second time",
-						"ON CONFLICT DO UPDATE"),
-				 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+		affected_twice(v);
 	if (!free_header)
 	{
 		to_core(v, rest, "a row was locked by a transaction (or earlier in this one)");
 		return;
 	}
 
-	/* as ExecOnConflictUpdate, once the row is locked */
 	ResetExprContext(econtext);
-	ExecStoreBufferHeapTuple(&tuple, oc->oc_Existing, v->buf);
-	econtext->ecxt_scantuple = oc->oc_Existing;
-	econtext->ecxt_innertuple = v->excluded;
+	ExecStoreBufferHeapTuple(&tuple, v->existing, v->buf);
+	econtext->ecxt_scantuple = v->existing;
+	econtext->ecxt_innertuple = v->row;
 	econtext->ecxt_outertuple = NULL;
-	InstrCountTuples2(&v->mt->ps, 1);
-	if (!ExecQual(oc->oc_WhereClause, econtext))
+	newslot = v->merge ? merge_matched(v, econtext) :
+		on_conflict(v, econtext, &lock);
+	if (newslot == NULL)
 	{
-		if (c == NULL)
+		if (lock && c == NULL)
 			add_change(v, ItemPointerGetOffsetNumber(&tid));
-		InstrCountFiltered1(&v->mt->ps, 1);
-		ExecClearTuple(oc->oc_Existing);
+		ExecClearTuple(v->existing);
 		return;
 	}
-	newslot = ExecProject(oc->oc_ProjInfo);
 	/* as ExecUpdate: no triggers, no generated columns, not a partition */
 	if (v->rel->rd_att->constr)
 		ExecConstraints(v->rri, newslot, v->estate);
 	old = MemoryContextSwitchTo(v->chunk_cxt);
 	newtup = ExecCopySlotHeapTuple(newslot);
 	MemoryContextSwitchTo(old);
+	ExecClearTuple(v->existing);
 	if (c == NULL)
 		c = add_change(v, ItemPointerGetOffsetNumber(&tid));
 	c->update = true;
@@ -387,7 +487,6 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 	v->versions[v->nversions++] = newtup;
 	if (v->mt->canSetTag)
 		v->estate->es_processed++;
-	ExecClearTuple(oc->oc_Existing);
 }
 
 /* Set one old version's header as heap_update or heap_lock_tuple would. */
@@ -459,6 +558,7 @@ apply_page(DPVersions *v, int first, int end)
 		log_newpage_buffer(buf, true);
 	END_CRIT_SECTION();
 	UnlockReleaseBuffer(buf);
+	dp_fault("versions_page");
 	pfree(cmax);
 	pfree(iscombo);
 }

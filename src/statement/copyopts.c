@@ -34,7 +34,9 @@
  *	SET (the COPY's columns outside the arbiter) = ROW(EXCLUDED. ...)
  *
  * through SPI, the kept rows an ephemeral named relation (upsert.c): core's
- * update, its triggers, row security and errors, for each of them.
+ * update, its triggers, row security and errors, for each of them.  The
+ * statement is hinted: its updates are made in bulk (load/versions.c)
+ * where that is allowed, by core's executor otherwise, as any DO UPDATE's.
  * Columns the COPY does not list keep their values; a generated column is
  * recomputed.
  *
@@ -173,7 +175,7 @@ update_statement(Relation rel, Oid arbiter, List *attnums, List *assigned)
 		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
 						 quote_identifier(get_attname(relid, lfirst_int(lc), false)));
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "/*+ NOAPPEND */ INSERT INTO %s (%s) SELECT %s FROM %s ON CONFLICT (",
+	appendStringInfo(&sql, "/*+ APPEND */ INSERT INTO %s (%s) SELECT %s FROM %s ON CONFLICT (",
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)),
 					 cols.data, cols.data, DP_UPSERT_ROWS);
