@@ -323,6 +323,42 @@ def test_dead_entries_and_several_batches(cluster):
         assert conn.execute("SELECT count(*) FROM up_dead_d WHERE v = 'new'").fetchone()[0] > 0
 
 
+def test_key_whose_entries_span_two_leaves(cluster):
+    """One row updated (not HOT) until its key's entries fill more than a
+    leaf, an old snapshot keeping them all: the live entry is on a leaf to
+    the right of the one the key's first entry is on, behind a high key
+    equal to the key.  The probe must move right to it (it once stopped at
+    that high key and took the key for new; the insert then failed the
+    unique check)."""
+    with cluster.conn() as conn, cluster.conn(autocommit=False) as old:
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        conn.execute("CREATE TABLE up_span (id int PRIMARY KEY, v int, w text) "
+                     "WITH (autovacuum_enabled = off)")
+        conn.execute("CREATE INDEX ON up_span (v)")
+        conn.execute("INSERT INTO up_span SELECT g, g, 'x' FROM generate_series(1, 2000) g")
+        old.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        old.execute("SELECT count(*) FROM up_span")
+        # every update changes the indexed v: a new pkey entry each time
+        for _ in range(3000):
+            conn.execute("UPDATE up_span SET v = v + 1 WHERE id = 1000")
+        old.rollback()
+        leaves = conn.execute(
+            "SELECT count(DISTINCT b) FROM generate_series(1, "
+            "pg_relation_size('up_span_pkey') / 8192 - 1) b, "
+            "LATERAL bt_page_stats('up_span_pkey', b::int) s, "
+            "LATERAL bt_page_items('up_span_pkey', b::int) i "
+            "WHERE s.type = 'l' AND i.data = 'e8 03 00 00 00 00 00 00' "
+            "AND (s.btpo_next = 0 OR i.itemoffset > 1)").fetchone()[0]
+        assert leaves >= 2
+        for action, expect in (("DO NOTHING", 0), ("DO UPDATE SET w = 'y'", 1)):
+            cur = conn.execute("/*+ APPEND */ INSERT INTO up_span SELECT 1000, -1, 'new' "
+                               f"FROM generate_series(1, 1) ON CONFLICT (id) {action}")
+            assert cur.rowcount == expect, action
+        assert conn.execute("SELECT count(*), max(w) FROM up_span WHERE id = 1000").fetchone() \
+            == (1, "y")
+        verify_table(conn, "up_span")
+
+
 @pytest.mark.parametrize("action", ["nothing", "update", "copy"])
 def test_conflicts_through_hot_chains_leave_the_index_sound(cluster, tmp_path, action):
     """Rows updated in place (HOT: their index entry names the chain's root,
