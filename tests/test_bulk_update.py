@@ -57,11 +57,15 @@ def test_bulk_matches_plain_and_checks(cluster):
         make_tables(conn, "bu_p", "bu_s")
         make_tables(conn, "bu_d", "bu_s")
         sql = "/*+ APPEND */ " + UPSERT.format(t="bu_d", s="bu_s")
-        updates = explain_updates(conn, sql)
+        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql).fetchone()[0][0]["Plan"]
         # 20000 ids meet a row; those with id % 7 = 0 are only locked
         locked = conn.execute("SELECT count(*) FROM generate_series(2, 40000, 2) g "
                               "WHERE g % 7 = 0").fetchone()[0]
-        assert updates == f"{20000 - locked} in bulk ({locked} more locked: WHERE false)"
+        assert plan["Updates"] == f"{20000 - locked} in bulk ({locked} more locked: WHERE false)"
+        # EXPLAIN's counts, as core's ModifyTable node gives them
+        insert = plan["Plans"][0]
+        assert (insert["Tuples Inserted"], insert["Conflicting Tuples"],
+                insert["Rows Removed by Conflict Filter"]) == (20000, 20000, locked)
         conn.execute(UPSERT.format(t="bu_p", s="bu_s"))
         assert table_digest(conn, "bu_d") == table_digest(conn, "bu_p")
         verify_table(conn, "bu_d")
@@ -191,6 +195,20 @@ def test_errors_like_plain(cluster):
         assert sqlstate_of(conn, "/*+ APPEND */ " + UPSERT.format(t="bu_e", s="bu_es")) == "21000"
         assert table_digest(conn, "bu_e") == before
         verify_table(conn, "bu_e")
+        # rolled back to a savepoint: the old versions live again, and the
+        # table takes a second run in the same transaction
+        conn.execute("DELETE FROM bu_es WHERE id = 40 AND ts = (SELECT max(ts) FROM bu_es "
+                     "WHERE id = 40)")
+        conn.execute("BEGIN")
+        conn.execute("SAVEPOINT s")
+        conn.execute("/*+ APPEND */ " + UPSERT.format(t="bu_e", s="bu_es"))
+        assert table_digest(conn, "bu_e") != before
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        assert table_digest(conn, "bu_e") == before
+        conn.execute("/*+ APPEND */ " + UPSERT.format(t="bu_e", s="bu_es"))
+        conn.execute("COMMIT")
+        assert conn.execute("SELECT count(*) FROM bu_e WHERE n = 1").fetchone()[0] > 0
+        verify_table(conn, "bu_e")
 
 
 @pytest.mark.parametrize("how", ["kill backend", "immediate stop"])
@@ -301,3 +319,23 @@ def test_copy_on_conflict_update_in_bulk(cluster, tmp_path):
         conn.execute("SELECT pg_stat_force_next_flush()")
         assert conn.execute("SELECT n_tup_upd FROM pg_stat_user_tables "
                             "WHERE relname = 'bu_cd2'").fetchone()[0] == 20000
+
+
+@pytest.mark.parametrize("key_sort", ["on", "off"])
+def test_every_row_an_update_with_the_default_min_bytes(cluster, key_sort):
+    """Nothing to insert: the load itself stays below directpath.min_bytes
+    and goes the normal path (its spooled index entries handed over row by
+    row), the updates are made in bulk after it.  The hand-over once began
+    a tuplesort in a context it then deleted, and ended it again: freed
+    memory that the updates' own contexts reused (a crash)."""
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.index_key_sort": key_sort})
+        for t in ("bu_hp", "bu_hd"):
+            make_tables(conn, t, "bu_hs", rows=20000)
+            conn.execute(f"CREATE INDEX ON {t} (n)")
+        conn.execute("DELETE FROM bu_hs WHERE id % 2 = 1")
+        updates = explain_updates(conn, "/*+ APPEND */ " + UPSERT.format(t="bu_hd", s="bu_hs"))
+        assert updates.endswith("in bulk (2857 more locked: WHERE false)"), updates
+        conn.execute(UPSERT.format(t="bu_hp", s="bu_hs"))
+        assert table_digest(conn, "bu_hd") == table_digest(conn, "bu_hp")
+        verify_table(conn, "bu_hd")

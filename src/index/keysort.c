@@ -110,6 +110,10 @@ struct DPKeySort
 	Relation	index;
 	int			workmem;		/* kB */
 	bool		check_unique;	/* the tuplesort raises duplicates */
+	MemoryContext cxt;			/* the sort's lifetime (the caller's at
+								 * begin): a tuplesort begun later, when the
+								 * caller reads in a shorter context, lives
+								 * here too */
 };
 
 static inline int
@@ -349,6 +353,7 @@ dp_keysort_begin(Relation heap, Relation index, int workmem,
 	s->index = index;
 	s->workmem = workmem;
 	s->check_unique = check_unique && index->rd_index->indisunique;
+	s->cxt = CurrentMemoryContext;
 	if (!s->check_unique)
 		s->words = words_begin(index, workmem);
 	return s;
@@ -360,6 +365,8 @@ tuplesort_of(DPKeySort *s)
 {
 	if (s->sort == NULL)
 	{
+		MemoryContext old = MemoryContextSwitchTo(s->cxt);
+
 		s->sort = tuplesort_begin_index_btree(s->heap, s->index,
 											  s->check_unique,
 											  s->index->rd_index->indnullsnotdistinct,
@@ -367,6 +374,7 @@ tuplesort_of(DPKeySort *s)
 		if (s->words != NULL)
 			words_move(s->words, s->sort);
 		s->words = NULL;
+		MemoryContextSwitchTo(old);
 	}
 	return s->sort;
 }

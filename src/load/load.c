@@ -501,8 +501,14 @@ static void
 defer(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot, ItemPointer found)
 {
 	if (s->upsert == NULL)
+	{
+		/* kept until the end of the load, whatever context a row is in */
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(s));
+
 		s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,
 									s->retstore, s->update_sql);
+		MemoryContextSwitchTo(old);
+	}
 	dp_upsert_keep(s->upsert, rri, slot, found);
 }
 

@@ -629,6 +629,12 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 	bool		bulk;
 	ItemPointerData entry;
 
+	/*
+	 * The run's state lives as long as the kept rows: the caller's context
+	 * may be one that the rows' expressions reset (a nested statement's)
+	 */
+	MemoryContext caller = MemoryContextSwitchTo(GetMemoryChunkContext(v));
+
 	tuplesort_performsort(v->sort);
 	/* no row locks from now on: see the header comment */
 	bulk = ConditionalLockRelation(v->rel, ExclusiveLock);
@@ -646,6 +652,9 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 	}
 	v->buf = InvalidBuffer;
 	v->blkno = InvalidBlockNumber;
+	/* EXPLAIN ANALYZE: the node ran, as when core's executor takes the rows */
+	if (v->mt->ps.instrument)
+		InstrStartNode(v->mt->ps.instrument);
 	while (tuplesort_gettupleslot(v->sort, true, false, v->got, NULL))
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -671,8 +680,11 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 		dp_indexes_finish(v->indexes);
 		MemoryContextDelete(v->chunk_cxt);
 	}
+	if (v->mt->ps.instrument)
+		InstrStopNode(v->mt->ps.instrument, 0);
 	tuplesort_end(v->sort);
 	v->sort = NULL;
+	MemoryContextSwitchTo(caller);
 	return v->to_core;
 }
 
