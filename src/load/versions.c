@@ -72,6 +72,11 @@
  * deferrable or an exclusion constraint, MERGE's DELETE and WHEN NOT
  * MATCHED BY SOURCE actions, and directpath.bulk_update off.
  *
+ * Long: over 700 lines.  The evaluation, the page changes and the index
+ * work of a run share one state (DPVersions: the sorted rows, the builder,
+ * the chunk's changes); the load sees only dp_versions_*, and keeping the
+ * steps together keeps that state private.
+ *
  *-------------------------------------------------------------------------
  */
 #include "load/load.h"
@@ -623,6 +628,21 @@ leave_page(DPVersions *v)
 	v->page_first = v->nchanges;
 }
 
+/* The run's page builder, index work and first chunk. */
+static void
+start_run(DPVersions *v)
+{
+	v->builder = dp_heap_begin(v->rel, false, v->xid, v->cid, NULL);
+	v->indexes = dp_indexes_begin(v->rri, false, true);
+	InitDirtySnapshot(v->dirty);
+	v->chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "directpath new versions",
+										 ALLOCSET_DEFAULT_SIZES);
+	v->cap = DP_VERSIONS_CHUNK;
+	v->versions = MemoryContextAlloc(v->chunk_cxt, sizeof(HeapTuple) * DP_VERSIONS_CHUNK);
+	v->changes = MemoryContextAlloc(v->chunk_cxt, sizeof(DPChange) * v->cap);
+}
+
 uint64
 dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 {
@@ -639,17 +659,7 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 	/* no row locks from now on: see the header comment */
 	bulk = ConditionalLockRelation(v->rel, ExclusiveLock);
 	if (bulk)
-	{
-		v->builder = dp_heap_begin(v->rel, false, v->xid, v->cid, NULL);
-		v->indexes = dp_indexes_begin(v->rri, false, true);
-		InitDirtySnapshot(v->dirty);
-		v->chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
-											 "directpath new versions",
-											 ALLOCSET_DEFAULT_SIZES);
-		v->cap = DP_VERSIONS_CHUNK;
-		v->versions = MemoryContextAlloc(v->chunk_cxt, sizeof(HeapTuple) * DP_VERSIONS_CHUNK);
-		v->changes = MemoryContextAlloc(v->chunk_cxt, sizeof(DPChange) * v->cap);
-	}
+		start_run(v);
 	v->buf = InvalidBuffer;
 	v->blkno = InvalidBlockNumber;
 	/* EXPLAIN ANALYZE: the node ran, as when core's executor takes the rows */
