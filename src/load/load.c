@@ -502,7 +502,7 @@ defer(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot, ItemPointer found)
 {
 	if (s->upsert == NULL)
 	{
-		/* kept until the end of the load, whatever context a row is in */
+		/* the kept rows and their updates' state live with the load */
 		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(s));
 
 		s->upsert = dp_upsert_begin(s->leaves.estate, s->leaves.mtstate,

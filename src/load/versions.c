@@ -649,10 +649,7 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 	bool		bulk;
 	ItemPointerData entry;
 
-	/*
-	 * The run's state lives as long as the kept rows: the caller's context
-	 * may be one that the rows' expressions reset (a nested statement's)
-	 */
+	/* the run's state (builder, index work, chunks) lives with v's */
 	MemoryContext caller = MemoryContextSwitchTo(GetMemoryChunkContext(v));
 
 	tuplesort_performsort(v->sort);
