@@ -216,3 +216,61 @@ def test_unlogged_table(make_cluster):
         verify_table(conn, "u")
     c.stop()
     c.pg_checksums_check()
+
+
+# Blocks of the default 1 GB segment (8 kB blocks).
+SEGMENT_BLOCKS = 131072
+
+
+@pytest.mark.parametrize("wal_level", ["replica", "minimal"])
+def test_load_across_a_segment_boundary(make_cluster, wal_level):
+    """A load whose pages run past the first 1 GB segment file: append.c
+    writes each segment's pages in vectored writes and its last one through
+    smgrextend.  The second segment's file is made, every row reads back
+    from both (the rows that straddle the boundary too), the fsync
+    registration covers both (an immediate stop right after a checkpoint),
+    and the checksums hold.  replica: a table made in an earlier
+    transaction, WAL-logged; minimal: made in the load's transaction, WAL
+    skipped (commit syncs)."""
+    rows = 600_000              # 4 rows of ~1.8 kB a page: ~150,000 blocks
+    c = make_cluster(wal_level=wal_level, checksums=True)
+    with c.conn() as conn:
+        segsize, bs = conn.execute("SELECT current_setting('segment_size'), "
+                                   "current_setting('block_size')").fetchone()
+        if (segsize, bs) != ("1GB", "8192"):
+            pytest.skip(f"a build with {segsize} segments of {bs}-byte blocks")
+        if wal_level == "replica":
+            conn.execute("CREATE TABLE seg (id int, pad text)")
+        conn.execute("BEGIN")
+        if wal_level == "minimal":
+            conn.execute("CREATE TABLE seg (id int, pad text)")
+        conn.execute("/*+ APPEND */ INSERT INTO seg SELECT g, repeat(chr(65 + g % 26), 1800) "
+                     f"FROM generate_series(1, {rows}) g")
+        st = last_statement(conn)
+        conn.execute("COMMIT")
+        assert st["path"] == "direct" and st["rows_inserted"] == rows, st
+        blocks = conn.execute("SELECT pg_relation_size('seg') / 8192").fetchone()[0]
+        assert blocks > SEGMENT_BLOCKS + 10_000, blocks
+        path = conn.execute("SELECT pg_relation_filepath('seg')").fetchone()[0]
+        seg1 = conn.execute("SELECT size FROM pg_stat_file(%s)", (path + ".1",)).fetchone()[0]
+        assert seg1 == (blocks - SEGMENT_BLOCKS) * 8192
+        around = (f"ctid >= '({SEGMENT_BLOCKS - 2},0)' AND ctid < '({SEGMENT_BLOCKS + 2},0)'")
+        want = conn.execute(f"SELECT count(*), sum(id), sum(length(pad)), "
+                            f"count(*) FILTER (WHERE pad <> repeat(chr(65 + id % 26), 1800)), "
+                            f"(SELECT count(*) FROM seg WHERE {around}) FROM seg").fetchone()
+        assert want == (rows, rows * (rows + 1) // 2, rows * 1800, 0, 16), want
+        conn.execute("CHECKPOINT")
+
+    off = c.log_size()
+    c.kill_postmaster_immediate()
+    c.start()
+    c.wait_ready()
+    assert "not properly shut down" in c.log(off)
+    with c.conn() as conn:
+        got = conn.execute(f"SELECT count(*), sum(id), sum(length(pad)), "
+                           f"count(*) FILTER (WHERE pad <> repeat(chr(65 + id % 26), 1800)), "
+                           f"(SELECT count(*) FROM seg WHERE {around}) FROM seg").fetchone()
+        assert got == want
+        verify_table(conn, "seg", frozen_expected=(wal_level == "minimal"))
+    c.stop()
+    c.pg_checksums_check()
