@@ -67,6 +67,9 @@ struct DPChunker
 	bool		special[256];	/* bytes the scan must look at one by one */
 	char		specials[DP_SCAN_MAX_SPECIALS]; /* the same, listed */
 	int			nspecials;
+	char		stops[DP_SCAN_MAX_SPECIALS];	/* specials but \n */
+	int			nstops;
+	Size		no_count_until; /* pos before which counting failed */
 	uint64		consumed;		/* bytes cut into chunks so far */
 	/* the scan's state at 'pos', as CopyReadLineText keeps it */
 	int			eol;
@@ -106,7 +109,11 @@ dp_chunker_begin(CopyFromState cstate)
 			ch->special[(unsigned char) ch->escapec] = true;
 	for (int c = 0; c < 256; c++)
 		if (ch->special[c])
+		{
 			ch->specials[ch->nspecials++] = (char) c;
+			if (c != '\n')
+				ch->stops[ch->nstops++] = (char) c;
+		}
 	ch->binary = cstate->opts.binary;
 	ch->cap = 2 * DP_READ_SIZE;
 	ch->buf = palloc(ch->cap);
@@ -205,6 +212,40 @@ skip_ordinary(DPChunker *ch)
 }
 
 /*
+ * Pass over whole 64-byte blocks that cannot hold the cut, counting their
+ * lines, while the line style is \n, no quote is open, and the blocks hold
+ * nothing but ordinary bytes and newlines (dp_scan_count): each newline
+ * there ends a line, and the state after the blocks is that after their
+ * last byte.  A cut comes only after 'target' bytes past 'start', so only
+ * blocks ending before that are passed over.  False if none was.
+ */
+static bool
+count_lines(DPChunker *ch, Size target)
+{
+	Size		room;
+	Size		skipped;
+	uint64		lines;
+
+	if (ch->eol != EOL_NL || ch->in_quote || ch->pos < ch->no_count_until ||
+		ch->pos + 64 > ch->end || ch->pos - ch->start + 64 >= target)
+		return false;
+	room = Min(ch->end - ch->pos, target - 1 - (ch->pos - ch->start));
+	lines = dp_scan_count('\n', ch->stops, ch->nstops, ch->buf + ch->pos,
+						  room, &skipped);
+	if (skipped == 0)
+	{
+		/* the block has a special byte: scan it byte by byte */
+		ch->no_count_until = ch->pos + 64;
+		return false;
+	}
+	ch->lines += lines;
+	ch->pos += skipped;
+	ch->line_start = ch->buf[ch->pos - 1] == '\n';
+	ch->last_was_esc = false;
+	return true;
+}
+
+/*
  * Scan from 'pos' to the first line end at least 'target' bytes past
  * 'start'; true if found ('pos' is there).  False when the bytes read are
  * used up (a byte whose meaning depends on the next one stays unscanned
@@ -220,6 +261,8 @@ scan_lines(DPChunker *ch, Size target)
 		char		next;
 		Size		step = 1;
 
+		if (count_lines(ch, target))
+			continue;
 		if (!ch->special[(unsigned char) c])
 		{
 			skip_ordinary(ch);
@@ -385,6 +428,7 @@ read_more(DPChunker *ch)
 		memmove(ch->buf, ch->buf + ch->start, ch->end - ch->start);
 		ch->end -= ch->start;
 		ch->pos -= ch->start;
+		ch->no_count_until -= Min(ch->no_count_until, ch->start);
 		ch->start = 0;
 	}
 	if (ch->cap - ch->end < DP_READ_SIZE)

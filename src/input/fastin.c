@@ -968,8 +968,8 @@ dp_fastin_of(FmgrInfo *in, int32 typmod)
  * word at a time.
  */
 bool
-dp_fastin_read(const DPFastIn *f, const char *s, int len, int32 typmod,
-			   Datum *d)
+dp_fastin_parse(const DPFastIn *f, const char *s, int len, int32 typmod,
+				Datum *d)
 {
 	int64		v;
 
@@ -979,24 +979,57 @@ dp_fastin_read(const DPFastIn *f, const char *s, int len, int32 typmod,
 			if (!read_int_wide(s, len, 4, &v))
 				return false;
 			*d = Int16GetDatum((int16) v);
-			break;
+			return true;
 		case FAST_INT4:
 			if (!read_int_wide(s, len, 9, &v))
 				return false;
 			*d = Int32GetDatum((int32) v);
-			break;
+			return true;
 		case FAST_INT8:
 			if (!read_int_wide(s, len, 18, &v))
 				return false;
 			*d = Int64GetDatum(v);
-			break;
+			return true;
 		default:
-			if (!read_value(f->kind, s, len, typmod, d))
-				return false;
-			break;
+			return read_value(f->kind, s, len, typmod, d);
 	}
+}
+
+bool
+dp_fastin_read(const DPFastIn *f, const char *s, int len, int32 typmod,
+			   Datum *d)
+{
+	if (!dp_fastin_parse(f, s, len, typmod, d))
+		return false;
 	n_fast[f->kind]++;
 	return true;
+}
+
+void
+dp_fastin_count(const DPFastIn *f, uint64 n)
+{
+	n_fast[f->kind] += n;
+}
+
+bool
+dp_fastin_bounded(const DPFastIn *f)
+{
+	switch (f->kind)
+	{
+		case FAST_INT2:
+		case FAST_INT4:
+		case FAST_INT8:
+		case FAST_FLOAT4:
+		case FAST_FLOAT8:
+		case FAST_NUMERIC:
+		case FAST_TEXT:
+		case FAST_VARCHAR:
+		case FAST_BPCHAR:
+			return true;
+		default:
+			/* bool, date, timestamps and uuid look for the terminator */
+			return false;
+	}
 }
 
 /*

@@ -61,6 +61,17 @@ extern const DPFastIn *dp_fastin_of(FmgrInfo *in, int32 typmod);
 extern bool dp_fastin_read(const DPFastIn *f, const char *s, int len,
 						   int32 typmod, Datum *d);
 
+/* The same without counting the field; count n fields taken by f. */
+extern bool dp_fastin_parse(const DPFastIn *f, const char *s, int len,
+							int32 typmod, Datum *d);
+extern void dp_fastin_count(const DPFastIn *f, uint64 n);
+
+/*
+ * Whether f's parser reads only the 'len' bytes (and the slack), so that
+ * the bytes at s need no terminator: s may point into the input.
+ */
+extern bool dp_fastin_bounded(const DPFastIn *f);
+
 /*
  * Binary COPY: the fast input of a column by its receive function, type
  * and typmod, or NULL; a field of 'len' bytes at s converted when its kind

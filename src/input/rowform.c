@@ -26,7 +26,18 @@
  *	  each column's input function is called as NextCopyFrom calls it
  *	  (cstate->in_functions, so fastin.c's exact fast input takes the
  *	  common types), with cur_attname and cur_attval set for the error
- *	  context; then the defaults of the columns not read, as core.
+ *	  context; then the defaults of the columns not read, as core.  A
+ *	  field whose fast parser reads only its bytes (dp_fastin_bounded) is
+ *	  parsed where it lies in the chunk, copied only if the parser hands
+ *	  it on.
+ *
+ * Plain records.  A record that ends with \n and holds no special byte but
+ * delimiters is split from the delimiters' bitmap alone (split_plain); if
+ * every column has a fast parser, steps 2 and 3 are one pass (form_plain):
+ * each field goes to its parser as its delimiter is found.  The parsers
+ * raise no errors, so a record form_plain gives up on (a NULL, a field
+ * handed on, the wrong number of fields) is formed again the general way
+ * with the same result and errors.
  *
  * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
  * each chunk after a file header) is read tuple by tuple as
@@ -101,6 +112,7 @@ typedef struct DPColumn
 	int			m;				/* attribute index */
 	FmgrInfo   *in;				/* cstate->in_functions[m] */
 	const DPFastIn *fast;		/* its fast parser, or NULL */
+	bool		bounded;		/* which reads a field where it lies */
 	Oid			ioparam;
 	int32		typmod;
 	const char *name;
@@ -127,6 +139,9 @@ struct DPRowFormer
 	DPField    *fields;			/* ncolumns + 1 */
 	char	  **strings;		/* the record's field strings, NULL for NULL */
 	int		   *lengths;		/* and their lengths */
+	bool	   *in_data;		/* a string is in the chunk, unterminated */
+	bool		all_fast;		/* every column has a fast parser */
+	uint64		plain_rows;		/* rows form_plain made, fields not counted */
 	char		specials[DP_SCAN_MAX_SPECIALS];
 	int			nspecials;
 	/* the chunk */
@@ -134,6 +149,7 @@ struct DPRowFormer
 	Size		len;
 	Size		pos;			/* next record */
 	uint64	   *bits;			/* special bytes of data */
+	uint64	   *delims;			/* its delimiters alone */
 	Size		nwords;
 	Size		bits_cap;
 	uint64		lineno;			/* lines before 'pos' */
@@ -163,10 +179,15 @@ scan_chunk(DPRowFormer *rf)
 	{
 		rf->bits_cap = Max(rf->nwords, 2 * rf->bits_cap);
 		if (rf->bits)
+		{
 			pfree(rf->bits);
+			pfree(rf->delims);
+		}
 		rf->bits = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
+		rf->delims = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
 	}
-	dp_scan_specials(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits);
+	dp_scan_specials(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits,
+					 rf->delims);
 }
 
 /* The first special byte at or after 'from'; the chunk's length if none. */
@@ -188,7 +209,83 @@ next_special(const DPRowFormer *rf, Size from)
 	return (w << 6) + pg_rightmost_one_pos64(m);
 }
 
+/*
+ * The first special byte at or after 'from' that is not the delimiter; the
+ * chunk's length if none.
+ */
+static inline Size
+next_other(const DPRowFormer *rf, Size from)
+{
+	Size		w = from >> 6;
+	uint64		m;
+
+	if (from >= rf->len)
+		return rf->len;
+	m = (rf->bits[w] & ~rf->delims[w]) & (~UINT64CONST(0) << (from & 63));
+	while (m == 0)
+	{
+		if (++w >= rf->nwords)
+			return rf->len;
+		m = rf->bits[w] & ~rf->delims[w];
+	}
+	return (w << 6) + pg_rightmost_one_pos64(m);
+}
+
 /* ---- 2. the split: a record's fields and end ---- */
+
+/*
+ * A plain record at rf->pos: one that ends with \n under the \n line style
+ * (or the first line's), with no other special byte than delimiters (no
+ * backslash, carriage return, quote or escape) and as many fields as
+ * columns.  Its fields are the gaps between the delimiters' bits: no byte
+ * of the record is read.  False for any other record, which split_record
+ * reads (with the same result for a plain one).
+ */
+static bool
+split_plain(DPRowFormer *rf, Size *end, Size *next)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+	Size		e;
+	Size		w;
+	int			nf = 0;
+
+	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
+		rf->eol == EOL_CRNL)
+		return false;
+	e = next_other(rf, p);
+	if (e >= rf->len || d[e] != '\n')
+		return false;
+
+	rf->fields[0].start = p;
+	rf->fields[0].marked = false;
+	for (w = p >> 6; (w << 6) < e; w++)
+	{
+		uint64		m = rf->delims[w];
+
+		if ((w << 6) < p)
+			m &= ~UINT64CONST(0) << (p & 63);
+		if (((w + 1) << 6) > e)
+			m &= ~(~UINT64CONST(0) << (e & 63));
+		while (m != 0)
+		{
+			Size		q = (w << 6) + pg_rightmost_one_pos64(m);
+
+			m &= m - 1;
+			if (++nf >= rf->ncolumns)
+				return false;
+			rf->fields[nf - 1].end = q;
+			rf->fields[nf].start = q + 1;
+			rf->fields[nf].marked = false;
+		}
+	}
+	if (nf + 1 != rf->ncolumns)
+		return false;
+	rf->fields[nf].end = e;
+	*end = e;
+	*next = e + 1;
+	return true;
+}
 
 /*
  * A line ends at 'q' (an unquoted \n or \r): the bytes the end takes (in
@@ -483,6 +580,7 @@ static bool
 field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 {
 	Size		len = end - start;
+	bool		copied = false;
 
 	/* room for the terminator, and the fast parsers' slack after a field */
 	if (len + DP_FASTIN_SLACK > rf->out_cap)
@@ -491,7 +589,6 @@ field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 		pfree(rf->out);
 		rf->out = MemoryContextAllocZero(rf->mcxt, rf->out_cap);
 	}
-	memcpy(rf->out, rf->data + start, len);
 	for (int i = 0; i < rf->ncolumns; i++)
 	{
 		DPField    *f = &rf->fields[i];
@@ -501,18 +598,32 @@ field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 		if ((!rf->csv || !f->marked) && flen == rf->null_len &&
 			(flen == 0 || rf->data[f->start] == rf->null_print[0]) &&
 			memcmp(rf->data + f->start, rf->null_print, flen) == 0)
-			strings[i] = NULL;
-		else
 		{
-			strings[i] = s;
-			if (!f->marked)
-				s[flen] = '\0';
-			else if (rf->csv)
-				flen = unquote_csv(rf, s, flen);
-			else if (!unescape_text(s, &flen))
-				return false;
-			rf->lengths[i] = flen;
+			strings[i] = NULL;
+			continue;
 		}
+		rf->lengths[i] = flen;
+		rf->in_data[i] = !f->marked && rf->columns[i].bounded &&
+			f->start + DP_FASTIN_SLACK <= rf->len;
+		if (rf->in_data[i])
+		{
+			/* its parser reads it where it lies (form_values) */
+			strings[i] = (char *) rf->data + f->start;
+			continue;
+		}
+		if (!copied)
+		{
+			memcpy(rf->out, rf->data + start, len);
+			copied = true;
+		}
+		strings[i] = s;
+		if (!f->marked)
+			s[flen] = '\0';
+		else if (rf->csv)
+			flen = unquote_csv(rf, s, flen);
+		else if (!unescape_text(s, &flen))
+			return false;
+		rf->lengths[i] = flen;
 	}
 	return true;
 }
@@ -546,6 +657,98 @@ fill_defaults(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 	}
 }
 
+/*
+ * Field i of a plain record, bytes [start, end) of the chunk, by its
+ * column's fast parser: where it lies for a bounded parser with its slack
+ * in the chunk, else from a terminated copy in rf->out.  False for the NULL
+ * string and for a field the parser does not take.
+ */
+static inline bool
+plain_field(DPRowFormer *rf, int i, Size start, Size end, Datum *values,
+			bool *nulls)
+{
+	DPColumn   *col = &rf->columns[i];
+	const char *s = rf->data + start;
+	Size		len = end - start;
+
+	if (len == rf->null_len && (len == 0 || s[0] == rf->null_print[0]) &&
+		memcmp(s, rf->null_print, len) == 0)
+		return false;
+	if (!col->bounded || start + DP_FASTIN_SLACK > rf->len)
+	{
+		char	   *t = rf->out + (start - rf->pos);
+
+		memcpy(t, s, len);
+		t[len] = '\0';
+		s = t;
+	}
+	if (!dp_fastin_parse(col->fast, s, len, col->typmod, &values[col->m]))
+		return false;
+	nulls[col->m] = false;
+	return true;
+}
+
+/*
+ * Steps 2 and 3 in one pass, for a plain record (see split_plain) of a
+ * COPY whose every column has a fast parser: each field, found from the
+ * delimiters' bits, goes to its parser at once, without the field table,
+ * strings or copies of the general path.  The parsers raise no errors, so
+ * core's order of errors cannot change.  False, with nothing counted, for
+ * any other record (a NULL, a field a parser hands on, another shape), which
+ * next_text then forms in the general way; *end the record's end.
+ */
+static bool
+form_plain(DPRowFormer *rf, Datum *values, bool *nulls, Size *end)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+	Size		start = p;
+	Size		e;
+	int			i = 0;
+
+	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
+		rf->eol == EOL_CRNL)
+		return false;
+	e = next_other(rf, p);
+	if (e >= rf->len || d[e] != '\n' || e - p + DP_FASTIN_SLACK > rf->out_cap)
+		return false;
+	unread_columns(rf, values, nulls);
+	for (Size w = p >> 6; (w << 6) < e; w++)
+	{
+		uint64		m = rf->delims[w];
+
+		if ((w << 6) < p)
+			m &= ~UINT64CONST(0) << (p & 63);
+		if (((w + 1) << 6) > e)
+			m &= ~(~UINT64CONST(0) << (e & 63));
+		while (m != 0)
+		{
+			Size		q = (w << 6) + pg_rightmost_one_pos64(m);
+
+			m &= m - 1;
+			if (i >= rf->ncolumns - 1 ||
+				!plain_field(rf, i++, start, q, values, nulls))
+				return false;
+			start = q + 1;
+		}
+	}
+	if (i != rf->ncolumns - 1 || !plain_field(rf, i, start, e, values, nulls))
+		return false;
+	*end = e;
+	return true;
+}
+
+/* Count the fields of the rows form_plain made as taken by their parsers. */
+static void
+count_plain(DPRowFormer *rf)
+{
+	if (rf->plain_rows == 0)
+		return;
+	for (int i = 0; i < rf->ncolumns; i++)
+		dp_fastin_count(rf->columns[i].fast, rf->plain_rows);
+	rf->plain_rows = 0;
+}
+
 /* NextCopyFrom's work after its reader: input functions, then defaults. */
 static void
 form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
@@ -564,6 +767,15 @@ form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 		{
 			nulls[col->m] = false;
 			continue;
+		}
+		if (strings[i] != NULL && rf->in_data[i])
+		{
+			/* the input function's string: terminated, in rf->out */
+			char	   *s = rf->out + (rf->fields[i].start - rf->line_start);
+
+			memcpy(s, strings[i], rf->lengths[i]);
+			s[rf->lengths[i]] = '\0';
+			strings[i] = s;
 		}
 		cstate->cur_attname = (char *) col->name;
 		cstate->cur_attval = strings[i];
@@ -802,10 +1014,26 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 	CopyFromState cstate = rf->cstate;
 	Size		end;
 	Size		next;
-	int			nl;
-	int			eol;
-	DPSplit		split = split_record(rf, &end, &next, &nl, &eol);
+	int			nl = 0;
+	int			eol = EOL_NL;
+	DPSplit		split = SPLIT_ROW;
 
+	if (rf->all_fast && !rf->header_next &&
+		form_plain(rf, values, nulls, &end))
+	{
+		cstate->cur_lineno = rf->lineno + 1;
+		cstate->line_buf_valid = true;
+		rf->line_start = rf->pos;
+		rf->line_len = end - rf->pos;
+		rf->line_pending = true;
+		advance(rf, end + 1, 0, EOL_NL);
+		fill_defaults(rf, econtext, values, nulls);
+		rf->plain_rows++;
+		dp_input_count_rows(1, 0);
+		return SPLIT_ROW;
+	}
+	if (!split_plain(rf, &end, &next))
+		split = split_record(rf, &end, &next, &nl, &eol);
 	if (split != SPLIT_ROW)
 		return split;
 	if (rf->header_next)
@@ -919,6 +1147,7 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 	rf->fields = palloc((rf->ncolumns + 1) * sizeof(DPField));
 	rf->strings = palloc(rf->ncolumns * sizeof(char *));
 	rf->lengths = palloc(rf->ncolumns * sizeof(int));
+	rf->in_data = palloc0(rf->ncolumns * sizeof(bool));
 	foreach(lc, cstate->attnumlist)
 	{
 		DPColumn   *col = &rf->columns[i++];
@@ -932,8 +1161,13 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 		col->fast = rf->binary ?
 			dp_fastin_binary_of(col->in, att->atttypid, col->typmod) :
 			dp_fastin_of(col->in, col->typmod);
+		col->bounded = !rf->binary && col->fast != NULL &&
+			dp_fastin_bounded(col->fast);
 		col->name = NameStr(att->attname);
 	}
+	rf->all_fast = !rf->binary && rf->ncolumns > 0;
+	for (i = 0; i < rf->ncolumns; i++)
+		rf->all_fast &= rf->columns[i].fast != NULL;
 	rf->out_cap = 1024;
 	rf->out = palloc0(rf->out_cap);
 	return rf;
@@ -992,6 +1226,7 @@ dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 		if (split == SPLIT_CORE)
 			core_rest(rf);
 	}
+	count_plain(rf);
 	/* later errors name the line without its text, as core's at the end */
 	rf->cstate->line_buf_valid = false;
 	rf->line_pending = false;

@@ -6,7 +6,9 @@
  *
  * Algorithm.  For each 64 bytes of the buffer, one 64-bit word whose bit i
  * says whether byte i equals one of at most DP_SCAN_MAX_SPECIALS special
- * bytes: with AVX2 two 32-byte compares per special byte (the CPU asked at
+ * bytes, and a second one for the first special byte alone (the row
+ * former's delimiter, so that a plain record's fields are found from the
+ * bits without reading its bytes again): with AVX2 two 32-byte compares per special byte (the CPU asked at
  * run time, __builtin_cpu_supports), else SSE2 four 16-byte ones (every
  * x86-64 has it), else, on little-endian machines, eight 8-byte words
  * compared in a register; the tail of fewer than 64 bytes, and big-endian
@@ -18,6 +20,9 @@
  * dp_scan_next finds the first special byte after a position without a
  * bitmap, 16 bytes at a time with SSE2, for a scan whose special bytes are
  * rare and whose buffer moves (the chunker's search for line ends).
+ * dp_scan_count lets the chunker pass over lines it need not cut: in each
+ * 64-byte block without an escape, quote or carriage return it counts the
+ * newlines (SSE2 compares, a population count) and moves on.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,13 +38,15 @@
 /* Mark one byte at a time: the tail, and machines without vectors. */
 static void
 mark_bytes(const char *specials, int nspecials, const char *p, Size n,
-		   uint64 *bits, Size at)
+		   uint64 *bits, uint64 *firsts, Size at)
 {
 	for (Size i = 0; i < n; i++)
 		for (int k = 0; k < nspecials; k++)
 			if (p[i] == specials[k])
 			{
 				bits[(at + i) >> 6] |= UINT64CONST(1) << ((at + i) & 63);
+				if (k == 0)
+					firsts[(at + i) >> 6] |= UINT64CONST(1) << ((at + i) & 63);
 				break;
 			}
 }
@@ -48,7 +55,7 @@ mark_bytes(const char *specials, int nspecials, const char *p, Size n,
 /* 64 bytes at a time with SSE2 (every x86-64 has it). */
 static Size
 mark_sse2(const char *specials, int nspecials, const char *p, Size n,
-		  uint64 *bits)
+		  uint64 *bits, uint64 *firsts)
 {
 	__m128i		want[DP_SCAN_MAX_SPECIALS];
 	Size		i;
@@ -58,17 +65,21 @@ mark_sse2(const char *specials, int nspecials, const char *p, Size n,
 	for (i = 0; i + 64 <= n; i += 64)
 	{
 		uint64		m = 0;
+		uint64		f = 0;
 
 		for (int q = 0; q < 4; q++)
 		{
 			__m128i		v = _mm_loadu_si128((const __m128i *) (p + i + 16 * q));
-			__m128i		hit = _mm_cmpeq_epi8(v, want[0]);
+			__m128i		first = _mm_cmpeq_epi8(v, want[0]);
+			__m128i		hit = first;
 
 			for (int k = 1; k < nspecials; k++)
 				hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, want[k]));
 			m |= (uint64) (uint16) _mm_movemask_epi8(hit) << (16 * q);
+			f |= (uint64) (uint16) _mm_movemask_epi8(first) << (16 * q);
 		}
 		bits[i >> 6] = m;
+		firsts[i >> 6] = f;
 	}
 	return i;
 }
@@ -77,7 +88,7 @@ mark_sse2(const char *specials, int nspecials, const char *p, Size n,
 __attribute__((target("avx2")))
 static Size
 mark_avx2(const char *specials, int nspecials, const char *p, Size n,
-		  uint64 *bits)
+		  uint64 *bits, uint64 *firsts)
 {
 	__m256i		want[DP_SCAN_MAX_SPECIALS];
 	Size		i;
@@ -88,8 +99,10 @@ mark_avx2(const char *specials, int nspecials, const char *p, Size n,
 	{
 		__m256i		lo = _mm256_loadu_si256((const __m256i *) (p + i));
 		__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + i + 32));
-		__m256i		hlo = _mm256_cmpeq_epi8(lo, want[0]);
-		__m256i		hhi = _mm256_cmpeq_epi8(hi, want[0]);
+		__m256i		flo = _mm256_cmpeq_epi8(lo, want[0]);
+		__m256i		fhi = _mm256_cmpeq_epi8(hi, want[0]);
+		__m256i		hlo = flo;
+		__m256i		hhi = fhi;
 
 		for (int k = 1; k < nspecials; k++)
 		{
@@ -98,6 +111,8 @@ mark_avx2(const char *specials, int nspecials, const char *p, Size n,
 		}
 		bits[i >> 6] = (uint64) (uint32) _mm256_movemask_epi8(hlo) |
 			((uint64) (uint32) _mm256_movemask_epi8(hhi) << 32);
+		firsts[i >> 6] = (uint64) (uint32) _mm256_movemask_epi8(flo) |
+			((uint64) (uint32) _mm256_movemask_epi8(fhi) << 32);
 	}
 	return i;
 }
@@ -109,7 +124,7 @@ mark_avx2(const char *specials, int nspecials, const char *p, Size n,
  */
 static Size
 mark_words(const char *specials, int nspecials, const char *p, Size n,
-		   uint64 *bits)
+		   uint64 *bits, uint64 *firsts)
 {
 	const uint64 lo7 = UINT64CONST(0x7f7f7f7f7f7f7f7f);
 	Size		i;
@@ -117,11 +132,13 @@ mark_words(const char *specials, int nspecials, const char *p, Size n,
 	for (i = 0; i + 64 <= n; i += 64)
 	{
 		uint64		m = 0;
+		uint64		f = 0;
 
 		for (int w = 0; w < 8; w++)
 		{
 			uint64		v;
 			uint64		hit = 0;
+			uint64		first = 0;
 
 			memcpy(&v, p + i + 8 * w, 8);
 			for (int k = 0; k < nspecials; k++)
@@ -129,21 +146,26 @@ mark_words(const char *specials, int nspecials, const char *p, Size n,
 				uint64		x = v ^ (UINT64CONST(0x0101010101010101) * (unsigned char) specials[k]);
 
 				hit |= ~(((x & lo7) + lo7) | x | lo7);
+				if (k == 0)
+					first = hit;
 			}
 			m |= (((hit >> 7) * UINT64CONST(0x0102040810204080)) >> 56) << (8 * w);
+			f |= (((first >> 7) * UINT64CONST(0x0102040810204080)) >> 56) << (8 * w);
 		}
 		bits[i >> 6] = m;
+		firsts[i >> 6] = f;
 	}
 	return i;
 }
 #endif
 
 /*
- * Mark the special bytes of data[0, len) in bits[0, (len + 63) / 64).
+ * Mark the special bytes of data[0, len) in bits[0, (len + 63) / 64), and
+ * the first special byte's in firsts.
  */
 void
 dp_scan_specials(const char *specials, int nspecials, const char *data,
-				 Size len, uint64 *bits)
+				 Size len, uint64 *bits, uint64 *firsts)
 {
 	Size		nwords = (len + 63) / 64;
 	Size		done;
@@ -151,18 +173,20 @@ dp_scan_specials(const char *specials, int nspecials, const char *data,
 	Assert(nspecials >= 1 && nspecials <= DP_SCAN_MAX_SPECIALS);
 #ifdef DP_HAVE_X86
 	if (__builtin_cpu_supports("avx2"))
-		done = mark_avx2(specials, nspecials, data, len, bits);
+		done = mark_avx2(specials, nspecials, data, len, bits, firsts);
 	else
-		done = mark_sse2(specials, nspecials, data, len, bits);
+		done = mark_sse2(specials, nspecials, data, len, bits, firsts);
 #elif !defined(WORDS_BIGENDIAN)
-	done = mark_words(specials, nspecials, data, len, bits);
+	done = mark_words(specials, nspecials, data, len, bits, firsts);
 #else
 	done = 0;
 #endif
 	if (done < len)
 	{
 		memset(bits + done / 64, 0, (nwords - done / 64) * sizeof(uint64));
-		mark_bytes(specials, nspecials, data + done, len - done, bits, done);
+		memset(firsts + done / 64, 0, (nwords - done / 64) * sizeof(uint64));
+		mark_bytes(specials, nspecials, data + done, len - done, bits, firsts,
+				   done);
 	}
 }
 
@@ -194,4 +218,40 @@ dp_scan_next(const char *specials, int nspecials, const char *p,
 			if (*p == specials[k])
 				return p;
 	return end;
+}
+
+uint64
+dp_scan_count(char eol, const char *stops, int nstops, const char *p, Size n,
+			  Size *skipped)
+{
+	uint64		lines = 0;
+	Size		i = 0;
+
+#ifdef DP_HAVE_X86
+	__m128i		want[DP_SCAN_MAX_SPECIALS];
+	__m128i		eolv = _mm_set1_epi8(eol);
+
+	Assert(nstops >= 1 && nstops <= DP_SCAN_MAX_SPECIALS);
+	for (int k = 0; k < nstops; k++)
+		want[k] = _mm_set1_epi8(stops[k]);
+	for (; i + 64 <= n; i += 64)
+	{
+		__m128i		stop = _mm_setzero_si128();
+		uint64		m = 0;
+
+		for (int q = 0; q < 4; q++)
+		{
+			__m128i		v = _mm_loadu_si128((const __m128i *) (p + i + 16 * q));
+
+			for (int k = 0; k < nstops; k++)
+				stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, want[k]));
+			m |= (uint64) (uint16) _mm_movemask_epi8(_mm_cmpeq_epi8(v, eolv)) << (16 * q);
+		}
+		if (_mm_movemask_epi8(stop) != 0)
+			break;
+		lines += __builtin_popcountll(m);
+	}
+#endif
+	*skipped = i;
+	return lines;
 }
