@@ -150,6 +150,20 @@ typedef struct DPIndexSample
 /* The group is swept no sooner than it keeps this many rows. */
 #define DP_SWEEP_MIN_ROWS		1024
 
+/*
+ * Kept rows live in blocks of this many bytes, filled in order: keeping a
+ * row moves a pointer, dropping one frees nothing; when a sweep leaves
+ * less than half the blocks' bytes in kept rows, these are copied into new
+ * blocks and the old ones freed (compact_rows).
+ */
+#define DP_ROW_BLOCK			(64 * 1024)
+
+typedef struct DPRowBlock
+{
+	struct DPRowBlock *next;
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} DPRowBlock;
+
 /* The samples of one load. */
 struct DPSampleGroup
 {
@@ -181,6 +195,12 @@ struct DPSample
 								 * -1: not drawn yet */
 	double		skip_below;		/* the threshold it was drawn for */
 	pg_prng_state random;
+	/* the kept rows' memory */
+	DPRowBlock *blocks;			/* the newest first */
+	char	   *free;			/* room left in the newest */
+	Size		room;
+	Size		held;			/* bytes of all blocks */
+	Size		live;			/* bytes of the rows kept */
 };
 
 /* A store of this transaction, to be taken off the changes at commit. */
@@ -422,17 +442,75 @@ threshold(const DPSample *s)
 	return Min(1.0, (1.1 * allotment(s) + 64) / s->seen);
 }
 
-/* Rows to pass before the next one kept, each kept with chance 'p'. */
+/*
+ * Rows to pass before the next one kept, each kept with chance 'p';
+ * 'log_q' is log1p(-p), taken once per page.
+ */
 static int64
-draw_skip(DPSample *s, double p)
+draw_skip(DPSample *s, double p, double log_q)
 {
 	double		u = sampler_random_fract(&s->random);
 	double		skip;
 
 	if (p >= 1.0)
 		return 0;
-	skip = floor(log(u) / log1p(-p));
+	skip = floor(log(u) / log_q);
 	return skip < (double) PG_INT64_MAX / 2 ? (int64) skip : PG_INT64_MAX / 2;
+}
+
+/* MAXALIGNed bytes of a kept row of 'len' tuple bytes. */
+#define ROW_BYTES(len)	MAXALIGN(HEAPTUPLESIZE + (len))
+
+/* Room for a kept row of 'bytes' (ROW_BYTES) in the sample's blocks. */
+static void *
+row_space(DPSample *s, Size bytes)
+{
+	void	   *r;
+
+	if (bytes > s->room)
+	{
+		Size		size = Max(DP_ROW_BLOCK, offsetof(DPRowBlock, data) + bytes);
+		DPRowBlock *b = MemoryContextAlloc(s->mcxt, size);
+
+		b->next = s->blocks;
+		s->blocks = b;
+		s->free = (char *) MAXALIGN(b->data);
+		s->room = size - (s->free - (char *) b);
+		s->held += size;
+	}
+	r = s->free;
+	s->free += bytes;
+	s->room -= bytes;
+	s->live += bytes;
+	return r;
+}
+
+/* The kept rows copied into new blocks, the old ones freed. */
+static void
+compact_rows(DPSample *s)
+{
+	DPRowBlock *old = s->blocks;
+
+	s->blocks = NULL;
+	s->room = 0;
+	s->held = 0;
+	s->live = 0;
+	for (int r = 0; r < s->numrows; r++)
+	{
+		HeapTuple	t = s->rows[r];
+		HeapTuple	c = row_space(s, ROW_BYTES(t->t_len));
+
+		memcpy(c, t, HEAPTUPLESIZE + t->t_len);
+		c->t_data = (HeapTupleHeader) ((char *) c + HEAPTUPLESIZE);
+		s->rows[r] = c;
+	}
+	while (old != NULL)
+	{
+		DPRowBlock *next = old->next;
+
+		pfree(old);
+		old = next;
+	}
 }
 
 /* Keep the row at 'off' of the page, block 'blkno', with key 'key'. */
@@ -449,7 +527,7 @@ keep(DPSample *s, Page page, BlockNumber blkno, OffsetNumber off, double key)
 		s->rows = repalloc(s->rows, s->maxrows * sizeof(HeapTuple));
 		s->keys = repalloc(s->keys, s->maxrows * sizeof(double));
 	}
-	t = MemoryContextAlloc(s->mcxt, HEAPTUPLESIZE + len);
+	t = row_space(s, ROW_BYTES(len));
 	t->t_len = len;
 	ItemPointerSet(&t->t_self, blkno, off);
 	t->t_tableOid = RelationGetRelid(s->rel);
@@ -477,7 +555,7 @@ drop_keys_from(DPSample *s, double below, int ties)
 			s->keys[n++] = s->keys[r];
 		}
 		else
-			pfree(s->rows[r]);
+			s->live -= ROW_BYTES(s->rows[r]->t_len);
 	}
 	s->group->kept -= s->numrows - n;
 	s->numrows = n;
@@ -498,6 +576,8 @@ sweep(DPSampleGroup *g)
 		DPSample   *s = lfirst(lc);
 
 		drop_keys_from(s, threshold(s), 0);
+		if (s->live < s->held / 2)
+			compact_rows(s);
 	}
 	g->next_sweep = Max(DP_SWEEP_MIN_ROWS, 2 * g->kept);
 }
@@ -508,6 +588,7 @@ dp_sample_page(DPSample *s, Page page, BlockNumber blkno)
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	OffsetNumber off = FirstOffsetNumber;
 	double		p = threshold(s);
+	double		log_q = p < 1.0 ? log1p(-p) : 0.0;
 
 	s->pages++;
 	while (off <= maxoff)
@@ -516,7 +597,7 @@ dp_sample_page(DPSample *s, Page page, BlockNumber blkno)
 
 		if (s->skip < 0)
 		{
-			s->skip = draw_skip(s, p);
+			s->skip = draw_skip(s, p, log_q);
 			s->skip_below = p;
 		}
 		if (s->skip >= left)
