@@ -19,7 +19,8 @@
  * its layout is the same for every row (each column at the offset
  * heap_fill_tuple would align it to, computed once per builder), and its
  * values are stored at those offsets without heap_compute_data_size and
- * heap_fill_tuple's per-column walk.
+ * heap_fill_tuple's per-column walk, after a header copied whole from one
+ * made once per builder as the general path makes each (t_ctid aside).
  *
  * Frozen builders (storage new in this subtransaction, admission allowed
  * it) mark every page PD_ALL_VISIBLE and every tuple frozen, and set the
@@ -74,6 +75,9 @@ struct DPHeapBuilder
 	DPFixedColumn *fixed;		/* every column fixed-width: the layout of
 								 * a row without nulls; else NULL */
 	Size		fixed_len;		/* such a row's length, header included */
+	char		fixed_header[MAXALIGN(SizeofHeapTupleHeader)];	/* and its
+																 * header but
+																 * t_ctid */
 	DPSample   *sample;			/* rows sampled for statistics, or NULL */
 	TransactionId xid;			/* tuple header fields */
 	CommandId	cid;
@@ -125,6 +129,29 @@ fixed_layout(DPHeapBuilder *b, TupleDesc desc)
 	b->fixed = fixed;
 }
 
+/*
+ * The header of every row of the fixed layout, made as form_in_place makes
+ * a row's header (heap_fill_tuple sets no infomask bit for a row of fixed
+ * width without nulls), with the builder's transaction and command; each
+ * row gets its own t_ctid when placed.
+ */
+static void
+fixed_header(DPHeapBuilder *b, TupleDesc desc)
+{
+	HeapTupleHeader td = (HeapTupleHeader) b->fixed_header;
+	HeapTupleData tup;
+
+	memset(td, 0, sizeof(b->fixed_header));
+	HeapTupleHeaderSetDatumLength(td, b->fixed_len);
+	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
+	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+	HeapTupleHeaderSetNatts(td, desc->natts);
+	td->t_hoff = MAXALIGN(SizeofHeapTupleHeader);
+	tup.t_data = td;
+	tup.t_len = b->fixed_len;
+	dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid, b->frozen);
+}
+
 DPHeapBuilder *
 dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
 					   CommandId cid)
@@ -141,6 +168,8 @@ dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
 		if (TupleDescAttr(desc, i)->attlen == -1)
 			b->has_varlena = true;
 	fixed_layout(b, desc);
+	if (b->fixed)
+		fixed_header(b, desc);
 	b->maxpages = 64;
 	b->pages = palloc(sizeof(Page) * b->maxpages);
 	return b;
@@ -185,6 +214,23 @@ new_page(DPHeapBuilder *b)
 }
 
 /*
+ * PageGetHeapFreeSpace of a page the builder fills: its line pointers are
+ * all in use, so the room is what lies between pd_lower and pd_upper,
+ * less a line pointer, and none once MaxHeapTuplesPerPage are there.
+ */
+static inline Size
+free_space(Page page)
+{
+	PageHeader	ph = (PageHeader) page;
+	int			room = (int) ph->pd_upper - (int) ph->pd_lower;
+
+	if (room < (int) sizeof(ItemIdData) ||
+		PageGetMaxOffsetNumber(page) >= MaxHeapTuplesPerPage)
+		return 0;
+	return room - sizeof(ItemIdData);
+}
+
+/*
  * The page that takes a tuple of 'len' (MAXALIGNed) bytes: the current one
  * if it fits within the fillfactor reserve, else a fresh one (which always
  * takes at least one tuple).
@@ -196,8 +242,8 @@ page_for(DPHeapBuilder *b, Size len)
 
 	if (page == NULL ||
 		(PageGetMaxOffsetNumber(page) > 0 &&
-		 PageGetHeapFreeSpace(page) < len + b->save_free) ||
-		PageGetHeapFreeSpace(page) < len)
+		 free_space(page) < len + b->save_free) ||
+		free_space(page) < len)
 		page = new_page(b);
 	return page;
 }
@@ -271,20 +317,15 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 	lp = PageGetItemId(page, off);
 	ItemIdSetNormal(lp, ((PageHeader) page)->pd_upper, len);
 	td = (HeapTupleHeader) PageGetItem(page, lp);
-	if (hoff == MAXALIGN(SizeofHeapTupleHeader))
-		memset(td, 0, MAXALIGN(SizeofHeapTupleHeader));	/* inlined */
-	else
-		memset(td, 0, hoff);
-	HeapTupleHeaderSetDatumLength(td, len);
-	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
-	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
-	HeapTupleHeaderSetNatts(td, desc->natts);
-	td->t_hoff = hoff;
 	if (b->fixed && !hasnull)
 	{
-		/* the page is zeroed (PageInit), so is the padding between values */
+		/*
+		 * The header made once (fixed_header); the page is zeroed
+		 * (PageInit), so is the padding between values.
+		 */
 		char	   *data = (char *) td + hoff;
 
+		memcpy(td, b->fixed_header, sizeof(b->fixed_header));
 		for (int i = 0; i < desc->natts; i++)
 		{
 			const DPFixedColumn *c = &b->fixed[i];
@@ -297,16 +338,29 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 		}
 	}
 	else
+	{
+		if (hoff == MAXALIGN(SizeofHeapTupleHeader))
+			memset(td, 0, MAXALIGN(SizeofHeapTupleHeader));	/* inlined */
+		else
+			memset(td, 0, hoff);
+		HeapTupleHeaderSetDatumLength(td, len);
+		HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
+		HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+		HeapTupleHeaderSetNatts(td, desc->natts);
+		td->t_hoff = hoff;
 		heap_fill_tuple(desc, slot->tts_values, slot->tts_isnull,
 						(char *) td + hoff, len - hoff,
 						&td->t_infomask, hasnull ? td->t_bits : NULL);
-
-	tup.t_data = td;
-	tup.t_len = len;
-	dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid, b->frozen);
+		tup.t_data = td;
+		tup.t_len = len;
+		dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid,
+						 b->frozen);
+	}
 	placed(b, page, off, tid);
 	if (copy)
 	{
+		tup.t_data = td;
+		tup.t_len = len;
 		tup.t_self = *tid;
 		tup.t_tableOid = RelationGetRelid(b->rel);
 		*copy = heap_copytuple(&tup);
