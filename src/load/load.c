@@ -94,6 +94,8 @@ struct DPLoad
 	bool		hinted;			/* fallback messages at the user's level */
 	DPState		state;
 	DPLeafSet	leaves;			/* the relations written, their writers */
+	DPLeaf	   *plain;			/* the one leaf, while its rows take the
+								 * plain way (plain_leaf), or NULL */
 	DPQueue    *queue;			/* rows held, or waiting for their work */
 	Size		held_bytes;		/* HOLD: size of the rows held */
 	int			pending_full;	/* full pages waiting, all builders */
@@ -592,13 +594,57 @@ add_pending(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 		decide_pending(s);
 }
 
+/*
+ * The leaf, if every row of the load takes the plain way to it: a target
+ * that is not partitioned, written directly, whose rows need none of
+ * check_row's steps but NOT NULL and CHECK constraints, no ON CONFLICT
+ * decision, no rejects table, no deferred work and no spooled index
+ * entries.  Then dp_load_row does for each row only what check_row and
+ * insert_row would do for it, while the flush rule has nothing to say.
+ */
+static DPLeaf *
+plain_leaf(DPLoad *s, DPLeaf *leaf)
+{
+	ResultRelInfo *rri = leaf->rri;
+	Relation	rel = rri->ri_RelationDesc;
+
+	if (s->state != DPS_DIRECT || s->rejects != NULL ||
+		s->leaves.mtstate->mt_partition_tuple_routing != NULL ||
+		leaf->writer == NULL || leaf->foreign != NULL ||
+		leaf->conflicts != NULL || leaf->needs_post ||
+		dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD ||
+		(rel->rd_att->constr && rel->rd_att->constr->has_generated_stored) ||
+		rri->ri_WithCheckOptions != NIL ||
+		(rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL))
+		return NULL;
+	return leaf;
+}
+
 bool
 dp_load_row(DPLoad *s, TupleTableSlot *slot)
 {
-	DPLeaf	   *leaf = leaf_of(s, &slot);
-	uint64		lineno = s->input ? *s->input->lineno : 0;
+	DPLeaf	   *leaf = s->plain;
+	uint64		lineno;
 	DPFlush		f;
 
+	if (leaf != NULL && s->pending_full < dp_batch_pages &&
+		s->leaves.toast_wait.bytes < DP_TOAST_WAIT_MAX_BYTES)
+	{
+		Relation	rel = leaf->rri->ri_RelationDesc;
+
+		slot->tts_tableOid = RelationGetRelid(rel);
+		if (rel->rd_att->constr)
+			ExecConstraints(leaf->rri, slot, s->leaves.estate);
+		if (s->leaves.mtstate->canSetTag)
+			s->leaves.estate->es_processed++;
+		s->report.rows++;
+		dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
+		count_pages(s, leaf);
+		return true;
+	}
+
+	leaf = leaf_of(s, &slot);
+	lineno = s->input ? *s->input->lineno : 0;
 	/* a row that waits for its decision asks the flush rule then */
 	if (leaf->conflicts == NULL && (f = flush_rule(s, leaf)) != DPF_NONE)
 		flush_before_row(s, slot, f);
@@ -608,6 +654,7 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		add_pending(s, leaf, slot, lineno);
 	else
 		insert_row(s, leaf, slot, lineno);
+	s->plain = plain_leaf(s, leaf);
 	return true;
 }
 
@@ -642,6 +689,7 @@ finish_normal(DPLoad *s)
 static void
 finish_heaps(DPLoad *s)
 {
+	s->plain = NULL;
 	flush(s, true);
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 	{
