@@ -299,6 +299,55 @@ fits_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size *hoff, Size *len,
 	return *len <= TOAST_TUPLE_THRESHOLD;
 }
 
+/*
+ * A row of the fixed layout without nulls at td: the header made once
+ * (fixed_header), each value at its offset.  The page is zeroed (PageInit),
+ * so is the padding between values.
+ */
+static inline void
+fill_fixed(DPHeapBuilder *b, TupleDesc desc, HeapTupleHeader td,
+		   TupleTableSlot *slot)
+{
+	char	   *data = (char *) td + MAXALIGN(SizeofHeapTupleHeader);
+
+	memcpy(td, b->fixed_header, sizeof(b->fixed_header));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		const DPFixedColumn *c = &b->fixed[i];
+
+		if (c->byval)
+			store_att_byval(data + c->off, slot->tts_values[i], c->len);
+		else
+			memcpy(data + c->off, DatumGetPointer(slot->tts_values[i]),
+				   c->len);
+	}
+}
+
+/* Any other row at td: its header, then heap_fill_tuple. */
+static void
+fill_general(DPHeapBuilder *b, TupleDesc desc, HeapTupleHeader td,
+			 TupleTableSlot *slot, Size hoff, Size len, bool hasnull)
+{
+	HeapTupleData tup;
+
+	if (hoff == MAXALIGN(SizeofHeapTupleHeader))
+		memset(td, 0, MAXALIGN(SizeofHeapTupleHeader));	/* inlined */
+	else
+		memset(td, 0, hoff);
+	HeapTupleHeaderSetDatumLength(td, len);
+	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
+	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+	HeapTupleHeaderSetNatts(td, desc->natts);
+	td->t_hoff = hoff;
+	heap_fill_tuple(desc, slot->tts_values, slot->tts_isnull,
+					(char *) td + hoff, len - hoff,
+					&td->t_infomask, hasnull ? td->t_bits : NULL);
+	tup.t_data = td;
+	tup.t_len = len;
+	dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid,
+					 b->frozen);
+}
+
 /* Form the slot's row directly on the page that takes it. */
 static void
 form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
@@ -318,44 +367,9 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 	ItemIdSetNormal(lp, ((PageHeader) page)->pd_upper, len);
 	td = (HeapTupleHeader) PageGetItem(page, lp);
 	if (b->fixed && !hasnull)
-	{
-		/*
-		 * The header made once (fixed_header); the page is zeroed
-		 * (PageInit), so is the padding between values.
-		 */
-		char	   *data = (char *) td + hoff;
-
-		memcpy(td, b->fixed_header, sizeof(b->fixed_header));
-		for (int i = 0; i < desc->natts; i++)
-		{
-			const DPFixedColumn *c = &b->fixed[i];
-
-			if (c->byval)
-				store_att_byval(data + c->off, slot->tts_values[i], c->len);
-			else
-				memcpy(data + c->off, DatumGetPointer(slot->tts_values[i]),
-					   c->len);
-		}
-	}
+		fill_fixed(b, desc, td, slot);
 	else
-	{
-		if (hoff == MAXALIGN(SizeofHeapTupleHeader))
-			memset(td, 0, MAXALIGN(SizeofHeapTupleHeader));	/* inlined */
-		else
-			memset(td, 0, hoff);
-		HeapTupleHeaderSetDatumLength(td, len);
-		HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
-		HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
-		HeapTupleHeaderSetNatts(td, desc->natts);
-		td->t_hoff = hoff;
-		heap_fill_tuple(desc, slot->tts_values, slot->tts_isnull,
-						(char *) td + hoff, len - hoff,
-						&td->t_infomask, hasnull ? td->t_bits : NULL);
-		tup.t_data = td;
-		tup.t_len = len;
-		dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid,
-						 b->frozen);
-	}
+		fill_general(b, desc, td, slot, hoff, len, hasnull);
 	placed(b, page, off, tid);
 	if (copy)
 	{

@@ -689,52 +689,23 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, Datum *values,
 }
 
 /*
- * Steps 2 and 3 in one pass, for a plain record (see split_plain) of a
- * COPY whose every column has a fast parser: each field, found from the
- * delimiters' bits, goes to its parser at once, without the field table,
- * strings or copies of the general path.  The parsers raise no errors, so
- * core's order of errors cannot change.  False, with nothing counted, for
- * any other record (a NULL, a field a parser hands on, another shape), which
- * next_text then forms in the general way; *end the record's end.
+ * Step 3 at once for a plain record that split_plain split, in a COPY whose
+ * every column has a fast parser: each field straight to its parser,
+ * without the strings, lengths and copies of the general path.  The
+ * parsers raise no errors, so core's order of errors cannot change.  False,
+ * with nothing counted, when a field is the NULL string or its parser
+ * hands it on: then the record is formed the general way.
  */
 static bool
-form_plain(DPRowFormer *rf, Datum *values, bool *nulls, Size *end)
+form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
 {
-	const char *d = rf->data;
-	Size		p = rf->pos;
-	Size		start = p;
-	Size		e;
-	int			i = 0;
-
-	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
-		rf->eol == EOL_CRNL)
-		return false;
-	e = next_other(rf, p);
-	if (e >= rf->len || d[e] != '\n' || e - p + DP_FASTIN_SLACK > rf->out_cap)
+	if (rf->fields[rf->ncolumns - 1].end - rf->pos + DP_FASTIN_SLACK > rf->out_cap)
 		return false;
 	unread_columns(rf, values, nulls);
-	for (Size w = p >> 6; (w << 6) < e; w++)
-	{
-		uint64		m = rf->delims[w];
-
-		if ((w << 6) < p)
-			m &= ~UINT64CONST(0) << (p & 63);
-		if (((w + 1) << 6) > e)
-			m &= ~(~UINT64CONST(0) << (e & 63));
-		while (m != 0)
-		{
-			Size		q = (w << 6) + pg_rightmost_one_pos64(m);
-
-			m &= m - 1;
-			if (i >= rf->ncolumns - 1 ||
-				!plain_field(rf, i++, start, q, values, nulls))
-				return false;
-			start = q + 1;
-		}
-	}
-	if (i != rf->ncolumns - 1 || !plain_field(rf, i, start, e, values, nulls))
-		return false;
-	*end = e;
+	for (int i = 0; i < rf->ncolumns; i++)
+		if (!plain_field(rf, i, rf->fields[i].start, rf->fields[i].end,
+						 values, nulls))
+			return false;
 	return true;
 }
 
@@ -1005,34 +976,45 @@ advance(DPRowFormer *rf, Size next, int nl, int eol)
 }
 
 /*
+ * The place of the record at rf->pos, ending at 'end' after 'nl' quoted
+ * newlines, for errors from here on: its line number and text.
+ */
+static inline void
+row_place(DPRowFormer *rf, Size end, int nl)
+{
+	rf->cstate->cur_lineno = rf->lineno + 1 + nl;
+	rf->cstate->line_buf_valid = true;
+	rf->line_start = rf->pos;
+	rf->line_len = end - rf->pos;
+	rf->line_pending = true;
+}
+
+/*
  * The next text or CSV record's row, if the former can form it; the header
  * line is given to core's reader.
  */
 static DPSplit
 next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 {
-	CopyFromState cstate = rf->cstate;
 	Size		end;
 	Size		next;
 	int			nl = 0;
 	int			eol = EOL_NL;
 	DPSplit		split = SPLIT_ROW;
+	bool		plain;
 
-	if (rf->all_fast && !rf->header_next &&
-		form_plain(rf, values, nulls, &end))
+	plain = split_plain(rf, &end, &next);
+	if (plain && rf->all_fast && !rf->header_next &&
+		form_plain(rf, values, nulls))
 	{
-		cstate->cur_lineno = rf->lineno + 1;
-		cstate->line_buf_valid = true;
-		rf->line_start = rf->pos;
-		rf->line_len = end - rf->pos;
-		rf->line_pending = true;
-		advance(rf, end + 1, 0, EOL_NL);
+		row_place(rf, end, 0);
+		advance(rf, next, 0, EOL_NL);
 		fill_defaults(rf, econtext, values, nulls);
 		rf->plain_rows++;
 		dp_input_count_rows(1, 0);
 		return SPLIT_ROW;
 	}
-	if (!split_plain(rf, &end, &next))
+	if (!plain)
 		split = split_record(rf, &end, &next, &nl, &eol);
 	if (split != SPLIT_ROW)
 		return split;
@@ -1045,12 +1027,7 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		return SPLIT_HEADER;
 	}
 
-	/* the row's place, for errors from here on */
-	cstate->cur_lineno = rf->lineno + 1 + nl;
-	cstate->line_buf_valid = true;
-	rf->line_start = rf->pos;
-	rf->line_len = end - rf->pos;
-	rf->line_pending = true;
+	row_place(rf, end, nl);
 	if (!field_strings(rf, rf->pos, end, rf->strings))
 		return SPLIT_CORE;
 	advance(rf, next, nl, eol);
@@ -1105,6 +1082,31 @@ dp_rowform_refusal(CopyFromState cstate)
 	return NULL;
 }
 
+/* The COPY's format: its delimiter, NULL string, quotes, special bytes. */
+static void
+set_format(DPRowFormer *rf, CopyFromState cstate)
+{
+	rf->delim = cstate->opts.delim[0];
+	rf->null_print = cstate->opts.null_print;
+	rf->null_len = cstate->opts.null_print_len;
+	/* the delimiter first: scan.c marks it in a bitmap of its own too */
+	rf->specials[rf->nspecials++] = rf->delim;
+	rf->specials[rf->nspecials++] = '\n';
+	rf->specials[rf->nspecials++] = '\r';
+	if (rf->csv)
+	{
+		rf->quote = cstate->opts.quote[0];
+		rf->escape = cstate->opts.escape[0];
+		if (rf->escape == rf->quote)
+			rf->escape = '\0';
+		rf->specials[rf->nspecials++] = rf->quote;
+		if (rf->escape != '\0')
+			rf->specials[rf->nspecials++] = rf->escape;
+	}
+	else
+		rf->specials[rf->nspecials++] = '\\';
+}
+
 DPRowFormer *
 dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 				 List *options)
@@ -1123,24 +1125,7 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 	rf->binary = cstate->opts.binary;
 	if (rf->binary)
 		initStringInfo(&rf->field);
-	rf->delim = cstate->opts.delim[0];
-	rf->null_print = cstate->opts.null_print;
-	rf->null_len = cstate->opts.null_print_len;
-	rf->specials[rf->nspecials++] = rf->delim;
-	rf->specials[rf->nspecials++] = '\n';
-	rf->specials[rf->nspecials++] = '\r';
-	if (rf->csv)
-	{
-		rf->quote = cstate->opts.quote[0];
-		rf->escape = cstate->opts.escape[0];
-		if (rf->escape == rf->quote)
-			rf->escape = '\0';
-		rf->specials[rf->nspecials++] = rf->quote;
-		if (rf->escape != '\0')
-			rf->specials[rf->nspecials++] = rf->escape;
-	}
-	else
-		rf->specials[rf->nspecials++] = '\\';
+	set_format(rf, cstate);
 
 	rf->ncolumns = list_length(cstate->attnumlist);
 	rf->columns = palloc(rf->ncolumns * sizeof(DPColumn));
