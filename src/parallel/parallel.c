@@ -131,8 +131,14 @@
 /* ... and one per source table scanned: DP_KEY_SCAN + its index */
 #define DP_KEY_SCAN		UINT64CONST(0xD1E4C7A000010000)
 
-/* Bytes of each worker's queue towards the leader: about 256 pages. */
-#define DP_OUT_QUEUE_SIZE	(256 * (BLCKSZ + 64))
+/*
+ * Bytes of each worker's queue towards the leader: 1024 pages shared among
+ * the workers, at least 256 each.  While the leader writes a batch (512
+ * pages by default, ten to twenty milliseconds) the workers go on forming
+ * pages into these; with one or two workers 256 pages would fill first.
+ */
+#define DP_OUT_QUEUE_SIZE(nworkers) \
+	((Size) Max(256, 1024 / Max((nworkers), 1)) * (BLCKSZ + 64))
 
 /*
  * A message's first byte, worker to leader: a page of leaf N (an int32
@@ -734,10 +740,11 @@ void
 dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 {
 	char	   *outq = shm_toc_lookup(toc, DP_KEY_OUT, false);
-	shm_mq	   *mq = (shm_mq *) (outq + ParallelWorkerNumber * DP_OUT_QUEUE_SIZE);
+	shm_mq	   *mq;
 
 	w->toc = toc;
 	w->sh = shm_toc_lookup(toc, DP_KEY_SHARED, false);
+	mq = (shm_mq *) (outq + ParallelWorkerNumber * w->sh->out_queue_size);
 	w->leaves = w->sh->nleaves > 0 ?
 		shm_toc_lookup(toc, DP_KEY_LEAVES, false) : NULL;
 	w->payload = shm_toc_lookup(toc, DP_KEY_PAYLOAD, false);
@@ -804,7 +811,7 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 	DPParallelShared *shared = shm_toc_allocate(pcxt->toc, sizeof(DPParallelShared));
 	char	   *text = shm_toc_allocate(pcxt->toc, strlen(payload) + 1);
 	char	   *outq = shm_toc_allocate(pcxt->toc,
-										(Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
+										sh->out_queue_size * pcxt->nworkers);
 	DPInputCounts *counts = shm_toc_allocate(pcxt->toc,
 											  sizeof(DPInputCounts) * pcxt->nworkers);
 
@@ -812,8 +819,8 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 	memset(counts, 0, sizeof(DPInputCounts) * pcxt->nworkers);
 	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)
-		shm_mq_set_receiver(shm_mq_create(outq + i * DP_OUT_QUEUE_SIZE,
-										  DP_OUT_QUEUE_SIZE), MyProc);
+		shm_mq_set_receiver(shm_mq_create(outq + i * sh->out_queue_size,
+										  sh->out_queue_size), MyProc);
 	shm_toc_insert(pcxt->toc, DP_KEY_SHARED, shared);
 	shm_toc_insert(pcxt->toc, DP_KEY_PAYLOAD, text);
 	shm_toc_insert(pcxt->toc, DP_KEY_OUT, outq);
@@ -859,7 +866,7 @@ estimate_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 						   sizeof(DPInputCounts) * pcxt->nworkers);
 	shm_toc_estimate_chunk(&pcxt->estimator, strlen(payload) + 1);
 	shm_toc_estimate_chunk(&pcxt->estimator,
-						   (Size) DP_OUT_QUEUE_SIZE * pcxt->nworkers);
+						   sh->out_queue_size * pcxt->nworkers);
 	if (sh->nleaves > 0)
 	{
 		shm_toc_estimate_chunk(&pcxt->estimator,
@@ -915,6 +922,7 @@ dp_parallel_launch(DPParallel *par, const char *entry, const char *payload,
 
 	go_direct(par);
 	sh->in_queue_size = in_queue_size;
+	sh->out_queue_size = DP_OUT_QUEUE_SIZE(nworkers);
 	EnterParallelMode();
 	pcxt = CreateParallelContext("directpath", entry,
 								 Min(nworkers, max_parallel_workers));
@@ -929,7 +937,7 @@ dp_parallel_launch(DPParallel *par, const char *entry, const char *payload,
 	par->in = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
 	outq = shm_toc_lookup(pcxt->toc, DP_KEY_OUT, false);
 	for (int i = 0; i < par->launched; i++)
-		par->out[i] = shm_mq_attach((shm_mq *) (outq + i * DP_OUT_QUEUE_SIZE),
+		par->out[i] = shm_mq_attach((shm_mq *) (outq + i * sh->out_queue_size),
 									pcxt->seg, pcxt->worker[i].bgwhandle);
 	if (sh->in_queue_size > 0)
 	{

@@ -44,6 +44,7 @@ typedef struct DPParallelShared
 	int			nleaves;		/* a partitioned target's leaves, sorted by
 								 * relid (in their own chunk), else 0 */
 	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
+	Size		out_queue_size; /* bytes of each worker's queue to the leader */
 } DPParallelShared;
 
 /*

@@ -85,8 +85,13 @@
 #define DP_WORKER_CHUNK		(128 * 1024)
 #define DP_LEADER_CHUNK		(64 * 1024)
 
-/* Bytes of each worker's input queue: eight chunks. */
-#define DP_IN_QUEUE_SIZE	(8 * DP_WORKER_CHUNK + 1024)
+/*
+ * Bytes of each worker's input queue: 32 chunks shared among the workers,
+ * at least eight each, so that a worker has input while the leader writes
+ * a batch or parses.
+ */
+#define DP_IN_QUEUE_SIZE(nworkers) \
+	((Size) Max(8, 32 / Max((nworkers), 1)) * DP_WORKER_CHUNK + 1024)
 
 /* ---- parsing a chunk (workers and the leader) ---- */
 
@@ -644,7 +649,7 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 
 	payload = make_payload(where, attlist, options, cstate);
 	launched = dp_parallel_launch(par, "dp_parcopy_main", nodeToString(payload),
-								  NIL, DP_IN_QUEUE_SIZE, nworkers);
+								  NIL, DP_IN_QUEUE_SIZE(nworkers), nworkers);
 	if (launched > 0)
 	{
 		f.ch = dp_chunker_begin(cstate);
