@@ -32,12 +32,13 @@
  *	  it on.
  *
  * Plain records.  A record that ends with \n and holds no special byte but
- * delimiters is split from the delimiters' bitmap alone (split_plain); if
- * every column has a fast parser, steps 2 and 3 are one pass (form_plain):
- * each field goes to its parser as its delimiter is found.  The parsers
- * raise no errors, so a record form_plain gives up on (a NULL, a field
- * handed on, the wrong number of fields) is formed again the general way
- * with the same result and errors.
+ * delimiters is split from the delimiters' bitmap alone (split_plain),
+ * without reading its bytes; if every column has a fast parser, its fields
+ * go straight to their parsers (form_plain), without the strings, lengths
+ * and copies of step 3.  The parsers raise no errors, so a record
+ * form_plain gives up on (a NULL, a field a parser hands on) is formed
+ * again the general way with the same result and errors; a record that is
+ * not plain (the wrong number of fields too) is split by split_record.
  *
  * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
  * each chunk after a file header) is read tuple by tuple as
@@ -250,6 +251,7 @@ split_plain(DPRowFormer *rf, Size *end, Size *next)
 	Size		w;
 	int			nf = 0;
 
+	/* a backslash first may be an end-of-copy marker, in CSV too */
 	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
 		rf->eol == EOL_CRNL)
 		return false;
