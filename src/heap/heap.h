@@ -38,8 +38,11 @@ extern DPHeapBuilder *dp_heap_begin(Relation rel, bool freeze,
 									TransactionId xid, CommandId cid,
 									DPToastWait *toast_wait);
 
-/* Place the slot's row; *tid gets its place; 'copy' a palloc'd copy. */
-extern void dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot,
+/*
+ * Place the slot's row; *tid gets its place; 'copy' a palloc'd copy.
+ * Returns the builder's full pages then (dp_heap_full_pages).
+ */
+extern int	dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot,
 							 ItemPointer tid, HeapTuple *copy);
 
 /* Place a formed tuple (t_self and *tid set); toasts it as needed. */

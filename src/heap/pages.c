@@ -460,21 +460,23 @@ dp_heap_add_page(DPHeapBuilder *b, const char *image, Page *placed,
 	return maxoff;
 }
 
-void
+int
 dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot, ItemPointer tid,
 				 HeapTuple *copy)
 {
 	bool		shouldFree;
 	HeapTuple	htup;
 
-	if (add_in_place(b, slot, tid, copy))
-		return;
-	htup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
-	dp_heap_add(b, htup, tid);
-	if (copy)
-		*copy = heap_copytuple(htup);
-	if (shouldFree)
-		heap_freetuple(htup);
+	if (!add_in_place(b, slot, tid, copy))
+	{
+		htup = ExecFetchSlotHeapTuple(slot, true, &shouldFree);
+		dp_heap_add(b, htup, tid);
+		if (copy)
+			*copy = heap_copytuple(htup);
+		if (shouldFree)
+			heap_freetuple(htup);
+	}
+	return dp_heap_full_pages(b);
 }
 
 void

@@ -142,7 +142,8 @@ struct DPRowFormer
 	int		   *lengths;		/* and their lengths */
 	bool	   *in_data;		/* a string is in the chunk, unterminated */
 	bool		all_fast;		/* every column has a fast parser */
-	uint64		plain_rows;		/* rows form_plain made, fields not counted */
+	uint64		formed_rows;	/* rows formed, not yet counted */
+	uint64		plain_rows;		/* ... of which form_plain made */
 	char		specials[DP_SCAN_MAX_SPECIALS];
 	int			nspecials;
 	/* the chunk */
@@ -711,15 +712,17 @@ form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
 	return true;
 }
 
-/* Count the fields of the rows form_plain made as taken by their parsers. */
+/*
+ * Count the rows formed since the last count (dp_input_count_rows), and the
+ * fields of those form_plain made as taken by their parsers.
+ */
 static void
-count_plain(DPRowFormer *rf)
+count_formed(DPRowFormer *rf)
 {
-	if (rf->plain_rows == 0)
-		return;
-	for (int i = 0; i < rf->ncolumns; i++)
+	dp_input_count_rows(rf->formed_rows, 0);
+	for (int i = 0; rf->plain_rows > 0 && i < rf->ncolumns; i++)
 		dp_fastin_count(rf->columns[i].fast, rf->plain_rows);
-	rf->plain_rows = 0;
+	rf->formed_rows = rf->plain_rows = 0;
 }
 
 /* NextCopyFrom's work after its reader: input functions, then defaults. */
@@ -1013,7 +1016,7 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		advance(rf, next, 0, EOL_NL);
 		fill_defaults(rf, econtext, values, nulls);
 		rf->plain_rows++;
-		dp_input_count_rows(1, 0);
+		rf->formed_rows++;
 		return SPLIT_ROW;
 	}
 	if (!plain)
@@ -1034,7 +1037,7 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		return SPLIT_CORE;
 	advance(rf, next, nl, eol);
 	form_values(rf, rf->strings, econtext, values, nulls);
-	dp_input_count_rows(1, 0);
+	rf->formed_rows++;
 	return SPLIT_ROW;
 }
 
@@ -1051,7 +1054,7 @@ next_binary(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 	rf->cstate->cur_lineno = rf->lineno + 1;
 	form_binary(rf, econtext, values, nulls);
 	advance(rf, next, 0, rf->eol);
-	dp_input_count_rows(1, 0);
+	rf->formed_rows++;
 	return SPLIT_ROW;
 }
 
@@ -1213,7 +1216,7 @@ dp_rowform_next(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 		if (split == SPLIT_CORE)
 			core_rest(rf);
 	}
-	count_plain(rf);
+	count_formed(rf);
 	/* later errors name the line without its text, as core's at the end */
 	rf->cstate->line_buf_valid = false;
 	rf->line_pending = false;

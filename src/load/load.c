@@ -273,14 +273,18 @@ flush_rule(DPLoad *s, DPLeaf *leaf)
 	return DPF_NONE;
 }
 
-/* Count a builder's full pages after a placement. */
+/* Count a builder's full pages, 'full' after a placement. */
+static inline void
+count_full(DPLoad *s, DPLeaf *leaf, int full)
+{
+	s->pending_full += full - leaf->full_pages;
+	leaf->full_pages = full;
+}
+
 static inline void
 count_pages(DPLoad *s, DPLeaf *leaf)
 {
-	int			full = dp_heap_full_pages(leaf->writer);
-
-	s->pending_full += full - leaf->full_pages;
-	leaf->full_pages = full;
+	count_full(s, leaf, dp_heap_full_pages(leaf->writer));
 }
 
 /* The placed row's index entries, for indexes built at the end. */
@@ -295,20 +299,22 @@ spool(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, ItemPointer tid)
 static void
 place(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 {
+	int			full;
+
 	if (leaf->needs_post)
 	{
 		MemoryContext old = MemoryContextSwitchTo(dp_queue_memory(s->queue));
 		HeapTuple	copy;
 
-		dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, &copy);
+		full = dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, &copy);
 		dp_queue_add(s->queue, leaf, copy, lineno,
 					 dp_queue_line_text(s->queue, leaf));
 		MemoryContextSwitchTo(old);
 	}
 	else
-		dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
+		full = dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
 	spool(s, leaf, slot, &slot->tts_tid);
-	count_pages(s, leaf);
+	count_full(s, leaf, full);
 }
 
 /* Hold a row until the statement is known to be big enough. */
@@ -638,8 +644,8 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		if (s->leaves.mtstate->canSetTag)
 			s->leaves.estate->es_processed++;
 		s->report.rows++;
-		dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
-		count_pages(s, leaf);
+		count_full(s, leaf,
+				   dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL));
 		return true;
 	}
 
