@@ -7,8 +7,8 @@ import time
 import psycopg
 import pytest
 
-from conftest import (TABLE_COLUMNS, last_statement, seed_insert, seed_sum,
-                      table_digest, verify_table)
+from conftest import (TABLE_COLUMNS, crash_immediate, last_statement, seed_insert,
+                      seed_sum, table_digest, verify_table)
 
 pytestmark = pytest.mark.directpath
 
@@ -261,11 +261,7 @@ def test_load_across_a_segment_boundary(make_cluster, wal_level):
         assert want == (rows, rows * (rows + 1) // 2, rows * 1800, 0, 16), want
         conn.execute("CHECKPOINT")
 
-    off = c.log_size()
-    c.kill_postmaster_immediate()
-    c.start()
-    c.wait_ready()
-    assert "not properly shut down" in c.log(off)
+    crash_immediate(c)
     with c.conn() as conn:
         got = conn.execute(f"SELECT count(*), sum(id), sum(length(pad)), "
                            f"count(*) FILTER (WHERE pad <> repeat(chr(65 + id % 26), 1800)), "

@@ -192,43 +192,25 @@ scan_chunk(DPRowFormer *rf)
 					 rf->delims);
 }
 
-/* The first special byte at or after 'from'; the chunk's length if none. */
-static inline Size
-next_special(const DPRowFormer *rf, Size from)
-{
-	Size		w = from >> 6;
-	uint64		m;
-
-	if (from >= rf->len)
-		return rf->len;
-	m = rf->bits[w] & (~UINT64CONST(0) << (from & 63));
-	while (m == 0)
-	{
-		if (++w >= rf->nwords)
-			return rf->len;
-		m = rf->bits[w];
-	}
-	return (w << 6) + pg_rightmost_one_pos64(m);
-}
-
 /*
- * The first special byte at or after 'from' that is not the delimiter; the
- * chunk's length if none.
+ * The first special byte at or after 'from' (with 'others', the first
+ * that is not the delimiter); the chunk's length if none.
  */
 static inline Size
-next_other(const DPRowFormer *rf, Size from)
+next_marked(const DPRowFormer *rf, Size from, bool others)
 {
 	Size		w = from >> 6;
 	uint64		m;
 
 	if (from >= rf->len)
 		return rf->len;
-	m = (rf->bits[w] & ~rf->delims[w]) & (~UINT64CONST(0) << (from & 63));
+	m = (rf->bits[w] & (others ? ~rf->delims[w] : ~UINT64CONST(0))) &
+		(~UINT64CONST(0) << (from & 63));
 	while (m == 0)
 	{
 		if (++w >= rf->nwords)
 			return rf->len;
-		m = rf->bits[w] & ~rf->delims[w];
+		m = rf->bits[w] & (others ? ~rf->delims[w] : ~UINT64CONST(0));
 	}
 	return (w << 6) + pg_rightmost_one_pos64(m);
 }
@@ -256,7 +238,7 @@ split_plain(DPRowFormer *rf, Size *end, Size *next)
 	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
 		rf->eol == EOL_CRNL)
 		return false;
-	e = next_other(rf, p);
+	e = next_marked(rf, p, true);
 	if (e >= rf->len || d[e] != '\n')
 		return false;
 
@@ -348,7 +330,7 @@ split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
 	rf->fields[0].marked = false;
 	for (;;)
 	{
-		Size		q = next_special(rf, p);
+		Size		q = next_marked(rf, p, false);
 		char		c;
 		int			step;
 
