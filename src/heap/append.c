@@ -195,6 +195,32 @@ dp_append_toast_row(DPAppend *a, BlockNumber blkno, Size bytes)
 }
 
 /*
+ * Open segment 'segno' of the relation's main fork as a transient file,
+ * creating it if it does not exist yet, as mdextend would create it; *path
+ * gets its palloc'd name.
+ */
+static int
+open_segment(DPAppend *a, BlockNumber segno, char **path)
+{
+	char	   *main_path = DP_RELPATH_MAIN(a->rel);
+	int			fd;
+
+	*path = main_path;
+	if (segno > 0)
+	{
+		*path = psprintf("%s.%u", main_path, segno);
+		pfree(main_path);
+	}
+	fd = OpenTransientFilePerm(*path, O_RDWR | O_CREAT | PG_BINARY,
+							   pg_file_create_mode);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", *path)));
+	return fd;
+}
+
+/*
  * Reserve disk space for blocks [first, first + n) past the end of the
  * file, keeping its size (see the file header).  Where the filesystem
  * cannot do that, nothing is reserved.
@@ -203,7 +229,6 @@ static void
 reserve_space(DPAppend *a, BlockNumber first, int n)
 {
 #if defined(__linux__) && defined(FALLOC_FL_KEEP_SIZE)
-	char	   *path = DP_RELPATH_MAIN(a->rel);
 	BlockNumber blk = first;
 	BlockNumber end = first + n;
 
@@ -211,17 +236,11 @@ reserve_space(DPAppend *a, BlockNumber first, int n)
 	{
 		BlockNumber segno = blk / RELSEG_SIZE;
 		BlockNumber segend = Min(end, (segno + 1) * RELSEG_SIZE);
-		char	   *segpath = segno == 0 ? pstrdup(path) : psprintf("%s.%u", path, segno);
-		int			fd;
+		char	   *segpath;
+		int			fd = open_segment(a, segno, &segpath);
 		int			rc;
 		int			save_errno;
 
-		/* a new segment is created here, as mdextend would create it */
-		fd = OpenTransientFilePerm(segpath, O_RDWR | O_CREAT | PG_BINARY, pg_file_create_mode);
-		if (fd < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not open file \"%s\": %m", segpath)));
 		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE,
 					   (off_t) (blk % RELSEG_SIZE) * BLCKSZ,
 					   (off_t) (segend - blk) * BLCKSZ);
@@ -239,33 +258,22 @@ reserve_space(DPAppend *a, BlockNumber first, int n)
 		pfree(segpath);
 		blk = segend;
 	}
-	pfree(path);
 #endif
 }
 
 /*
  * Append blocks [first, first + n), all in one segment and not its last
- * block in the batch, with vectored writes to the segment's file (created
- * if it does not exist yet, as mdextend would create it).  The file grows
- * as each page's bytes arrive, so a reader never sees a block before its
- * contents, as with smgrextend.
+ * block in the batch, with vectored writes to the segment's file
+ * (open_segment).  The file grows as each page's bytes arrive, so a reader
+ * never sees a block before its contents, as with smgrextend.
  */
 static void
 write_vectored(DPAppend *a, Page *pages, int n, BlockNumber first)
 {
-	BlockNumber segno = first / RELSEG_SIZE;
 	off_t		offset = (off_t) (first % RELSEG_SIZE) * BLCKSZ;
-	char	   *path = DP_RELPATH_MAIN(a->rel);
-	int			fd;
+	char	   *path;
+	int			fd = open_segment(a, first / RELSEG_SIZE, &path);
 
-	if (segno > 0)
-		path = psprintf("%s.%u", path, segno);
-	fd = OpenTransientFilePerm(path, O_RDWR | O_CREAT | PG_BINARY,
-							   pg_file_create_mode);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
 	while (n > 0)
 	{
 		struct iovec iov[PG_IOV_MAX];
