@@ -48,9 +48,13 @@
  * row and sorted strategies, never a build at the end), so a flush that did
  * the batch's index work leaves every row inserted so far findable in the
  * index, and the set is emptied (dp_conflicts_indexed): it holds at most a
- * decision's and a batch's keys.  Deciding the whole batch before
- * inserting any of it keeps a flush from emptying the set between a probe
- * and the decisions that rely on it.
+ * decision's and a batch's keys.  A later probe that finds one of those
+ * rows through the index knows it by its header (xmin this transaction,
+ * cmin this statement's command) and takes its key as accepted, not as a
+ * row of the table: under DO UPDATE a key the statement inserted and meets
+ * again is core's cardinality error however far apart the two rows are.
+ * Deciding the whole batch before inserting any of it keeps a flush from
+ * emptying the set between a probe and the decisions that rely on it.
  *
  * Key images.  Keys are compared by their bytes (varlenas detoasted, header
  * form ignored, as nbtree's deduplication compares them), which is the
@@ -114,7 +118,9 @@ typedef enum DPKeyState
 	DPK_UNKNOWN,				/* not found in the index */
 	DPK_TABLE,					/* a live row of the table has it */
 	DPK_INVISIBLE,				/* ... one the snapshot cannot see (RR) */
-	DPK_ACCEPTED,				/* a row of this batch was accepted with it */
+	DPK_ACCEPTED,				/* a row of this statement was accepted with
+								 * it: of this batch, or of an earlier one
+								 * whose entry the probe found */
 	DPK_WAIT,					/* its row's writer is in progress: probed
 								 * again on its own, waiting for it */
 } DPKeyState;
@@ -174,6 +180,7 @@ struct DPConflicts
 	TupleTableSlot *row;		/* a decided row, for the load */
 	bool		do_update;		/* DO UPDATE: a key in the table keeps the
 								 * row for upsert.c */
+	CommandId	cid;			/* the statement's: its own rows' cmin */
 	int			narbiters;
 	DPArbiter  *arbiters;
 	MemoryContext scan_cxt;		/* the scans' (they keep memory of their own
@@ -294,6 +301,7 @@ dp_conflicts_begin(ResultRelInfo *rri, EState *estate, List *arbiters,
 
 	c->rri = rri;
 	c->do_update = do_update;
+	c->cid = GetCurrentCommandId(false);
 	c->estate = estate;
 	c->scan_cxt = CurrentMemoryContext;
 	c->vmbuffer = InvalidBuffer;
@@ -427,9 +435,29 @@ dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot)
 }
 
 /*
- * What a live row found by a probe makes of its key: in the table, or,
- * under REPEATABLE READ or SERIALIZABLE, invisible to the snapshot and
- * another transaction's (ExecCheckTupleVisible).
+ * Did this statement insert the row?  Its xmin is this transaction's and
+ * its cmin the statement's command id (or later), as heap_lock_tuple finds
+ * a row "invisible" to the command that inserted it.  A frozen row shows
+ * no xmin of ours: only a load into storage new in this transaction
+ * freezes, never under DO UPDATE, and under DO NOTHING such a row is
+ * skipped as a row of the table would be.
+ */
+static bool
+inserted_by_statement(DPConflicts *c, TupleTableSlot *slot)
+{
+	HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, NULL);
+	HeapTupleHeader h = tuple->t_data;
+
+	return TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(h)) &&
+		HeapTupleHeaderGetCmin(h) >= c->cid;
+}
+
+/*
+ * What a live row found by a probe makes of its key: accepted, if this
+ * statement inserted the row (an earlier batch's, indexed by a flush since:
+ * the statement's set no longer holds it); in the table; or, under
+ * REPEATABLE READ or SERIALIZABLE, invisible to the snapshot and another
+ * transaction's (ExecCheckTupleVisible).
  */
 static DPKeyState
 found_state(DPConflicts *c, TupleTableSlot *slot)
@@ -437,6 +465,8 @@ found_state(DPConflicts *c, TupleTableSlot *slot)
 	Datum		xmin;
 	bool		isnull;
 
+	if (inserted_by_statement(c, slot))
+		return DPK_ACCEPTED;
 	if (!IsolationUsesXactSnapshot() ||
 		table_tuple_satisfies_snapshot(c->rri->ri_RelationDesc, slot,
 									   c->estate->es_snapshot))

@@ -79,10 +79,12 @@
  */
 #include "load/load.h"
 
+#include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "utils/queryenvironment.h"
+#include "utils/rel.h"
 #include "utils/tuplestore.h"
 
 /* The subplan ExecModifyTable pulls from during a run. */
@@ -121,6 +123,21 @@ feed_next(PlanState *ps)
 	return u->fed;
 }
 
+/* The target's indexes, opened once for the statement (see below). */
+static void
+open_target_indexes(EState *estate, ResultRelInfo *rri)
+{
+	MemoryContext old;
+
+	if (rri->ri_RelationDesc->rd_rel->relkind != RELKIND_RELATION ||
+		!rri->ri_RelationDesc->rd_rel->relhasindex ||
+		rri->ri_IndexRelationDescs != NULL)
+		return;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	ExecOpenIndices(rri, false);
+	MemoryContextSwitchTo(old);
+}
+
 DPUpsert *
 dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 				Tuplestorestate *retstore, const char *update_sql)
@@ -151,6 +168,16 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	u->feeder.ps.plan = subplan->plan;
 	u->feeder.ps.ExecProcNode = feed_next;
 	u->feeder.u = u;
+
+	/*
+	 * The bulk updates index their new versions through the target's
+	 * ResultRelInfo.  Core opens an UPDATE's or MERGE's indexes only when
+	 * it first updates a row (ExecUpdatePrologue), and a load opens them
+	 * when it first inserts one (leaf.c): a MERGE that inserts nothing
+	 * would find none open.  Open them now, in the query's context, as
+	 * ExecUpdatePrologue would; the refusal checks read them too.
+	 */
+	open_target_indexes(estate, mtstate->resultRelInfo);
 	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
 		u->versions = dp_versions_begin(estate, mtstate);
 	return u;
