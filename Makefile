@@ -63,7 +63,7 @@ PGFILEDESC = "directpath - direct path INSERT for PostgreSQL"
 
 REGRESS = hint eligibility semantics partition triggers indexes btappend brin fkeys freeze faults copy rejects foreign parallel parcopy parpart keysort
 # pg_regress starts its own instance, with the library preloaded.
-REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/test/regress.conf \
+REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/tests/regress.conf \
 	--outputdir=$(REGRESS_OUTPUTDIR)
 REGRESS_OUTPUTDIR ?= .
 

@@ -36,8 +36,8 @@
 #      Failures that both runs share identically (tests of a Debian minor
 #      that is not the server's, the locale, the machine) are not ours and
 #      are only counted.  Directpath differences are compared with a list:
-#      test/core-regress/expected-differences.txt for the direct run,
-#      test/core-regress/expected-differences-parallel.txt for the parallel
+#      tests/core-regress/expected-differences.txt for the direct run,
+#      tests/core-regress/expected-differences-parallel.txt for the parallel
 #      one (the same format, its own reasons):
 #        - a difference not listed for this major fails (its diff, baseline
 #          output -> direct output, is printed);
@@ -63,8 +63,8 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 cache=${DP_CORE_REGRESS_CACHE:-$top/.cache/core-regress}
-list="$top/test/core-regress/expected-differences.txt"
-list_parallel="$top/test/core-regress/expected-differences-parallel.txt"
+list="$top/tests/core-regress/expected-differences.txt"
+list_parallel="$top/tests/core-regress/expected-differences-parallel.txt"
 mirror=${DP_DEBIAN_MIRROR:-http://deb.debian.org}
 # Lines that never count as an explained difference when the direct run
 # adds them (and does not merely move them).

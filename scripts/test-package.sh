@@ -10,10 +10,10 @@
 #      unchanged (dpkg --verify);
 #   4. the pg_regress suites (the Makefile's REGRESS) on Debian's PostgreSQL
 #      15 as the server user: "make installcheck", so pg_regress starts a
-#      throwaway instance (--temp-instance, --temp-config=test/regress.conf)
+#      throwaway instance (--temp-instance, --temp-config=tests/regress.conf)
 #      from /usr/lib/postgresql/15/bin that loads the package's library;
 #   5. on a server of its own (temporary directory, Unix socket only, the
-#      library preloaded and test/regress.conf's settings): CREATE EXTENSION,
+#      library preloaded and tests/regress.conf's settings): CREATE EXTENSION,
 #      ALTER EXTENSION ... UPDATE, extversion = default_version, a direct path
 #      INSERT, and each update path pg_extension_update_paths() knows.
 #
@@ -137,7 +137,7 @@ dp_as_user "$bindir/initdb" -D "$data" -A trust --no-sync >"$work/initdb.log" 2>
 	echo "listen_addresses = ''"
 	echo "unix_socket_directories = '$sock'"
 	echo "shared_preload_libraries = '$ext'"
-	cat "$src/test/regress.conf"
+	cat "$src/tests/regress.conf"
 } >>"$data/postgresql.conf"
 if ! dp_as_user "$bindir/pg_ctl" -D "$data" -l "$work/server/log" -w -t 60 start >/dev/null; then
 	cat "$work/server/log"; fail "server start"; summary; exit 1
