@@ -55,7 +55,9 @@ OBJS = \
 	src/heap/append.o \
 	src/heap/wal.o \
 	src/heap/visibility.o \
-	src/stats/stats.o
+	src/stats/stats.o \
+	src/stats/sample.o \
+	src/stats/store.o
 
 EXTENSION = directpath
 DATA = $(notdir $(wildcard $(srcdir)/directpath--*.sql))
