@@ -26,15 +26,15 @@ OBJS = \
 	src/load/leaf.o \
 	src/load/queue.o \
 	src/load/foreign.o \
-	src/load/shard.o \
-	src/load/shardcommit.o \
-	src/load/copyenc.o \
-	src/load/fdwconn.o \
 	src/load/fkeys.o \
 	src/load/rejects.o \
 	src/load/conflict.o \
 	src/load/upsert.o \
 	src/load/versions.o \
+	src/remote/shard.o \
+	src/remote/shardcommit.o \
+	src/remote/copyenc.o \
+	src/remote/fdwconn.o \
 	src/parallel/parallel.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \
@@ -70,7 +70,7 @@ REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(srcdir)/tests/regress.c
 REGRESS_OUTPUTDIR ?= .
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
-# shard.c speaks libpq on postgres_fdw's connections
+# remote/shard.c speaks libpq on postgres_fdw's connections
 SHLIB_LINK_INTERNAL = $(libpq)
 # a missing declaration links against a macro that does not exist on 15/16
 PG_CFLAGS = -Werror=implicit-function-declaration

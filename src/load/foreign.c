@@ -9,7 +9,7 @@
  * them, while the statement's local partitions keep the direct path.
  *
  * A postgres_fdw partition's rows are streamed to its server as one COPY
- * (shard.c) unless the statement needs what only the wrapper's INSERT
+ * (remote/shard.c) unless the statement needs what only the wrapper's INSERT
  * gives (stream_refusal): each row back (RETURNING, AFTER ROW triggers,
  * view checks), ON CONFLICT, or the server's connection free for reading
  * a foreign table of the same server in the same statement.  Each
@@ -38,6 +38,7 @@
  *-------------------------------------------------------------------------
  */
 #include "load/load.h"
+#include "remote/remote.h"
 
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"

@@ -36,7 +36,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "remote/remote.h"
 
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"

@@ -59,7 +59,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "remote/remote.h"
 
 #include <poll.h>
 

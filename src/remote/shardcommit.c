@@ -47,7 +47,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "remote/remote.h"
 
 #include "access/heapam.h"
 #include "access/table.h"

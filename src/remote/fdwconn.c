@@ -34,7 +34,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "remote/remote.h"
 
 #include "access/xact.h"
 #include "foreign/foreign.h"
