@@ -23,6 +23,9 @@ OBJS = \
 	src/admission/existing.o \
 	src/admission/admission.o \
 	src/load/load.o \
+	src/load/place.o \
+	src/load/decide.o \
+	src/load/finish.o \
 	src/load/leaf.o \
 	src/load/queue.o \
 	src/load/foreign.o \
