@@ -78,10 +78,6 @@
  * raises a serialization failure when the row that meets it is decided, as
  * ExecCheckTupleVisible (nodeModifyTable.c, static there) does.
  *
- * Long: over 700 lines.  The batch's keys, the statement's set, the probes
- * and the decisions share one per-leaf state (DPConflicts); the load sees
- * only dp_conflicts_*, and keeping them together keeps that state private.
- *
  *-------------------------------------------------------------------------
  */
 #include "load/load.h"

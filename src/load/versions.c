@@ -72,11 +72,6 @@
  * deferrable or an exclusion constraint, MERGE's DELETE and WHEN NOT
  * MATCHED BY SOURCE actions, and directpath.bulk_update off.
  *
- * Long: over 700 lines.  The evaluation, the page changes and the index
- * work of a run share one state (DPVersions: the sorted rows, the builder,
- * the chunk's changes); the load sees only dp_versions_*, and keeping the
- * steps together keeps that state private.
- *
  *-------------------------------------------------------------------------
  */
 #include "load/load.h"
