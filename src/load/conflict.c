@@ -80,7 +80,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 
 #include "access/genam.h"
 #include "access/nbtree.h"

@@ -58,7 +58,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

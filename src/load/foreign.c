@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 #include "remote/remote.h"
 
 #include "executor/executor.h"

@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 
 #include "common/hashfn.h"
 #include "executor/executor.h"

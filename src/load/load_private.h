@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * load/load_private.h
- *	  What the parts of the load share among themselves: a load's state
- *	  (struct DPLoad) and the steps the row loop (load.c) takes through
- *	  place.c, decide.c and finish.c.  Files outside src/load/ use
- *	  load/load.h.
+ *	  What the parts of the load share among themselves: the relations a
+ *	  load writes (leaf.c) and its rows (queue.c), the interfaces of its
+ *	  parts (foreign.c, rejects.c, conflict.c, upsert.c, versions.c,
+ *	  fkeys.c), a load's state (struct DPLoad) and the steps the row loop
+ *	  (load.c) takes through place.c, decide.c and finish.c.  Files outside
+ *	  src/load/ use load/load.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +15,300 @@
 
 #include "load/load.h"
 #include "stats/stats.h"
+
+typedef struct DPQueue DPQueue;
+typedef struct DPForeign DPForeign;
+typedef struct DPConflicts DPConflicts;
+typedef struct DPForeignKeys DPForeignKeys;
+
+/* A row's first violated foreign key (an index into the leaf's), or -1. */
+typedef struct DPFkeyViolation
+{
+	int			key;
+	bool		mixed;			/* by MATCH FULL's mixed NULLs */
+} DPFkeyViolation;
+
+/* One relation the load writes (leaf.c). */
+typedef struct DPLeaf
+{
+	ResultRelInfo *rri;			/* its result relation, indexes open */
+	DPForeignKeys *fkeys;		/* its foreign keys checked per batch, or
+								 * NULL */
+	DPHeapBuilder *writer;		/* its page builder once direct, else NULL */
+	DPForeign  *foreign;		/* a foreign partition's batch, else NULL */
+	DPIndexes  *indexes;		/* its index strategy */
+	DPConflicts *conflicts;		/* ON CONFLICT DO NOTHING's arbiters, or
+								 * NULL */
+	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
+	bool		needs_post;		/* anything to do after the heap insert? */
+	int			full_pages;		/* writer's full pages last counted */
+	struct DPSample *sample;	/* its rows sampled for statistics, or NULL */
+	bool		appends;		/* its writer began on a non-empty relation */
+	uint64		pages_written;	/* by its writer, once finished */
+	bool		frozen;			/* its writer writes frozen pages */
+	struct DPLeaf *next;
+} DPLeaf;
+
+/* The leaves of a load and what they share (leaf.c). */
+typedef struct DPLeafSet
+{
+	EState	   *estate;
+	ModifyTableState *mtstate;
+	bool		reject_duplicates;	/* COPY's rejects table takes them */
+	bool		on_conflict;	/* ON CONFLICT (conflict.c) */
+	bool		do_update;		/* ... DO UPDATE (upsert.c) */
+	bool		born;			/* the target is new in the statement */
+	List	   *arbiters;		/* COPY's: the target's arbiter indexes,
+								 * NIL for every unique index */
+	bool		freeze_allowed; /* by the statement (admission.c) */
+	TransactionId xid;			/* of the rows written */
+	CommandId	cid;
+	DPToastWait toast_wait;		/* shared by the leaves' writers */
+	StringInfoData fk_batched;	/* foreign keys checked per batch */
+	StringInfoData fk_rowwise;	/* those left per row, with why */
+	StringInfoData foreign_paths;	/* each foreign partition: by COPY, or
+									 * batched and why */
+	int			streams;		/* foreign leaves whose rows are streamed */
+	DPLeaf	   *list;			/* every leaf, newest first */
+	DPLeaf	   *last;			/* the leaf of the previous row */
+	struct dpleaves_hash *by_rri;	/* the leaves by ResultRelInfo (leaf.c) */
+	int			count;
+} DPLeafSet;
+
+/* A row held, or waiting for its page to be written (queue.c). */
+typedef struct DPRow
+{
+	DPLeaf	   *leaf;
+	HeapTuple	tuple;			/* t_self set once placed */
+	uint64		lineno;			/* input line (COPY), for error context */
+	char	   *raw;			/* input line text, kept only for rejects */
+	DPFkeyViolation fk;			/* its foreign-key violation found per
+								 * batch, key -1 if none */
+} DPRow;
+
+/* ---------- leaf.c, queue.c ---------- */
+
+/* The leaf of 'rri', set up (checked, locked) on first use. */
+extern DPLeaf *dp_leaf_get(DPLeafSet *set, ResultRelInfo *rri);
+
+/*
+ * May the rows of 'rel' be frozen (the statement allows it, its storage is
+ * new in this subtransaction)?  Its writer freezes if so and no row may be
+ * taken back.
+ */
+extern bool dp_leaf_may_freeze(DPLeafSet *set, Relation rel);
+
+/* Start the leaf's page builder; returns whether it freezes. */
+extern bool dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf);
+
+/* Release every leaf's slot and foreign batch. */
+extern void dp_leaf_end_all(DPLeafSet *set);
+
+/*
+ * queue.c.  The queue owns the rows added (their tuples must be allocated
+ * in dp_queue_memory()) until they are processed or taken.
+ */
+extern DPQueue *dp_queue_create(EState *estate, ModifyTableState *mtstate,
+								Tuplestorestate *retstore, DPInputLine *input,
+								DPRejects *rejects);
+extern MemoryContext dp_queue_memory(DPQueue *q);
+extern int	dp_queue_length(DPQueue *q);
+extern uint64 dp_queue_deleted(DPQueue *q);
+
+/* The current line's text if a row of 'leaf' must keep it, else NULL. */
+extern const char *dp_queue_line_text(DPQueue *q, DPLeaf *leaf);
+
+/* Queue a row ('raw' is copied); its work runs at dp_queue_process. */
+extern void dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup,
+						 uint64 lineno, const char *raw);
+
+/* The queued rows' after-insert work, in input order; empties the queue. */
+extern void dp_queue_process(DPQueue *q, DPLeaf *leaves);
+
+/* ExecInsert's work after the insert, for one row in 'slot', now. */
+extern void dp_queue_post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot);
+
+/* Hand the held rows back (with their memory, the caller's to delete). */
+extern DPRow *dp_queue_take(DPQueue *q, int *nrows, MemoryContext *cxt);
+
+/* Insert the held rows on the normal path, then do their work. */
+extern void dp_queue_insert_normal(DPQueue *q, CommandId cid);
+
+/* ---------- foreign.c ---------- */
+
+/*
+ * Begin a foreign partition's rows (routing began the wrapper's insert): a
+ * COPY stream to a postgres_fdw server (remote/shard.c) where the statement
+ * allows, else the wrapper's batches.  Says which in set->foreign_paths.
+ */
+extern DPForeign *dp_foreign_begin(DPLeaf *leaf, DPLeafSet *set);
+
+/*
+ * Send, stream or batch a row ('lineno': its input line, or 0); returns how
+ * many rows the wrapper did not insert.
+ */
+extern uint64 dp_foreign_insert(DPLeaf *leaf, EState *estate,
+								TupleTableSlot *slot, DPQueue *q,
+								uint64 lineno);
+
+/* Must the rows before a row of this leaf be done before it is sent? */
+extern bool dp_foreign_needs_order(DPLeaf *leaf);
+
+/* Send every foreign leaf's waiting rows; returns the rows not inserted. */
+extern uint64 dp_foreign_flush_all(DPLeafSet *set, DPQueue *q);
+
+/* Release the batch's slots (empty by now). */
+extern void dp_foreign_end(DPForeign *f);
+
+/* ---------- rejects.c: what the load's parts use ---------- */
+
+/* Keep rejects in memory while *hold > 0 (TOAST barrier, append.c). */
+extern void dp_rejects_hold_while(DPRejects *r, int *hold);
+
+/* Write the rejects kept in memory. */
+extern void dp_rejects_write_queued(DPRejects *r);
+
+/* Rejects kept in memory; the load drains at DP_REJECTS_QUEUE_MAX. */
+extern int	dp_rejects_queued(DPRejects *r);
+
+#define DP_REJECTS_QUEUE_MAX 1000
+
+/*
+ * NOT NULL, CHECK and partition constraints without raising: false and
+ * core's SQLSTATE, message and detail (palloc'd) when one fails.
+ */
+extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
+								EState *estate, int *sqlerrcode,
+								char **message, char **detail);
+
+/* INSERT's message and detail for a duplicate found by a partial check. */
+extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
+								  TupleTableSlot *slot, EState *estate,
+								  char **message, char **detail);
+
+/* ---------- conflict.c: ON CONFLICT DO NOTHING ---------- */
+
+/*
+ * Rows whose conflicts are decided together, at most; and at most
+ * DP_CONFLICT_BATCH_PAGES batches' worth of their bytes (load.c).  Many
+ * keys per decision make the probes dense (btprobe.c).
+ */
+#define DP_CONFLICT_BATCH 131072
+#define DP_CONFLICT_BATCH_PAGES 4
+
+/*
+ * The leaf's arbiter indexes ('arbiters' their OIDs; NIL: every unique
+ * index), checked with its indexes open.
+ */
+extern DPConflicts *dp_conflicts_begin(ResultRelInfo *rri, EState *estate,
+									   List *arbiters, bool do_update);
+
+/*
+ * A checked row (in 'slot', the leaf's format) joins the batch, of at
+ * most DP_CONFLICT_BATCH rows; then
+ * dp_conflicts_probe looks the batch's keys up in the indexes;
+ * dp_conflicts_decide, once per row in the order added (interleaved with
+ * other leaves' in input order), says whether the row is inserted, skipped
+ * or (DO UPDATE) kept for upsert.c; dp_conflicts_batch_done, after the inserted rows were given
+ * to the load, ends the batch.
+ */
+extern void dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot);
+extern int	dp_conflicts_batch_rows(DPConflicts *c);
+extern void dp_conflicts_probe(DPConflicts *c);
+typedef enum DPDecision
+{
+	DP_ROW_INSERT,
+	DP_ROW_SKIP,
+	DP_ROW_UPDATE,				/* DO UPDATE: its key is in the table */
+} DPDecision;
+
+extern DPDecision dp_conflicts_decide(DPConflicts *c, ItemPointer found);
+extern void dp_conflicts_batch_done(DPConflicts *c);
+
+/* A heap-tuple slot of the leaf's row type, for a decided row. */
+extern TupleTableSlot *dp_conflicts_slot(DPConflicts *c);
+
+/* Every inserted row's entries are now in the leaf's indexes. */
+extern void dp_conflicts_indexed(DPConflicts *c);
+
+extern void dp_conflicts_end(DPConflicts *c);
+
+/* ---------- upsert.c: rows core's executor takes after the load ---------- */
+
+typedef struct DPUpsert DPUpsert;
+
+/*
+ * dp_upsert_keep: a row (in 'slot', leaf 'rri''s format; or, 'rri' NULL,
+ * a row of the ModifyTable's subplan) for core, kept in input order.
+ * dp_upsert_run, once the load's page builders are finished and its index
+ * work is done: the kept rows through the statement's ModifyTable node, as
+ * a plain INSERT ... ON CONFLICT DO UPDATE runs them, RETURNING rows to
+ * 'retstore'; or, for a COPY (no plan), through 'update_sql', which reads
+ * them (in the target's format) as DP_UPSERT_ROWS.
+ */
+extern DPUpsert *dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
+								 Tuplestorestate *retstore,
+								 const char *update_sql);
+extern void dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri,
+						   TupleTableSlot *slot, ItemPointer found);
+extern void dp_upsert_run(DPUpsert *u);
+extern void dp_upsert_end(DPUpsert *u);
+
+/* What the updates did ("" when there were none), for the report. */
+extern void dp_upsert_describe(DPUpsert *u, char *buf, size_t len);
+
+/* ---------- versions.c: DO UPDATE's updates in bulk ---------- */
+
+typedef struct DPVersions DPVersions;
+
+/*
+ * Why the DO UPDATE of 'mt' (a plain table's INSERT ... ON CONFLICT DO
+ * UPDATE) cannot have its updates made in bulk, or NULL.
+ */
+extern const char *dp_versions_refusal(ModifyTableState *mt);
+
+/*
+ * dp_versions_keep: a row (target's format) whose key met the row whose
+ * index entry is 'found'.  dp_versions_run, once the load's pages are
+ * written and its index work done: every kept row updated or locked in
+ * bulk, or put into 'rest' for core's executor (returns how many).
+ */
+extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt);
+extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
+							 ItemPointer found);
+extern uint64 dp_versions_run(DPVersions *v, Tuplestorestate *rest);
+extern void dp_versions_describe(DPVersions *v, char *buf, size_t len);
+extern void dp_versions_end(DPVersions *v);
+
+/* ---------- fkeys.c: foreign keys checked per batch ---------- */
+
+/*
+ * The leaf's foreign keys that can be checked per batch, or NULL; their
+ * names go to 'batched', the others' with the reason to 'rowwise'.
+ */
+extern DPForeignKeys *dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched,
+									 StringInfo rowwise);
+
+/*
+ * Check the keys of 'ntuples' directly written rows (in input order, their
+ * pages written): v[r] gets the first constraint (in trigger order) row r
+ * violates; with 'all' false only the first violating row is sure to be
+ * marked.  Returns the first violating row, or -1.
+ */
+extern int	dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples,
+						   bool all, DPFkeyViolation *v);
+
+/* Core's error for that violation of 'row', raised or as text. */
+extern void dp_fkeys_report(DPForeignKeys *f, DPFkeyViolation v,
+							HeapTuple row);
+extern void dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v,
+							  HeapTuple row, char **message, char **detail);
+
+/*
+ * Give the leaf the trigger descriptor without the batched checks
+ * ('rowwise'), or its own back.
+ */
+extern void dp_fkeys_swap(DPForeignKeys *f, bool rowwise);
 
 /* ---------- a load's state (load.c and its parts) ---------- */
 

@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 
 #include "access/heapam.h"
 #include "catalog/catalog.h"

@@ -77,7 +77,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 
 #include "catalog/pg_class.h"
 #include "executor/executor.h"

@@ -74,7 +74,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load.h"
+#include "load/load_private.h"
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
