@@ -37,8 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "input/input.h"
-#include "input/scan.h"
+#include "input/input_private.h"
 
 #include "libpq/pqformat.h"
 #include "miscadmin.h"

@@ -83,7 +83,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "input/input.h"
+#include "input/input_private.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,6 +7,10 @@
  *	  parses the values of common types.  Serial and parallel COPY (the
  *	  parallel stage's parcopy.c) share them.
  *
+ *	  This is the stage's public face: what the files outside src/input/
+ *	  use.  What the stage's own files share among themselves is in
+ *	  input_private.h.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef DP_INPUT_H
@@ -35,7 +39,6 @@ typedef struct DPInputCounts
 extern void dp_input_reset_counts(void);
 extern void dp_input_get_counts(DPInputCounts *counts);
 extern void dp_input_add_counts(const DPInputCounts *counts);
-extern void dp_input_count_rows(uint64 formed, uint64 core);
 extern void dp_input_note_reader(const char *why);
 
 /*
@@ -45,44 +48,6 @@ extern void dp_input_note_reader(const char *why);
  * not.
  */
 extern void dp_fastin_install(CopyFromState cstate);
-
-/*
- * For the row former: the fast parser of a column whose input function is
- * 'in' (NULL when 'in' is not a stand-in, or the typmod changes its
- * values), and its call: the value of the 'len' bytes at s (terminated,
- * and at least DP_FASTIN_SLACK bytes readable from s whatever len is) when
- * the parser takes them; false when the input function must be called.
- */
-#define DP_FASTIN_SLACK 9
-
-typedef struct DPFastIn DPFastIn;
-
-extern const DPFastIn *dp_fastin_of(FmgrInfo *in, int32 typmod);
-extern bool dp_fastin_read(const DPFastIn *f, const char *s, int len,
-						   int32 typmod, Datum *d);
-
-/* The same without counting the field; count n fields taken by f. */
-extern bool dp_fastin_parse(const DPFastIn *f, const char *s, int len,
-							int32 typmod, Datum *d);
-extern void dp_fastin_count(const DPFastIn *f, uint64 n);
-
-/*
- * Whether f's parser reads only the 'len' bytes (and the slack), so that
- * the bytes at s need no terminator: s may point into the input.
- */
-extern bool dp_fastin_bounded(const DPFastIn *f);
-
-/*
- * Binary COPY: the fast input of a column by its receive function, type
- * and typmod, or NULL; a field of 'len' bytes at s converted when its kind
- * takes it (counted), false when the receive function must be called, and
- * the count of such a call.
- */
-extern const DPFastIn *dp_fastin_binary_of(FmgrInfo *recv, Oid type,
-										   int32 typmod);
-extern bool dp_fastin_read_binary(const DPFastIn *f, const char *s, int len,
-								  Datum *d);
-extern void dp_fastin_count_fallback(const DPFastIn *f);
 
 /* ---------- chunker.c: the input cut into chunks ---------- */
 
@@ -108,20 +73,6 @@ extern char *dp_chunker_next(DPChunker *ch, Size target, Size *len);
 
 /* Bytes of the input cut into chunks so far. */
 extern uint64 dp_chunker_consumed(DPChunker *ch);
-
-/*
- * A big-endian signed integer of n = 2 or 4 bytes at p (binary COPY's
- * field counts and lengths, and its values), at any alignment.
- */
-static inline int32
-dp_get_net_int(const char *p, int n)
-{
-	uint32		v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = (v << 8) | (unsigned char) p[i];
-	return n == 2 ? (int32) (int16) v : (int32) v;
-}
 
 /* A binary COPY file's header without extensions: each binary chunk's. */
 #define DP_BINARY_HEADER_LEN 19

@@ -80,8 +80,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "input/input.h"
-#include "input/scan.h"
+#include "input/input_private.h"
 
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"

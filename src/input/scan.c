@@ -14,7 +14,7 @@
  * compared in a register; the tail of fewer than 64 bytes, and big-endian
  * machines, byte by byte.  Bits past the buffer's end are zero.
  *
- * The caller then walks the set bits (rowform.c's next_special), so each
+ * The caller then walks the set bits (rowsplit.c's next_marked), so each
  * ordinary byte is looked at once, here, 16 to 32 at a time.
  *
  * dp_scan_next finds the first special byte after a position without a
@@ -26,7 +26,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "input/scan.h"
+#include "input/input_private.h"
 
 #include "port/pg_bitutils.h"
 
