@@ -47,6 +47,10 @@ OBJS = \
 	src/input/rowform.o \
 	src/input/scan.o \
 	src/input/fastin.o \
+	src/input/fasttime.o \
+	src/input/fastnum.o \
+	src/input/fasttext.o \
+	src/input/fastbin.o \
 	src/index/indexes.o \
 	src/index/btree.o \
 	src/index/keysort.o \

@@ -2,8 +2,9 @@
  *
  * input/input_private.h
  *	  What the input stage's files share among themselves: the fast input
- *	  (fastin.c) for the row former, the scan of special bytes (scan.c),
- *	  and binary COPY's integers.
+ *	  (fastin.c and its parsers by type family: fasttime.c, fastnum.c,
+ *	  fasttext.c, fastbin.c), the scan of special bytes (scan.c), and
+ *	  binary COPY's integers.
  *
  *	  Only the files of src/input/ include it; input.h is the stage's
  *	  public face, what the other stages use.
@@ -14,6 +15,9 @@
 #define DP_INPUT_PRIVATE_H
 
 #include "input/input.h"
+
+#include "datatype/timestamp.h"
+#include "pgtime.h"
 
 /* Rows the row former formed, and rows core's reader read (fastin.c). */
 extern void dp_input_count_rows(uint64 formed, uint64 core);
@@ -71,6 +75,56 @@ extern const DPFastIn *dp_fastin_binary_of(FmgrInfo *recv, Oid type,
 extern bool dp_fastin_read_binary(const DPFastIn *f, const char *s, int len,
 								  Datum *d);
 extern void dp_fastin_count_fallback(const DPFastIn *f);
+
+/* The kinds of fast input; fastin.c's tables are in this order. */
+typedef enum DPFastKind
+{
+	FAST_INT2,
+	FAST_INT4,
+	FAST_INT8,
+	FAST_BOOL,
+	FAST_DATE,
+	FAST_TIMESTAMP,
+	FAST_TIMESTAMPTZ,
+	FAST_UUID,
+	FAST_FLOAT4,
+	FAST_FLOAT8,
+	FAST_TEXT,
+	FAST_VARCHAR,
+	FAST_BPCHAR,
+	FAST_NUMERIC,
+	FAST_KINDS
+} DPFastKind;
+
+/* n decimal digits at s as a number; false unless all are digits. */
+static inline bool
+dp_digits(const char *s, int n, int64 *v)
+{
+	int64		r = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		r = r * 10 + (s[i] - '0');
+	}
+	*v = r;
+	return true;
+}
+
+/* fasttime.c: YYYY-MM-DD into tm, the rest at *end; a timestamp(tz). */
+extern bool dp_read_date(const char *s, struct pg_tm *tm, const char **end);
+extern bool dp_read_timestamp(const char *s, bool with_tz, Timestamp *result);
+
+/* fastnum.c: float4 (is_float4) or float8, and numeric, of a decimal. */
+extern bool dp_read_float(const char *s, int len, bool is_float4, Datum *d);
+extern bool dp_read_numeric(const char *s, int len, int32 typmod, Datum *d);
+
+/* fasttext.c: character(n), padded. */
+extern bool dp_read_bpchar(const char *s, int len, int32 typmod, Datum *d);
+
+/* fastbin.c: a binary field of the kind, as its receive function reads it. */
+extern bool dp_read_binary(DPFastKind kind, const char *s, int len, Datum *d);
 
 /* ---------- scan.c: a buffer's special bytes as a bitmap ---------- */
 
