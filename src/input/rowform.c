@@ -301,13 +301,93 @@ line_end(const DPRowFormer *rf, Size q, int *eol)
 	return 1;
 }
 
+/* What a special byte outside quotes does to the walk over a record. */
+typedef enum DPWalk
+{
+	WALK_ON,					/* the record goes on */
+	WALK_EOL,					/* a line end: the caller's */
+	WALK_CORE					/* core's reader must read the record */
+} DPWalk;
+
+/*
+ * A special byte at q inside CSV quotes: the quote that closes them (a
+ * doubled quote, when the escape is the quote, is one quote of data), an
+ * escape before the escape or the quote, or a byte of data; a newline of
+ * the line style 'eol' is counted in *nl.  Where the walk goes on.
+ */
+static Size
+quoted_byte(const DPRowFormer *rf, Size q, int eol, int *nl, bool *in_quote)
+{
+	const char *d = rf->data;
+	char		c = d[q];
+
+	if (c == rf->quote)
+	{
+		/* a doubled quote (escape = quote) is one quote */
+		if (rf->escape == '\0' && q + 1 < rf->len && d[q + 1] == c)
+			return q + 2;
+		*in_quote = false;
+		return q + 1;
+	}
+	if (c == rf->escape && q + 1 < rf->len &&
+		(d[q + 1] == rf->escape || d[q + 1] == rf->quote))
+		return q + 2;
+	if (c == (eol == EOL_NL ? '\n' : '\r'))
+		(*nl)++;
+	return q + 1;
+}
+
+/*
+ * A special byte at q outside quotes, in field *nf: a delimiter ends the
+ * field (one too many is core's error), a backslash (text) makes the next
+ * byte data and marks the field, a quote (CSV) opens quotes and marks it,
+ * an escape is an ordinary byte; *p is where the walk goes on.  A \n or
+ * \r is WALK_EOL, for the caller.
+ */
+static DPWalk
+unquoted_byte(DPRowFormer *rf, Size q, int *nf, bool *in_quote, Size *p)
+{
+	const char *d = rf->data;
+	char		c = d[q];
+
+	if (c == rf->delim)
+	{
+		rf->fields[*nf].end = q;
+		if (++(*nf) >= rf->ncolumns)
+			return WALK_CORE;	/* extra data: core's error */
+		rf->fields[*nf].start = q + 1;
+		rf->fields[*nf].marked = false;
+		*p = q + 1;
+		return WALK_ON;
+	}
+	if (c == '\n' || c == '\r')
+		return WALK_EOL;
+	if (!rf->csv)
+	{
+		/* a backslash: the next byte is data, whatever it is */
+		Assert(c == '\\');
+		rf->fields[*nf].marked = true;
+		if (q + 1 < rf->len && d[q + 1] == '.')
+			return WALK_CORE;
+		*p = Min(q + 2, rf->len);
+		return WALK_ON;
+	}
+	if (c == rf->quote)
+	{
+		rf->fields[*nf].marked = true;
+		*in_quote = true;
+	}
+	/* else an escape outside quotes: an ordinary byte */
+	*p = q + 1;
+	return WALK_ON;
+}
+
 /*
  * Split the record at rf->pos: its fields into rf->fields, *end the end of
  * its bytes, *next where the next one starts, *nl the newlines inside its
- * quotes, *eol the line style after it.
- *
- * Long: one walk over the record's special bytes, a case per byte and
- * quote state, as core's line reader and field splitter have them.
+ * quotes, *eol the line style after it.  One walk over the record's special
+ * bytes, as core's line reader and field splitter have them: those inside
+ * quotes (quoted_byte), the others (unquoted_byte), and the line end.
  */
 static DPSplit
 split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
@@ -330,7 +410,7 @@ split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
 	for (;;)
 	{
 		Size		q = next_marked(rf, p, false);
-		char		c;
+		DPWalk		walk;
 		int			step;
 
 		if (q >= rf->len)
@@ -341,67 +421,22 @@ split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
 			*end = *next = rf->len;
 			break;
 		}
-		c = d[q];
 		if (in_quote)
 		{
-			if (c == rf->quote)
-			{
-				/* a doubled quote (escape = quote) is one quote */
-				if (rf->escape == '\0' && q + 1 < rf->len && d[q + 1] == c)
-					p = q + 2;
-				else
-				{
-					in_quote = false;
-					p = q + 1;
-				}
-			}
-			else if (c == rf->escape && q + 1 < rf->len &&
-					 (d[q + 1] == rf->escape || d[q + 1] == rf->quote))
-				p = q + 2;
-			else
-			{
-				if (c == (*eol == EOL_NL ? '\n' : '\r'))
-					(*nl)++;
-				p = q + 1;
-			}
+			p = quoted_byte(rf, q, *eol, nl, &in_quote);
 			continue;
 		}
-		if (c == rf->delim)
-		{
-			rf->fields[nf].end = q;
-			if (++nf >= rf->ncolumns)
-				return SPLIT_CORE;	/* extra data: core's error */
-			rf->fields[nf].start = q + 1;
-			rf->fields[nf].marked = false;
-			p = q + 1;
+		walk = unquoted_byte(rf, q, &nf, &in_quote, &p);
+		if (walk == WALK_CORE)
+			return SPLIT_CORE;
+		if (walk == WALK_ON)
 			continue;
-		}
-		if (c == '\n' || c == '\r')
-		{
-			step = line_end(rf, q, eol);
-			if (step == 0)
-				return SPLIT_CORE;
-			*end = q;
-			*next = q + step;
-			break;
-		}
-		if (!rf->csv)
-		{
-			/* a backslash: the next byte is data, whatever it is */
-			Assert(c == '\\');
-			rf->fields[nf].marked = true;
-			if (q + 1 < rf->len && d[q + 1] == '.')
-				return SPLIT_CORE;
-			p = Min(q + 2, rf->len);
-			continue;
-		}
-		if (c == rf->quote)
-		{
-			rf->fields[nf].marked = true;
-			in_quote = true;
-		}
-		/* else an escape outside quotes: an ordinary byte */
-		p = q + 1;
+		step = line_end(rf, q, eol);
+		if (step == 0)
+			return SPLIT_CORE;
+		*end = q;
+		*next = q + step;
+		break;
 	}
 	rf->fields[nf].end = *end;
 	if (nf + 1 != rf->ncolumns)
@@ -433,8 +468,6 @@ hex_value(char c)
  * De-escape a text field in place, as CopyReadAttributesText does, and
  * terminate it; *len becomes its new length.  False when an escape made a
  * byte the database encoding rejects (core's error, on core's reading).
- *
- * Long: core's table of escapes, a case each.
  */
 static bool
 unescape_text(char *s, Size *len)
