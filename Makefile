@@ -45,6 +45,8 @@ OBJS = \
 	src/parallel/placer.o \
 	src/input/chunker.o \
 	src/input/rowform.o \
+	src/input/rowsplit.o \
+	src/input/rowvalues.o \
 	src/input/scan.o \
 	src/input/fastin.o \
 	src/input/fasttime.o \

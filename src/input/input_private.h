@@ -3,8 +3,8 @@
  * input/input_private.h
  *	  What the input stage's files share among themselves: the fast input
  *	  (fastin.c and its parsers by type family: fasttime.c, fastnum.c,
- *	  fasttext.c, fastbin.c), the scan of special bytes (scan.c), and
- *	  binary COPY's integers.
+ *	  fasttext.c, fastbin.c), the scan of special bytes (scan.c), and the
+ *	  row former's state and steps (rowform.c, rowsplit.c, rowvalues.c).
  *
  *	  Only the files of src/input/ include it; input.h is the stage's
  *	  public face, what the other stages use.
@@ -150,5 +150,110 @@ extern const char *dp_scan_next(const char *specials, int nspecials,
  */
 extern uint64 dp_scan_count(char eol, const char *stops, int nstops,
 							const char *p, Size n, Size *skipped);
+
+/* ---------- the row former: rowform.c, rowsplit.c, rowvalues.c ---------- */
+
+/* What a record's split found. */
+typedef enum DPSplit
+{
+	SPLIT_ROW,					/* a record of as many fields as columns */
+	SPLIT_END,					/* no bytes left in the chunk */
+	SPLIT_CORE,					/* something core's reader must see */
+	SPLIT_HEADER				/* the header line: core's reader reads it */
+} DPSplit;
+
+/* A field of the record being formed: byte offsets in the chunk. */
+typedef struct DPField
+{
+	Size		start;
+	Size		end;
+	bool		marked;			/* text: has a backslash; CSV: a quote */
+} DPField;
+
+/* A column COPY reads, in the order of its fields. */
+typedef struct DPColumn
+{
+	int			m;				/* attribute index */
+	FmgrInfo   *in;				/* cstate->in_functions[m] */
+	const DPFastIn *fast;		/* its fast parser, or NULL */
+	bool		bounded;		/* which reads a field where it lies */
+	Oid			ioparam;
+	int32		typmod;
+	const char *name;
+} DPColumn;
+
+/*
+ * A row former: the COPY's format and columns, the chunk and the place in
+ * it, the record being formed, and core's reader while that reads.
+ */
+struct DPRowFormer
+{
+	CopyFromState cstate;		/* the COPY's; its state names the row */
+	MemoryContext mcxt;
+	bool		binary;			/* binary tuples, not text or CSV lines */
+	StringInfoData field;		/* binary: a field for its receive function */
+	ParseState *pstate;			/* for core's reader */
+	List	   *attlist;
+	List	   *options;
+	/* the format */
+	bool		csv;
+	char		delim;
+	char		quote;
+	char		escape;			/* CSV; '\0' when it is the quote */
+	const char *null_print;
+	int			null_len;
+	int			ncolumns;
+	DPColumn   *columns;
+	DPField    *fields;			/* ncolumns + 1 */
+	char	  **strings;		/* the record's field strings, NULL for NULL */
+	int		   *lengths;		/* and their lengths */
+	bool	   *in_data;		/* a string is in the chunk, unterminated */
+	bool		all_fast;		/* every column has a fast parser */
+	uint64		formed_rows;	/* rows formed, not yet counted */
+	uint64		plain_rows;		/* ... of which dp_form_plain made */
+	char		specials[DP_SCAN_MAX_SPECIALS];
+	int			nspecials;
+	/* the chunk */
+	const char *data;
+	Size		len;
+	Size		pos;			/* next record */
+	uint64	   *bits;			/* special bytes of data */
+	uint64	   *delims;			/* its delimiters alone */
+	Size		nwords;
+	Size		bits_cap;
+	uint64		lineno;			/* lines before 'pos' */
+	int			eol;			/* EolType in force at 'pos' */
+	bool		header_next;	/* the header line is at 'pos' */
+	/* the record formed: its fields' text, its line for the error context */
+	char	   *out;
+	Size		out_cap;
+	Size		line_start;
+	Size		line_len;
+	bool		line_pending;	/* not yet copied into cstate->line_buf */
+	/* core's reader over the chunk's rest (or the header), while it reads */
+	CopyFromState core;
+	char	   *core_input;		/* binary: the file header and the rest */
+	bool		core_header;	/* it reads the header line only */
+	bool		in_core;		/* inside its NextCopyFrom */
+};
+
+/* rowsplit.c: the chunk's special bytes marked; a record's fields. */
+extern void dp_scan_chunk(DPRowFormer *rf);
+extern bool dp_split_plain(DPRowFormer *rf, Size *end, Size *next);
+extern DPSplit dp_split_record(DPRowFormer *rf, Size *end, Size *next,
+							   int *nl, int *eol);
+extern DPSplit dp_split_binary(DPRowFormer *rf, Size *next);
+
+/* rowvalues.c: a split record's values; the rows formed counted. */
+extern bool dp_field_strings(DPRowFormer *rf, Size start, Size end,
+							 char **strings);
+extern void dp_form_values(DPRowFormer *rf, char **strings,
+						   ExprContext *econtext, Datum *values, bool *nulls);
+extern bool dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls);
+extern void dp_form_binary(DPRowFormer *rf, ExprContext *econtext,
+						   Datum *values, bool *nulls);
+extern void dp_fill_defaults(DPRowFormer *rf, ExprContext *econtext,
+							 Datum *values, bool *nulls);
+extern void dp_count_formed(DPRowFormer *rf);
 
 #endif							/* DP_INPUT_PRIVATE_H */

@@ -1,0 +1,352 @@
+/*-------------------------------------------------------------------------
+ *
+ * rowsplit.c
+ *	  The row former's split: a chunk's records into fields, from the
+ *	  bitmap of its special bytes, as core's line reader and field
+ *	  splitters split them (steps 1 and 2 of rowform.c).
+ *
+ * dp_scan_chunk marks the chunk's special bytes (the delimiter, \n, \r,
+ * and the backslash in text format or the quote and escape in CSV) in a
+ * bitmap, one bit per byte, and its delimiters in a second one, by one
+ * vectorized pass (scan.c).  The split walks the set bits only
+ * (next_marked), so an ordinary byte is looked at once, by the scan.
+ *
+ * A record's fields (start, end, whether escaped or quoted) and its end
+ * follow the rules of core's line reader (CopyReadLineText: the
+ * end-of-line style fixed by the first line, a backslash taking the next
+ * byte in text, quotes and escapes in CSV, a newline inside quotes counted
+ * as a line) and its field splitters (CopyReadAttributesText /
+ * CopyReadAttributesCSV).  A plain record, one that ends with \n and holds
+ * no special byte but delimiters, is split from the delimiters' bitmap
+ * alone (dp_split_plain), without reading its bytes; any other record by
+ * dp_split_record's walk over its special bytes, which gives a plain one
+ * the same fields.  A binary tuple is split by its field count and lengths
+ * (dp_split_binary), as CopyFromBinaryOneRow reads them.
+ *
+ * The split reads the chunk and writes only rf->fields (offsets into the
+ * chunk; the former's place in it is rowform.c's to advance).  It raises
+ * no error: what it does not reproduce (a record with another number of
+ * fields than columns, a line end that is not the line style's, an
+ * unterminated quote, what core may take for an end-of-copy marker, a
+ * binary tuple cut short or not of as many fields as columns) is
+ * SPLIT_CORE, for core's reader and its errors.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "input/input_private.h"
+
+#include "port/pg_bitutils.h"
+
+/* ---- the bitmap of the chunk's special bytes ---- */
+
+/* Mark the chunk's special bytes: rf->bits, one bit per byte. */
+void
+dp_scan_chunk(DPRowFormer *rf)
+{
+	rf->nwords = (rf->len + 63) / 64;
+	if (rf->nwords > rf->bits_cap)
+	{
+		rf->bits_cap = Max(rf->nwords, 2 * rf->bits_cap);
+		if (rf->bits)
+		{
+			pfree(rf->bits);
+			pfree(rf->delims);
+		}
+		rf->bits = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
+		rf->delims = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
+	}
+	dp_scan_specials(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits,
+					 rf->delims);
+}
+
+/*
+ * The first special byte at or after 'from' (with 'others', the first
+ * that is not the delimiter); the chunk's length if none.
+ */
+static inline Size
+next_marked(const DPRowFormer *rf, Size from, bool others)
+{
+	Size		w = from >> 6;
+	uint64		m;
+
+	if (from >= rf->len)
+		return rf->len;
+	m = (rf->bits[w] & (others ? ~rf->delims[w] : ~UINT64CONST(0))) &
+		(~UINT64CONST(0) << (from & 63));
+	while (m == 0)
+	{
+		if (++w >= rf->nwords)
+			return rf->len;
+		m = rf->bits[w] & (others ? ~rf->delims[w] : ~UINT64CONST(0));
+	}
+	return (w << 6) + pg_rightmost_one_pos64(m);
+}
+
+/* ---- a record's fields and end ---- */
+
+/*
+ * A plain record at rf->pos: one that ends with \n under the \n line style
+ * (or the first line's), with no other special byte than delimiters (no
+ * backslash, carriage return, quote or escape) and as many fields as
+ * columns.  Its fields are the gaps between the delimiters' bits: no byte
+ * of the record is read.  False for any other record, which dp_split_record
+ * reads (with the same result for a plain one).
+ */
+bool
+dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+	Size		e;
+	Size		w;
+	int			nf = 0;
+
+	/* a backslash first may be an end-of-copy marker, in CSV too */
+	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
+		rf->eol == EOL_CRNL)
+		return false;
+	e = next_marked(rf, p, true);
+	if (e >= rf->len || d[e] != '\n')
+		return false;
+
+	rf->fields[0].start = p;
+	rf->fields[0].marked = false;
+	for (w = p >> 6; (w << 6) < e; w++)
+	{
+		uint64		m = rf->delims[w];
+
+		if ((w << 6) < p)
+			m &= ~UINT64CONST(0) << (p & 63);
+		if (((w + 1) << 6) > e)
+			m &= ~(~UINT64CONST(0) << (e & 63));
+		while (m != 0)
+		{
+			Size		q = (w << 6) + pg_rightmost_one_pos64(m);
+
+			m &= m - 1;
+			if (++nf >= rf->ncolumns)
+				return false;
+			rf->fields[nf - 1].end = q;
+			rf->fields[nf].start = q + 1;
+			rf->fields[nf].marked = false;
+		}
+	}
+	if (nf + 1 != rf->ncolumns)
+		return false;
+	rf->fields[nf].end = e;
+	*end = e;
+	*next = e + 1;
+	return true;
+}
+
+/*
+ * A line ends at 'q' (an unquoted \n or \r): the bytes the end takes (in
+ * *step), with the line style as CopyReadLineText fixes and checks it; 0
+ * when core would raise an error there.
+ */
+static int
+line_end(const DPRowFormer *rf, Size q, int *eol)
+{
+	if (rf->data[q] == '\n')
+	{
+		if (*eol == EOL_CR || *eol == EOL_CRNL)
+			return 0;
+		*eol = EOL_NL;
+		return 1;
+	}
+	if (*eol == EOL_NL)
+		return 0;
+	if (*eol == EOL_CR)
+		return 1;
+	if (q + 1 < rf->len && rf->data[q + 1] == '\n')
+	{
+		*eol = EOL_CRNL;
+		return 2;
+	}
+	if (*eol == EOL_CRNL)
+		return 0;
+	*eol = EOL_CR;
+	return 1;
+}
+
+/* What a special byte outside quotes does to the walk over a record. */
+typedef enum DPWalk
+{
+	WALK_ON,					/* the record goes on */
+	WALK_EOL,					/* a line end: the caller's */
+	WALK_CORE					/* core's reader must read the record */
+} DPWalk;
+
+/*
+ * A special byte at q inside CSV quotes: the quote that closes them (a
+ * doubled quote, when the escape is the quote, is one quote of data), an
+ * escape before the escape or the quote, or a byte of data; a newline of
+ * the line style 'eol' is counted in *nl.  Where the walk goes on.
+ */
+static Size
+quoted_byte(const DPRowFormer *rf, Size q, int eol, int *nl, bool *in_quote)
+{
+	const char *d = rf->data;
+	char		c = d[q];
+
+	if (c == rf->quote)
+	{
+		/* a doubled quote (escape = quote) is one quote */
+		if (rf->escape == '\0' && q + 1 < rf->len && d[q + 1] == c)
+			return q + 2;
+		*in_quote = false;
+		return q + 1;
+	}
+	if (c == rf->escape && q + 1 < rf->len &&
+		(d[q + 1] == rf->escape || d[q + 1] == rf->quote))
+		return q + 2;
+	if (c == (eol == EOL_NL ? '\n' : '\r'))
+		(*nl)++;
+	return q + 1;
+}
+
+/*
+ * A special byte at q outside quotes, in field *nf: a delimiter ends the
+ * field (one too many is core's error), a backslash (text) makes the next
+ * byte data and marks the field, a quote (CSV) opens quotes and marks it,
+ * an escape is an ordinary byte; *p is where the walk goes on.  A \n or
+ * \r is WALK_EOL, for the caller.
+ */
+static DPWalk
+unquoted_byte(DPRowFormer *rf, Size q, int *nf, bool *in_quote, Size *p)
+{
+	const char *d = rf->data;
+	char		c = d[q];
+
+	if (c == rf->delim)
+	{
+		rf->fields[*nf].end = q;
+		if (++(*nf) >= rf->ncolumns)
+			return WALK_CORE;	/* extra data: core's error */
+		rf->fields[*nf].start = q + 1;
+		rf->fields[*nf].marked = false;
+		*p = q + 1;
+		return WALK_ON;
+	}
+	if (c == '\n' || c == '\r')
+		return WALK_EOL;
+	if (!rf->csv)
+	{
+		/* a backslash: the next byte is data, whatever it is */
+		Assert(c == '\\');
+		rf->fields[*nf].marked = true;
+		if (q + 1 < rf->len && d[q + 1] == '.')
+			return WALK_CORE;
+		*p = Min(q + 2, rf->len);
+		return WALK_ON;
+	}
+	if (c == rf->quote)
+	{
+		rf->fields[*nf].marked = true;
+		*in_quote = true;
+	}
+	/* else an escape outside quotes: an ordinary byte */
+	*p = q + 1;
+	return WALK_ON;
+}
+
+/*
+ * Split the record at rf->pos: its fields into rf->fields, *end the end of
+ * its bytes, *next where the next one starts, *nl the newlines inside its
+ * quotes, *eol the line style after it.  One walk over the record's special
+ * bytes, as core's line reader and field splitter have them: those inside
+ * quotes (quoted_byte), the others (unquoted_byte), and the line end.
+ */
+DPSplit
+dp_split_record(DPRowFormer *rf, Size *end, Size *next, int *nl, int *eol)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+	int			nf = 0;
+	bool		in_quote = false;
+
+	*nl = 0;
+	*eol = rf->eol;
+	if (p >= rf->len)
+		return SPLIT_END;
+	/* an end-of-copy marker, or what core may take for one */
+	if (d[p] == '\\' && p + 1 < rf->len && d[p + 1] == '.')
+		return SPLIT_CORE;
+
+	rf->fields[0].start = p;
+	rf->fields[0].marked = false;
+	for (;;)
+	{
+		Size		q = next_marked(rf, p, false);
+		DPWalk		walk;
+		int			step;
+
+		if (q >= rf->len)
+		{
+			/* the input's last line, without a line end */
+			if (in_quote)
+				return SPLIT_CORE;
+			*end = *next = rf->len;
+			break;
+		}
+		if (in_quote)
+		{
+			p = quoted_byte(rf, q, *eol, nl, &in_quote);
+			continue;
+		}
+		walk = unquoted_byte(rf, q, &nf, &in_quote, &p);
+		if (walk == WALK_CORE)
+			return SPLIT_CORE;
+		if (walk == WALK_ON)
+			continue;
+		step = line_end(rf, q, eol);
+		if (step == 0)
+			return SPLIT_CORE;
+		*end = q;
+		*next = q + step;
+		break;
+	}
+	rf->fields[nf].end = *end;
+	if (nf + 1 != rf->ncolumns)
+		return SPLIT_CORE;		/* missing data: core's error */
+	return SPLIT_ROW;
+}
+
+/* ---- binary tuples ---- */
+
+/*
+ * The binary tuple at rf->pos: its fields' offsets into rf->fields (end -
+ * start their length; 'marked' for a NULL), *next the next tuple's start.
+ * SPLIT_CORE for what core's reader must read: a field count other than
+ * the column count (the trailer's -1 included), a length below -1, a
+ * tuple cut short.
+ */
+DPSplit
+dp_split_binary(DPRowFormer *rf, Size *next)
+{
+	const char *d = rf->data;
+	Size		p = rf->pos;
+
+	if (p >= rf->len)
+		return SPLIT_END;
+	if (rf->len - p < 2 || dp_get_net_int(d + p, 2) != rf->ncolumns)
+		return SPLIT_CORE;
+	p += 2;
+	for (int i = 0; i < rf->ncolumns; i++)
+	{
+		int32		flen;
+
+		if (rf->len - p < 4)
+			return SPLIT_CORE;
+		flen = dp_get_net_int(d + p, 4);
+		p += 4;
+		if (flen < -1 || (flen > 0 && rf->len - p < (Size) flen))
+			return SPLIT_CORE;
+		rf->fields[i].start = p;
+		rf->fields[i].end = p + Max(flen, 0);
+		rf->fields[i].marked = flen == -1;
+		p += Max(flen, 0);
+	}
+	*next = p;
+	return SPLIT_ROW;
+}
