@@ -92,7 +92,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "parallel/parallel.h"
+#include "parallel/parallel_private.h"
 
 #include "access/parallel.h"
 #include "access/relation.h"

@@ -62,7 +62,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "parallel/parallel.h"
+#include "parallel/parallel_private.h"
 
 #include <sys/stat.h>
 

@@ -43,7 +43,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "parallel/parallel.h"
+#include "parallel/parallel_private.h"
 
 #include "access/table.h"
 #include "executor/executor.h"

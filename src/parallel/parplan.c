@@ -66,7 +66,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "parallel/parallel.h"
+#include "parallel/parallel_private.h"
 
 #include "access/table.h"
 #include "access/tableam.h"

@@ -51,7 +51,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "parallel/parallel.h"
+#include "parallel/parallel_private.h"
 
 #include "access/table.h"
 #include "executor/execPartition.h"

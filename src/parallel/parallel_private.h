@@ -1,0 +1,212 @@
+/*-------------------------------------------------------------------------
+ *
+ * parallel/parallel_private.h
+ *	  The parallel stage's parts shared among its own files: the shared
+ *	  state and leaf table every process of a parallel load sees, the
+ *	  placer, the leader's and a worker's side of the load, the workers'
+ *	  entry points.  What files outside src/parallel/ use is in parallel.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DP_PARALLEL_PRIVATE_H
+#define DP_PARALLEL_PRIVATE_H
+
+#include "parallel/parallel.h"
+
+/* ---------- parallel.c: a parallel load's workers and leader ---------- */
+
+/*
+ * A leaf of a partitioned target that a parallel load's rows may be routed
+ * to: a plain heap whose rows a worker places on pages, frozen or not (the
+ * leader's decision, dp_load_freezes); or, 'held', one whose rows need
+ * what a worker cannot do (its triggers, foreign keys, stored generated
+ * columns, a CHECK constraint that is not parallel safe): a worker only
+ * routes them, and the leader loads them as a serial load would once the
+ * workers are done.
+ */
+typedef struct DPParallelLeaf
+{
+	Oid			relid;
+	bool		frozen;
+	bool		held;
+} DPParallelLeaf;
+
+/* The leaf table's order (by relid), for qsort and bsearch. */
+extern int	dp_parallel_leaf_cmp(const void *a, const void *b);
+
+/* What every worker needs to know, set by the leader before launch. */
+typedef struct DPParallelShared
+{
+	Oid			target;
+	TransactionId xid;			/* the leader's, on every tuple */
+	CommandId	cid;
+	bool		frozen;			/* a plain target's pages go out frozen */
+	int			nleaves;		/* a partitioned target's leaves, sorted by
+								 * relid (in their own chunk), else 0 */
+	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
+	Size		out_queue_size; /* bytes of each worker's queue to the leader */
+} DPParallelShared;
+
+/*
+ * Where a placer's output goes: a finished page of leaf 'leaf' (an index
+ * into the leaf table; -1 for a plain target); a row, in the target's
+ * format, that needs TOAST; a row routed to a held leaf, in the target's
+ * format; and, once per leaf before its first page, a row routed to it
+ * (the leader routes it too, to know the leaf's result relation).
+ */
+typedef void (*DPPageSink) (void *arg, int leaf, Page page);
+typedef void (*DPRowSink) (void *arg, TupleTableSlot *row);
+typedef void (*DPHeldSink) (void *arg, TupleTableSlot *row, uint64 lineno);
+typedef void (*DPLeafSink) (void *arg, int leaf, TupleTableSlot *row);
+
+typedef struct DPPlacerSinks
+{
+	DPPageSink	page;
+	DPRowSink	toast_row;
+	DPHeldSink	held_row;		/* with its COPY input line, or 0 */
+	DPLeafSink	new_leaf;
+	void	   *arg;
+} DPPlacerSinks;
+
+/* At most this many leaves hold an unfinished page in one placer. */
+#define DP_PLACER_OPEN_PAGES 128
+
+typedef struct DPPlacedLeaf DPPlacedLeaf;
+
+/*
+ * A placer (placer.c): rows in the target's format routed to their leaf
+ * (a partitioned target, with core's tuple routing), checked (NOT NULL,
+ * CHECK) and formed in place on that leaf's detached builder; each
+ * finished page, and each row that needs TOAST, goes to the sinks.
+ */
+typedef struct DPPlacer
+{
+	EState	   *estate;
+	ResultRelInfo *rri;			/* the target */
+	ModifyTableState *mt;		/* a partitioned target's routing, or NULL */
+	const DPParallelShared *sh;
+	const DPParallelLeaf *leaves;	/* sh->nleaves of them */
+	DPPlacedLeaf **placed;		/* per leaf (a plain target: one), or NULL */
+	DPPlacedLeaf *last;			/* the previous row's */
+	ResultRelInfo *foreign;		/* held foreign leaves' result relations
+								 * (after the target's, in one array) */
+	int			nforeign;
+	const uint64 *lineno;		/* COPY: the input line of the row being
+								 * placed (set by its parser), or NULL */
+	int			open;			/* leaves holding an unfinished page */
+	uint64		clock;			/* rows placed, to find the least recent */
+	DPPlacerSinks sinks;
+} DPPlacer;
+
+/* 'leaves': the target's leaf table (sh->nleaves entries), or NULL. */
+extern void dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
+							const DPParallelLeaf *leaves, Relation target,
+							const DPPlacerSinks *sinks);
+/* Place a row; true if a page was handed on. */
+extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
+/* Hand on every unfinished page; free the placer. */
+extern void dp_placer_end(DPPlacer *pl);
+
+/*
+ * INSERT ... SELECT whose SELECT is scans of one table or of a partitioned
+ * table's partitions (or nothing the plan path takes: NULL, an Append
+ * pruned at run time): is 'sub' such a subplan?  Plan time: why its scans
+ * cannot be shared among workers, or NULL.  Run time: dp_parallel_insert
+ * for such a subplan.
+ */
+extern bool dp_parallel_scans(Plan *sub);
+extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse);
+extern bool dp_parallel_scans_insert(DPLoad *load, EState *estate,
+									 ModifyTableState *mtstate, int nworkers);
+
+/* One output column per attribute of the target (locked), in order? */
+extern bool dp_parallel_target_row(List *tlist, Oid target);
+
+/*
+ * The machinery an input uses (parcopy.c).
+ *
+ * dp_parallel_begin: can the load's target take a parallel load (the rules
+ * every input shares)?  If not, NULL and the reason in *why, nothing done;
+ * else the leader's state, with a partitioned target's leaves listed and
+ * checked (locked AccessShare, as the planner locks a read).  With
+ * 'may_hold', a leaf whose rows need what a worker cannot do is held (its
+ * rows loaded by the leader after the workers) rather than refused, as
+ * long as one leaf is not.
+ *
+ * dp_parallel_launch: make the load direct, decide each leaf's freezing,
+ * launch the workers (each runs the function named 'entry') with the
+ * shared state, a text payload, a parallel scan of each relation of
+ * 'sources' and input queues of 'in_queue_size' bytes (if not 0); enter parallel
+ * mode.  Returns the workers launched.
+ *
+ * dp_parallel_receive: receive their pages into the load until every
+ * worker has detached, 'share' feeding them input (if 'feed' is not NULL:
+ * true when it moved anything) and doing one step of the leader's own
+ * share whenever nothing moved ('step': false once it is done).  A
+ * worker's input queue ends when the leader says dp_parallel_input_done.
+ * dp_parallel_finish waits for them and leaves parallel mode; then
+ * dp_parallel_load_held loads the rows of held leaves into the load, as a
+ * serial load does, each after 'line' (if not NULL) was told its COPY
+ * input line; dp_parallel_note says what was held, or NULL.
+ */
+typedef struct DPParallel DPParallel;
+typedef struct DPLeaderShare
+{
+	bool		(*feed) (void *arg, DPParallel *par);
+	bool		(*step) (void *arg);
+	void	   *arg;
+} DPLeaderShare;
+
+extern DPParallel *dp_parallel_begin(DPLoad *load, ModifyTableState *mt,
+									 bool may_hold, const char **why);
+extern int	dp_parallel_launch(DPParallel *par, const char *entry,
+							   const char *payload, List *sources,
+							   Size in_queue_size, int nworkers);
+extern int	dp_parallel_workers_launched(DPParallel *par);
+extern shm_mq_handle *dp_parallel_input(DPParallel *par, int worker);
+extern void dp_parallel_input_done(DPParallel *par, int worker);
+/* The shared memory's contents, and the parallel scan of sources[i]. */
+extern shm_toc *dp_parallel_toc(DPParallel *par);
+extern ParallelTableScanDesc dp_parallel_scan(shm_toc *toc, int i);
+/* The leader's own placer: its pages and rows go straight to the load. */
+extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
+extern void dp_parallel_receive(DPParallel *par, const DPLeaderShare *share);
+extern void dp_parallel_finish(DPParallel *par);
+typedef void (*DPHeldLine) (void *arg, uint64 lineno);
+extern void dp_parallel_load_held(DPParallel *par, DPHeldLine line, void *arg);
+extern const char *dp_parallel_note(DPParallel *par);
+
+/*
+ * The end of a parallel INSERT ... SELECT (either input): the workers
+ * waited for, the held rows loaded, 'sources' closed, the report noted;
+ * false when no worker could be started (nothing was loaded: the
+ * statement goes on serially).
+ */
+extern bool dp_parallel_end_insert(DPParallel *par, List *sources);
+
+/*
+ * A worker's side: dp_worker_begin attaches its queues (towards the leader
+ * and, for COPY, from it) and opens the target under the leader's lock; a
+ * worker's placer sends its pages and TOAST rows to the leader.
+ */
+typedef struct DPWorker
+{
+	shm_toc    *toc;
+	DPParallelShared *sh;
+	DPParallelLeaf *leaves;		/* a partitioned target's, or NULL */
+	char	   *payload;
+	Relation	target;
+	shm_mq_handle *out;			/* pages and rows to the leader */
+	shm_mq_handle *in;			/* COPY: chunks from the leader, or NULL */
+} DPWorker;
+
+extern void dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc);
+extern void dp_placer_begin_worker(DPPlacer *pl, DPWorker *w);
+extern void dp_worker_end(DPWorker *w);
+
+/* Workers' entry points (by name, from core's parallel machinery). */
+extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
+
+#endif							/* DP_PARALLEL_PRIVATE_H */
