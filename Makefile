@@ -39,6 +39,7 @@ OBJS = \
 	src/remote/copyenc.o \
 	src/remote/fdwconn.o \
 	src/parallel/parallel.o \
+	src/parallel/parcheck.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \
 	src/parallel/parcopy.o \

@@ -2,10 +2,10 @@
  *
  * parallel/parallel.h
  *	  The parallel stage: a load whose pages parallel workers build
- *	  (parallel.c), rows routed and placed on pages by leaf (placer.c),
- *	  COPY's input cut into chunks for them (parcopy.c).  This is what
- *	  the rest of directpath uses; the stage's files share
- *	  parallel_private.h among themselves.
+ *	  (parallel.c), for targets that pass its rules (parcheck.c), rows
+ *	  routed and placed on pages by leaf (placer.c), COPY's input cut into
+ *	  chunks for them (parcopy.c).  This is what the rest of directpath
+ *	  uses; the stage's files share parallel_private.h among themselves.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +15,7 @@
 #include "input/input.h"
 #include "load/load.h"
 
-/* ---------- parallel.c: a parallel load's workers and leader ---------- */
+/* ---------- parcheck.c: which targets a parallel load takes ---------- */
 
 /* Would core run 'expr' in a parallel worker (is_parallel_safe)? */
 extern bool dp_expr_parallel_safe(Node *expr);

@@ -13,7 +13,10 @@
 
 #include "parallel/parallel.h"
 
-/* ---------- parallel.c: a parallel load's workers and leader ---------- */
+#include "access/parallel.h"
+#include "utils/tuplestore.h"
+
+/* ---------- what every process of a parallel load shares ---------- */
 
 /*
  * A leaf of a partitioned target that a parallel load's rows may be routed
@@ -46,6 +49,8 @@ typedef struct DPParallelShared
 	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
 	Size		out_queue_size; /* bytes of each worker's queue to the leader */
 } DPParallelShared;
+
+/* ---------- placer.c: rows placed on pages by leaf ---------- */
 
 /*
  * Where a placer's output goes: a finished page of leaf 'leaf' (an index
@@ -107,6 +112,8 @@ extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
 /* Hand on every unfinished page; free the placer. */
 extern void dp_placer_end(DPPlacer *pl);
 
+/* ---------- parallel.c: a parallel load's workers and leader ---------- */
+
 /*
  * INSERT ... SELECT whose SELECT is scans of one table or of a partitioned
  * table's partitions (or nothing the plan path takes: NULL, an Append
@@ -150,6 +157,28 @@ extern bool dp_parallel_target_row(List *tlist, Oid target);
  * input line; dp_parallel_note says what was held, or NULL.
  */
 typedef struct DPParallel DPParallel;
+
+/* The leader's side of a running parallel load. */
+struct DPParallel
+{
+	DPLoad	   *load;
+	ResultRelInfo *rri;			/* the target */
+	DPParallelShared sh;
+	DPParallelLeaf *leaves;		/* a partitioned target's (sh.nleaves) */
+	ResultRelInfo **leaf_rri;	/* per leaf: the load's result relation,
+								 * once announced */
+	TupleTableSlot *row;		/* a row from a worker, the target's format */
+	Tuplestorestate *held;		/* rows of held leaves, or NULL if none */
+	Tuplestorestate *held_lines;	/* their COPY input lines, in order */
+	TupleDesc	line_desc;		/* (an int8) */
+	char	   *held_note;		/* which leaves are held and why */
+	ParallelContext *pcxt;
+	int			launched;		/* workers started */
+	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
+	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
+	ErrorContextCallback *outer_context;	/* the receive loop's (load_page) */
+};
+
 typedef struct DPLeaderShare
 {
 	bool		(*feed) (void *arg, DPParallel *par);
@@ -208,5 +237,15 @@ extern void dp_worker_end(DPWorker *w);
 extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
 extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
 extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
+
+/* ---------- parcheck.c: which targets a parallel load takes ---------- */
+
+/*
+ * Why the target of 'mt' cannot take a parallel load, or NULL; a
+ * partitioned target's leaf table listed into 'par' (dp_parallel_begin).
+ */
+extern const char *dp_parallel_target_refusal(DPParallel *par,
+											  ModifyTableState *mt,
+											  bool may_hold);
 
 #endif							/* DP_PARALLEL_PRIVATE_H */

@@ -28,7 +28,7 @@
  *
  * The leaf table (DPParallelLeaf, sorted by relid) is the leader's list of
  * the leaves a row may be routed to, each checked by the leader before
- * launch (parallel.c): a row routed to a leaf not in it (a partition
+ * launch (parcheck.c): a row routed to a leaf not in it (a partition
  * attached to a sub-partitioned table since) fails the statement.  A row
  * routed to a held leaf (one whose rows need what a worker cannot do) is
  * neither checked nor formed: it goes on as it came, in the target's
