@@ -40,6 +40,7 @@ OBJS = \
 	src/remote/fdwconn.o \
 	src/parallel/parallel.o \
 	src/parallel/parcheck.o \
+	src/parallel/parmsg.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \
 	src/parallel/parcopy.o \

@@ -50,6 +50,20 @@ typedef struct DPParallelShared
 	Size		out_queue_size; /* bytes of each worker's queue to the leader */
 } DPParallelShared;
 
+/*
+ * Keys of the shared memory table of contents: the leader puts them there
+ * (parallel.c), a worker finds them (parmsg.c), dp_parallel_scan for the
+ * inputs.
+ */
+#define DP_KEY_SHARED	UINT64CONST(0xD1E4C7A000000001)
+#define DP_KEY_PAYLOAD	UINT64CONST(0xD1E4C7A000000003)
+#define DP_KEY_OUT		UINT64CONST(0xD1E4C7A000000004)
+#define DP_KEY_IN		UINT64CONST(0xD1E4C7A000000005)
+#define DP_KEY_COUNTS	UINT64CONST(0xD1E4C7A000000006)
+#define DP_KEY_LEAVES	UINT64CONST(0xD1E4C7A000000007)
+/* ... and one per source table scanned: DP_KEY_SCAN + its index */
+#define DP_KEY_SCAN		UINT64CONST(0xD1E4C7A000010000)
+
 /* ---------- placer.c: rows placed on pages by leaf ---------- */
 
 /*
@@ -197,8 +211,6 @@ extern void dp_parallel_input_done(DPParallel *par, int worker);
 /* The shared memory's contents, and the parallel scan of sources[i]. */
 extern shm_toc *dp_parallel_toc(DPParallel *par);
 extern ParallelTableScanDesc dp_parallel_scan(shm_toc *toc, int i);
-/* The leader's own placer: its pages and rows go straight to the load. */
-extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
 extern void dp_parallel_receive(DPParallel *par, const DPLeaderShare *share);
 extern void dp_parallel_finish(DPParallel *par);
 typedef void (*DPHeldLine) (void *arg, uint64 lineno);
@@ -212,6 +224,23 @@ extern const char *dp_parallel_note(DPParallel *par);
  * statement goes on serially).
  */
 extern bool dp_parallel_end_insert(DPParallel *par, List *sources);
+
+/* Workers' entry points (by name, from core's parallel machinery). */
+extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
+
+/* ---------- parcheck.c: which targets a parallel load takes ---------- */
+
+/*
+ * Why the target of 'mt' cannot take a parallel load, or NULL; a
+ * partitioned target's leaf table listed into 'par' (dp_parallel_begin).
+ */
+extern const char *dp_parallel_target_refusal(DPParallel *par,
+											  ModifyTableState *mt,
+											  bool may_hold);
+
+/* ---------- parmsg.c: the messages from the workers to the leader ---------- */
 
 /*
  * A worker's side: dp_worker_begin attaches its queues (towards the leader
@@ -233,19 +262,14 @@ extern void dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc);
 extern void dp_placer_begin_worker(DPPlacer *pl, DPWorker *w);
 extern void dp_worker_end(DPWorker *w);
 
-/* Workers' entry points (by name, from core's parallel machinery). */
-extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
-extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
-extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
-
-/* ---------- parcheck.c: which targets a parallel load takes ---------- */
+/* The leader's own placer: its pages and rows go straight to the load. */
+extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
 
 /*
- * Why the target of 'mt' cannot take a parallel load, or NULL; a
- * partitioned target's leaf table listed into 'par' (dp_parallel_begin).
+ * Take every message waiting in the workers' queues into the load; false
+ * if there was none.  A queue whose worker has detached is dropped and
+ * counted off '*open'.
  */
-extern const char *dp_parallel_target_refusal(DPParallel *par,
-											  ModifyTableState *mt,
-											  bool may_hold);
+extern bool dp_parallel_take_messages(DPParallel *par, int *open);
 
 #endif							/* DP_PARALLEL_PRIVATE_H */

@@ -1,0 +1,333 @@
+/*-------------------------------------------------------------------------
+ *
+ * parmsg.c
+ *	  The messages of a parallel load, from its workers to its leader: the
+ *	  worker's side (its queues attached, its placer's pages and rows sent)
+ *	  and the leader's (each message taken into its load, its own placer's
+ *	  pages and rows put there the same way).
+ *
+ * A worker attaches its queue towards the leader and, for COPY, its queue
+ * from the leader (dp_worker_begin), and gives its placer sinks that send
+ * to the leader (dp_placer_begin_worker): a finished page with its leaf's
+ * index in the leaf table; a row that needs TOAST (a worker cannot insert
+ * it); a row routed to a held leaf, with its COPY input line; and, before
+ * a leaf's first page, one row routed there.  When it is done it leaves
+ * the fast input's counts in the shared memory for the leader
+ * (dp_worker_end).
+ *
+ * The leader takes every waiting message (dp_parallel_take_messages, from
+ * dp_parallel_receive's loop in parallel.c): a leaf's first row is routed
+ * by the load (dp_load_route: the leaf set up as a serial load sets it
+ * up) and the leaf's result relation kept; a page is handed to the load
+ * as that leaf's next block (dp_load_page); a row goes to dp_load_row; a
+ * held leaf's row is kept, with its line, for after the workers.  The
+ * leader's own placer (dp_placer_begin_leader) hands its pages and rows to
+ * the same sinks, without a queue.
+ *
+ * Invariants.
+ * - A leaf's first row comes before its first page, from every placer: a
+ *	 page of a leaf the leader has not routed a row to fails the
+ *	 statement, as does a leaf that the worker and the leader route to
+ *	 different partitions.
+ * - The leader never blocks on a queue: it receives without waiting, and
+ *	 a queue whose worker detached is counted off (*open), never read
+ *	 again.
+ * - What the load does with what the leader's own placer hands on runs
+ *	 under the error context the receive loop began with, as for the
+ *	 workers' pages, not under a COPY line's being parsed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "parallel/parallel_private.h"
+
+#include "access/parallel.h"
+#include "access/table.h"
+#include "executor/executor.h"
+#include "storage/proc.h"
+#include "storage/shm_mq.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+/*
+ * A message's first byte, worker to leader: a page of leaf N (an int32
+ * index into the leaf table, -1 for a plain target) and BLCKSZ bytes; a
+ * minimal tuple in the target's format that needs TOAST; one routed to a
+ * held leaf, after its COPY input line (a uint64, 0 for INSERT); the leaf
+ * N and a minimal tuple routed to it (before the leaf's first page).
+ */
+#define DP_MSG_PAGE		'P'
+#define DP_MSG_ROW		'R'
+#define DP_MSG_HELD		'H'
+#define DP_MSG_LEAF		'L'
+
+/* ---- a worker's side: its queues, its placer's sinks ---- */
+
+/* A worker's pages and rows go to the leader through its queue. */
+static void
+send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *prefix,
+			 Size prefix_len, const void *data, Size len)
+{
+	shm_mq_iovec iov[4];
+	int			n = 0;
+
+	iov[n].data = &kind;
+	iov[n++].len = 1;
+	if (kind != DP_MSG_ROW && kind != DP_MSG_HELD)
+	{
+		iov[n].data = (const char *) &leaf;
+		iov[n++].len = sizeof(int32);
+	}
+	if (prefix_len > 0)
+	{
+		iov[n].data = prefix;
+		iov[n++].len = prefix_len;
+	}
+	iov[n].data = data;
+	iov[n++].len = len;
+	if (shm_mq_sendv(mqh, iov, n, false, false) != SHM_MQ_SUCCESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("directpath: the leader stopped receiving pages")));
+}
+
+static void
+send_page(void *arg, int leaf, Page page)
+{
+	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, leaf, NULL, 0, page,
+				 BLCKSZ);
+}
+
+static void
+send_tuple(shm_mq_handle *mqh, char kind, int leaf, const void *prefix,
+		   Size prefix_len, TupleTableSlot *row)
+{
+	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+
+	send_message(mqh, kind, leaf, prefix, prefix_len, mt, mt->t_len);
+	pfree(mt);
+}
+
+static void
+send_row(void *arg, TupleTableSlot *row)
+{
+	send_tuple((shm_mq_handle *) arg, DP_MSG_ROW, -1, NULL, 0, row);
+}
+
+static void
+send_held(void *arg, TupleTableSlot *row, uint64 lineno)
+{
+	send_tuple((shm_mq_handle *) arg, DP_MSG_HELD, -1, &lineno, sizeof(lineno),
+			   row);
+}
+
+static void
+send_leaf(void *arg, int leaf, TupleTableSlot *row)
+{
+	send_tuple((shm_mq_handle *) arg, DP_MSG_LEAF, leaf, NULL, 0, row);
+}
+
+void
+dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
+{
+	char	   *outq = shm_toc_lookup(toc, DP_KEY_OUT, false);
+	shm_mq	   *mq;
+
+	w->toc = toc;
+	w->sh = shm_toc_lookup(toc, DP_KEY_SHARED, false);
+	mq = (shm_mq *) (outq + ParallelWorkerNumber * w->sh->out_queue_size);
+	w->leaves = w->sh->nleaves > 0 ?
+		shm_toc_lookup(toc, DP_KEY_LEAVES, false) : NULL;
+	w->payload = shm_toc_lookup(toc, DP_KEY_PAYLOAD, false);
+	shm_mq_set_sender(mq, MyProc);
+	w->out = shm_mq_attach(mq, seg, NULL);
+	w->in = NULL;
+	if (w->sh->in_queue_size > 0)
+	{
+		char	   *inq = shm_toc_lookup(toc, DP_KEY_IN, false);
+
+		mq = (shm_mq *) (inq + ParallelWorkerNumber * w->sh->in_queue_size);
+		shm_mq_set_receiver(mq, MyProc);
+		w->in = shm_mq_attach(mq, seg, NULL);
+	}
+	/* the leader's lock: a lock group's members do not conflict */
+	w->target = table_open(w->sh->target, ShareRowExclusiveLock);
+}
+
+void
+dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
+{
+	DPPlacerSinks sinks = {send_page, send_row, send_held, send_leaf, w->out};
+
+	dp_placer_begin(pl, w->sh, w->leaves, w->target, &sinks);
+}
+
+void
+dp_worker_end(DPWorker *w)
+{
+	DPInputCounts *counts = shm_toc_lookup(w->toc, DP_KEY_COUNTS, false);
+
+	/* the fast input's counts, for the leader's last_copy_input() */
+	dp_input_get_counts(&counts[ParallelWorkerNumber]);
+	table_close(w->target, ShareRowExclusiveLock);
+	if (w->in != NULL)
+		shm_mq_detach(w->in);
+	shm_mq_detach(w->out);
+}
+
+/* ---- the leader's side: pages and rows into its load ---- */
+
+/* The leader's result relation for a page of leaf 'leaf'. */
+static ResultRelInfo *
+leaf_result_rel(DPParallel *par, int leaf)
+{
+	if (leaf == -1 && par->sh.nleaves == 0)
+		return par->rri;
+	if (leaf < 0 || leaf >= par->sh.nleaves || par->leaf_rri[leaf] == NULL)
+		elog(ERROR, "directpath: a page of an unknown leaf %d", leaf);
+	return par->leaf_rri[leaf];
+}
+
+/*
+ * The leader's own pages and rows go straight to its load.  Its placer
+ * hands them on from inside its share of the input, where a COPY chunk's
+ * error context names the line being parsed; what the load then does (a
+ * batch's writes, its index work and foreign keys, for rows of any
+ * process) is not about that line, so it runs under the context the
+ * receive loop began with, as the workers' pages do.
+ */
+static void
+load_page(void *arg, int leaf, Page page)
+{
+	DPParallel *par = arg;
+	ErrorContextCallback *parsing = error_context_stack;
+
+	error_context_stack = par->outer_context;
+	dp_load_page(par->load, leaf_result_rel(par, leaf), page);
+	error_context_stack = parsing;
+}
+
+static void
+load_row(void *arg, TupleTableSlot *row)
+{
+	DPParallel *par = arg;
+	ErrorContextCallback *parsing = error_context_stack;
+
+	error_context_stack = par->outer_context;
+	dp_load_row(par->load, row);
+	error_context_stack = parsing;
+}
+
+/* A row of a held leaf, from any placer: kept for after the workers. */
+static void
+hold_row(void *arg, TupleTableSlot *row, uint64 lineno)
+{
+	DPParallel *par = arg;
+	Datum		line = Int64GetDatum((int64) lineno);
+	bool		isnull = false;
+
+	tuplestore_puttupleslot(par->held, row);
+	tuplestore_putvalues(par->held_lines, par->line_desc, &line, &isnull);
+}
+
+/* A leaf's first row, from any placer: route it as the load would. */
+static void
+load_leaf(void *arg, int leaf, TupleTableSlot *row)
+{
+	DPParallel *par = arg;
+	ResultRelInfo *rri;
+
+	if (leaf < 0 || leaf >= par->sh.nleaves)
+		elog(ERROR, "directpath: an unknown leaf %d", leaf);
+	if (par->leaf_rri[leaf] != NULL)
+		return;
+	rri = dp_load_route(par->load, row);
+	if (RelationGetRelid(rri->ri_RelationDesc) != par->leaves[leaf].relid)
+		elog(ERROR, "directpath: a worker and the leader routed a row to different partitions");
+	par->leaf_rri[leaf] = rri;
+}
+
+void
+dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
+{
+	DPPlacerSinks sinks = {load_page, load_row, hold_row, load_leaf, par};
+
+	par->outer_context = error_context_stack;
+	dp_placer_begin(pl, &par->sh, par->leaves, par->rri->ri_RelationDesc,
+					&sinks);
+}
+
+/* A message from a worker, to the load. */
+static void
+take_message(DPParallel *par, const char *data, Size len)
+{
+	char		kind = data[0];
+	int32		leaf = 0;
+	MinimalTuple mt;
+
+	bool		leafless = kind == DP_MSG_ROW || kind == DP_MSG_HELD;
+	uint64		lineno = 0;
+
+	if (!leafless)
+	{
+		if (len < 1 + sizeof(int32))
+			elog(ERROR, "directpath: a short message from a parallel worker");
+		memcpy(&leaf, data + 1, sizeof(int32));
+	}
+	if (kind == DP_MSG_PAGE && len == 1 + sizeof(int32) + BLCKSZ)
+	{
+		dp_load_page(par->load, leaf_result_rel(par, leaf),
+					 data + 1 + sizeof(int32));
+		return;
+	}
+	if (!leafless && kind != DP_MSG_LEAF)
+		elog(ERROR, "directpath: unexpected message from a parallel worker");
+	data += leafless ? 1 : 1 + sizeof(int32);
+	len -= leafless ? 1 : 1 + sizeof(int32);
+	if (kind == DP_MSG_HELD)
+	{
+		if (par->held == NULL || len < sizeof(uint64))
+			elog(ERROR, "directpath: an unexpected row of a held leaf");
+		memcpy(&lineno, data, sizeof(uint64));
+		data += sizeof(uint64);
+		len -= sizeof(uint64);
+	}
+	mt = palloc(len);
+	memcpy(mt, data, len);
+	ExecStoreMinimalTuple(mt, par->row, true);
+	if (kind == DP_MSG_ROW)
+		load_row(par, par->row);
+	else if (kind == DP_MSG_HELD)
+		hold_row(par, par->row, lineno);
+	else
+		load_leaf(par, leaf, par->row);
+	ExecClearTuple(par->row);
+}
+
+/* Every message waiting in the workers' queues; false if none. */
+bool
+dp_parallel_take_messages(DPParallel *par, int *open)
+{
+	bool		got = false;
+
+	for (int i = 0; i < par->launched; i++)
+	{
+		Size		len;
+		void	   *data;
+		shm_mq_result r;
+
+		if (par->out[i] == NULL)
+			continue;
+		r = shm_mq_receive(par->out[i], &len, &data, true);
+		if (r == SHM_MQ_SUCCESS)
+		{
+			take_message(par, data, len);
+			got = true;
+		}
+		else if (r == SHM_MQ_DETACHED)
+		{
+			par->out[i] = NULL;
+			(*open)--;
+		}
+	}
+	return got;
+}
