@@ -41,6 +41,7 @@ OBJS = \
 	src/parallel/parallel.o \
 	src/parallel/parcheck.o \
 	src/parallel/parmsg.o \
+	src/parallel/parscan.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \
 	src/parallel/parcopy.o \

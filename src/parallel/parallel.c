@@ -3,35 +3,43 @@
  * parallel.c
  *	  A parallel direct-path load: pages built by parallel workers (and by
  *	  the leader between writes) and written by the leader alone, all in
- *	  the leader's transaction.  This file has the machinery every parallel
- *	  load shares and its first input, INSERT ... SELECT from one table or
- *	  a partitioned table's partitions; placer.c places the rows on pages;
- *	  parcopy.c has the other input, COPY FROM a file, a program or STDIN.
+ *	  the leader's transaction.  This file is the leader's course of such a
+ *	  load, which every input follows: dp_parallel_begin, _launch,
+ *	  _receive, _finish, _load_held, and for INSERT ... SELECT
+ *	  dp_parallel_end_insert.  The rest of the stage:
+ *
+ *	parcheck.c	which targets a parallel load takes, and a partitioned
+ *				target's leaf table;
+ *	placer.c	rows routed to their leaf, checked and formed on pages;
+ *	parmsg.c	the messages from the workers to the leader: a worker's
+ *				queues and its placer's sinks, the leader's taking them
+ *				into its load;
+ *	parscan.c	INSERT ... SELECT from scans of one table or of a
+ *				partitioned table's partitions, shared among workers;
+ *	parplan.c	INSERT ... SELECT from a plan every process runs, and which
+ *				of the two an INSERT takes;
+ *	parcopy.c	COPY FROM a file, a program or STDIN, cut into chunks of
+ *				whole lines for the workers;
+ *	pargather.c	a SELECT that needs core's parallel query, loaded
+ *				serially.
  *
  * Asked for with /\*+ APPEND PARALLEL(n) *\/ or directpath.parallel_workers.
- * The INSERT's subplan here is a sequential scan of one table, or an Append
- * of them not pruned at run time (quals and projections allowed, no
- * parameters, every function parallel safe): plan time,
- * dp_parallel_scans_refusal (other SELECTs: parplan.c).  The target must
- * be a plain heap, or a partitioned table whose every leaf is one, without
- * triggers (foreign keys included), RETURNING, row security, stored
- * generated columns or CHECK constraints that are not parallel safe,
- * outside serializable isolation: run time, dp_parallel_begin.  Otherwise
- * the statement runs serially, and last_statement().parallel says why.
- * Except that the leaves of a partitioned target that fail those rules
- * only by their own triggers, foreign keys, generated columns or CHECK
- * constraints are held (at least one leaf must not be): workers route
- * their rows to the leader, which keeps them in a tuplestore and loads
- * them as a serial load would once it has left parallel mode (their
- * triggers and foreign key checks may write, which parallel mode forbids).
+ * When the input or the target does not allow it (parplan.c, parcopy.c;
+ * parcheck.c) the statement runs serially, and last_statement().parallel
+ * says why.  The leaves of a partitioned target whose rows need what a
+ * worker cannot do (their own triggers, foreign keys, generated columns or
+ * CHECK constraints) are held: workers route their rows to the leader,
+ * which keeps them in a tuplestore and loads them as a serial load would
+ * once it has left parallel mode (dp_parallel_load_held: their triggers
+ * and foreign key checks may write, which parallel mode forbids).
  *
  * Algorithm.
  * 1. The leader lists and checks a partitioned target's leaves
- *	  (dp_parallel_begin), makes the load direct, decides each leaf's
- *	  freezing, takes its transaction ID and command ID, then creates a
- *	  parallel context of its own, as parallel CREATE INDEX does, not
- *	  core's Gather: the planner never plans an INSERT in parallel, and a
- *	  Gather would pass every row through a tuple queue to the leader,
+ *	  (dp_parallel_begin, parcheck.c), makes the load direct, decides
+ *	  each leaf's freezing, takes its transaction ID and command ID, then
+ *	  creates a parallel context of its own, as parallel CREATE INDEX does,
+ *	  not core's Gather: the planner never plans an INSERT in parallel, and
+ *	  a Gather would pass every row through a tuple queue to the leader,
  *	  which would still form every page.  The dynamic shared memory holds
  *	  the shared state (DPParallelShared), the leaf table, the input's own
  *	  part (a parallel scan descriptor per source table; for COPY nothing),
@@ -57,7 +65,8 @@
  *	  batches through the append layer, as a serial load does.  Between
  *	  messages it feeds the workers their input (COPY) and, whenever
  *	  nothing else is to be done, produces a share of its own with a placer
- *	  whose pages go straight to the load (dp_parallel_receive).
+ *	  whose pages go straight to the load (dp_parallel_receive; the
+ *	  messages and the sinks are parmsg.c's).
  * 4. When every worker has detached, the leader waits for them to finish,
  *	  leaves parallel mode, and the load ends as a serial one does
  *	  (dp_parallel_finish).
@@ -83,13 +92,6 @@
  *	 waiting and sleeps on its latch only when nothing moved, so a worker
  *	 blocked on a full queue towards it cannot deadlock with it.
  *
- * Long: over 700 lines.  The machinery every parallel load shares (the
- * context, the checks of the target and its leaves, the pages' way to the
- * leader) and its first input (the scans) are kept together because the
- * scans' producer is the machinery's reference user; placer.c places rows,
- * parcopy.c (with the input stage's chunker.c and rowform.c) is the COPY
- * input.
- *
  *-------------------------------------------------------------------------
  */
 #include "parallel/parallel_private.h"
@@ -99,19 +101,13 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/catalog.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
-#include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/parsetree.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/shm_mq.h"
 #include "storage/proc.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/relcache.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 #include "utils/wait_event.h"
@@ -141,254 +137,6 @@ dp_parallel_begin(DPLoad *load, ModifyTableState *mt, bool may_hold,
 		return NULL;
 	}
 	return par;
-}
-
-/* ---- INSERT ... SELECT: plan time ---- */
-
-static bool
-has_params(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param) || IsA(node, SubPlan))
-		return true;
-	return expression_tree_walker(node, has_params, context);
-}
-
-bool
-dp_parallel_target_row(List *tlist, Oid target)
-{
-	Relation	rel = relation_open(target, NoLock);
-	bool		ok = list_length(tlist) == RelationGetNumberOfAttributes(rel);
-
-	relation_close(rel, NoLock);
-	return ok;
-}
-
-/* Why the SELECT's scan 'plan' cannot be run by workers, or NULL. */
-static const char *
-scan_refusal(Plan *plan, PlannedStmt *stmt, Oid target)
-{
-	RangeTblEntry *rte;
-
-	if (!IsA(plan, SeqScan) || plan->initPlan != NIL || plan->lefttree != NULL)
-		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
-	rte = rt_fetch(((Scan *) plan)->scanrelid, stmt->rtable);
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
-		rte->tablesample != NULL)
-		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
-	/* a worker cannot see the leader's local buffers */
-	if (get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
-		return "its SELECT reads a temporary table";
-	if (has_params((Node *) plan->qual, NULL) ||
-		has_params((Node *) plan->targetlist, NULL))
-		return "its SELECT uses parameters or subqueries";
-	if (!dp_parallel_target_row(plan->targetlist, target))
-		return "its SELECT's columns are not the table's row";
-	return NULL;
-}
-
-/*
- * The scans of the INSERT's subplan: a sequential scan of one table, or an
- * Append of them (a partitioned table's partitions left after plan-time
- * pruning; none pruned at run time).
- */
-static List *
-subplan_scans(Plan *sub)
-{
-	if (sub != NULL && IsA(sub, Append) && sub->qual == NIL &&
-		sub->initPlan == NIL && !DP_APPEND_PRUNES((Append *) sub))
-		return ((Append *) sub)->appendplans;
-	return list_make1(sub);
-}
-
-/* Is the subplan scans (shared here), rather than a plan (parplan.c)? */
-static bool
-is_scans(Plan *sub)
-{
-	ListCell   *lc;
-
-	foreach(lc, subplan_scans(sub))
-		if (!IsA(lfirst(lc), SeqScan))
-			return false;
-	return true;
-}
-
-bool
-dp_parallel_scans(Plan *sub)
-{
-	return sub == NULL ||
-		(IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub)) || is_scans(sub);
-}
-
-const char *
-dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse)
-{
-	Plan	   *sub = outerPlan((ModifyTable *) stmt->planTree);
-	Oid			target = rt_fetch(parse->resultRelation, parse->rtable)->relid;
-	ListCell   *lc;
-
-	if (sub != NULL && IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub))
-		return "its SELECT's partitions are pruned at run time";
-	if (sub == NULL || subplan_scans(sub) == NIL)
-		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
-	foreach(lc, subplan_scans(sub))
-	{
-		const char *why = scan_refusal(lfirst(lc), stmt, target);
-
-		if (why != NULL)
-			return why;
-	}
-	return NULL;
-}
-
-/* ---- INSERT ... SELECT: producing rows from a share of the scans ---- */
-
-/*
- * What a process scans: each source table (one, or a partitioned source's
- * partitions) with its quals and its projection into the target's row,
- * and the parallel scan every process shares for it.  Every process goes
- * through the sources in the same order, each taking blocks of the
- * current one until it has none left.
- */
-typedef struct DPScanSources
-{
-	int			n;
-	Oid		   *relids;
-	List	   *quals;			/* per source: its qual list */
-	List	   *tlists;			/* per source: its target list */
-	ParallelTableScanDesc *pscans;
-} DPScanSources;
-
-/*
- * One process's share of the scans: its rows filtered, projected into the
- * target's row and handed to a placer.  Workers run one to the end; the
- * leader runs one until a page is handed on, between messages.
- */
-typedef struct DPScanShare
-{
-	const DPScanSources *src;
-	int			current;		/* the source being scanned */
-	Relation	source;			/* ... opened, or NULL */
-	ExprContext *econtext;
-	TupleTableSlot *scanslot;	/* a source row */
-	TupleTableSlot *row;		/* the target's row made of it */
-	ExprState  *qual;
-	ProjectionInfo *proj;
-	TableScanDesc scan;
-	DPPlacer	placer;
-} DPScanShare;
-
-static void
-scan_share_begin(DPScanShare *p, const DPScanSources *src, Relation target)
-{
-	p->src = src;
-	p->current = -1;
-	p->source = NULL;
-	p->econtext = GetPerTupleExprContext(p->placer.estate);
-	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
-}
-
-/* End the current source's scan; begin the next one's; false if none. */
-static bool
-next_source(DPScanShare *p)
-{
-	int			i;
-
-	if (p->source != NULL)
-	{
-		table_endscan(p->scan);
-		ExecDropSingleTupleTableSlot(p->scanslot);
-		table_close(p->source, AccessShareLock);
-		p->source = NULL;
-	}
-	i = ++p->current;
-	if (i >= p->src->n)
-		return false;
-	/* the leader holds the executor's lock; a worker takes its own */
-	p->source = table_open(p->src->relids[i], AccessShareLock);
-	p->scanslot = table_slot_create(p->source, NULL);
-	p->qual = ExecInitQual((List *) list_nth(p->src->quals, i), NULL);
-	p->proj = ExecBuildProjectionInfo((List *) list_nth(p->src->tlists, i),
-									  p->econtext, p->row, NULL,
-									  RelationGetDescr(p->source));
-	p->scan = table_beginscan_parallel(p->source, p->src->pscans[i]);
-	return true;
-}
-
-/*
- * Place rows of the share until a page was handed on (when 'one_page') or
- * the share is done; returns false once it is.
- */
-static bool
-scan_share_run(DPScanShare *p, bool one_page)
-{
-	for (;;)
-	{
-		if (p->source == NULL ||
-			!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
-		{
-			if (!next_source(p))
-				return false;
-			continue;
-		}
-		CHECK_FOR_INTERRUPTS();
-		ResetExprContext(p->econtext);
-		p->econtext->ecxt_scantuple = p->scanslot;
-		if (p->qual != NULL && !ExecQual(p->qual, p->econtext))
-			continue;
-		ExecProject(p->proj);
-		if (dp_placer_add(&p->placer, p->row) && one_page)
-			return true;
-	}
-}
-
-static void
-scan_share_end(DPScanShare *p)
-{
-	while (next_source(p))
-		;
-	ExecDropSingleTupleTableSlot(p->row);
-	dp_placer_end(&p->placer);
-}
-
-/*
- * The sources of a payload (their OIDs, quals and target lists), with
- * their parallel scans in the shared memory.
- */
-static DPScanSources *
-scan_sources(List *payload, shm_toc *toc)
-{
-	DPScanSources *src = palloc0(sizeof(DPScanSources));
-	List	   *relids = linitial(payload);
-
-	src->n = list_length(relids);
-	src->relids = palloc(sizeof(Oid) * src->n);
-	src->pscans = palloc(sizeof(ParallelTableScanDesc) * src->n);
-	for (int i = 0; i < src->n; i++)
-	{
-		src->relids[i] = list_nth_oid(relids, i);
-		src->pscans[i] = dp_parallel_scan(toc, i);
-	}
-	src->quals = lsecond(payload);
-	src->tlists = lthird(payload);
-	return src;
-}
-
-/* A worker of an INSERT ... SELECT: its share of the scans. */
-void
-dp_parallel_main(dsm_segment *seg, shm_toc *toc)
-{
-	DPWorker	w;
-	DPScanShare p;
-
-	dp_worker_begin(&w, seg, toc);
-	dp_placer_begin_worker(&p.placer, &w);
-	scan_share_begin(&p, scan_sources((List *) stringToNode(w.payload), toc),
-					 w.target);
-	(void) scan_share_run(&p, false);
-	scan_share_end(&p);
-	dp_worker_end(&w);
 }
 
 /* ---- the leader ---- */
@@ -655,66 +403,6 @@ const char *
 dp_parallel_note(DPParallel *par)
 {
 	return par->held_note;
-}
-
-/* ---- INSERT ... SELECT: the leader ---- */
-
-/* The leader's share of the scan: one page at a time. */
-static bool
-scan_step(void *arg)
-{
-	return scan_share_run((DPScanShare *) arg, true);
-}
-
-bool
-dp_parallel_scans_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
-						 int nworkers)
-{
-	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
-	const char *why;
-	DPParallel *par;
-	List	   *relids = NIL;
-	List	   *quals = NIL;
-	List	   *tlists = NIL;
-	List	   *sources = NIL;
-	List	   *payload;
-	ListCell   *lc;
-	int			launched;
-
-	par = dp_parallel_begin(load, mt, true, &why);
-	if (par == NULL)
-		return false;
-
-	/* step 1: the scans' tables (locked by the executor), quals, projections */
-	foreach(lc, subplan_scans(sub))
-	{
-		Plan	   *scan = lfirst(lc);
-		Oid			relid = exec_rt_fetch(((Scan *) scan)->scanrelid, estate)->relid;
-
-		relids = lappend_oid(relids, relid);
-		quals = lappend(quals, scan->qual);
-		tlists = lappend(tlists, scan->targetlist);
-		sources = lappend(sources, table_open(relid, NoLock));
-	}
-	payload = list_make3(relids, quals, tlists);
-	launched = dp_parallel_launch(par, "dp_parallel_main", nodeToString(payload),
-								  sources, 0, nworkers);
-
-	/* steps 2 and 3: the leader takes a share of the scans too */
-	if (launched > 0)
-	{
-		DPScanShare own;
-		DPLeaderShare share = {NULL, scan_step, &own};
-
-		dp_placer_begin_leader(&own.placer, par);
-		scan_share_begin(&own, scan_sources(payload, par->pcxt->toc),
-						 par->rri->ri_RelationDesc);
-		dp_parallel_receive(par, &share);
-		scan_share_end(&own);
-	}
-
-	/* step 4 */
-	return dp_parallel_end_insert(par, sources);
 }
 
 bool

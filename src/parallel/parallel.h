@@ -2,10 +2,10 @@
  *
  * parallel/parallel.h
  *	  The parallel stage: a load whose pages parallel workers build
- *	  (parallel.c), for targets that pass its rules (parcheck.c), rows
- *	  routed and placed on pages by leaf (placer.c), COPY's input cut into
- *	  chunks for them (parcopy.c).  This is what the rest of directpath
- *	  uses; the stage's files share parallel_private.h among themselves.
+ *	  (parallel.c and its parts), for an INSERT ... SELECT (parplan.c,
+ *	  parscan.c) or a COPY (parcopy.c), and a SELECT in core's parallel
+ *	  query (pargather.c).  This is what the rest of directpath uses; the
+ *	  stage's files share parallel_private.h among themselves.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +24,7 @@ extern bool dp_expr_parallel_safe(Node *expr);
 
 /*
  * Plan time: can the ModifyTable's subplan (an INSERT's SELECT) be split
- * among workers (its scans shared, parallel.c; or, a plan, run by every
+ * among workers (its scans shared, parscan.c; or, a plan, run by every
  * process with its driving scan shared)?  NULL if so, else why not.
  */
 extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);

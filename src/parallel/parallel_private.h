@@ -3,8 +3,9 @@
  * parallel/parallel_private.h
  *	  The parallel stage's parts shared among its own files: the shared
  *	  state and leaf table every process of a parallel load sees, the
- *	  placer, the leader's and a worker's side of the load, the workers'
- *	  entry points.  What files outside src/parallel/ use is in parallel.h.
+ *	  placer, the target's checks, the leader's course of the load and the
+ *	  messages from its workers, the scans' input, the workers' entry
+ *	  points.  What files outside src/parallel/ use is in parallel.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -126,25 +127,10 @@ extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
 /* Hand on every unfinished page; free the placer. */
 extern void dp_placer_end(DPPlacer *pl);
 
-/* ---------- parallel.c: a parallel load's workers and leader ---------- */
+/* ---------- parallel.c: the leader's course of a parallel load ---------- */
 
 /*
- * INSERT ... SELECT whose SELECT is scans of one table or of a partitioned
- * table's partitions (or nothing the plan path takes: NULL, an Append
- * pruned at run time): is 'sub' such a subplan?  Plan time: why its scans
- * cannot be shared among workers, or NULL.  Run time: dp_parallel_insert
- * for such a subplan.
- */
-extern bool dp_parallel_scans(Plan *sub);
-extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse);
-extern bool dp_parallel_scans_insert(DPLoad *load, EState *estate,
-									 ModifyTableState *mtstate, int nworkers);
-
-/* One output column per attribute of the target (locked), in order? */
-extern bool dp_parallel_target_row(List *tlist, Oid target);
-
-/*
- * The machinery an input uses (parcopy.c).
+ * The machinery every input uses (parscan.c, parplan.c, parcopy.c).
  *
  * dp_parallel_begin: can the load's target take a parallel load (the rules
  * every input shares)?  If not, NULL and the reason in *why, nothing done;
@@ -225,11 +211,6 @@ extern const char *dp_parallel_note(DPParallel *par);
  */
 extern bool dp_parallel_end_insert(DPParallel *par, List *sources);
 
-/* Workers' entry points (by name, from core's parallel machinery). */
-extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
-extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
-extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
-
 /* ---------- parcheck.c: which targets a parallel load takes ---------- */
 
 /*
@@ -271,5 +252,32 @@ extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
  * counted off '*open'.
  */
 extern bool dp_parallel_take_messages(DPParallel *par, int *open);
+
+/* ---------- parscan.c: INSERT ... SELECT from shared scans ---------- */
+
+/*
+ * INSERT ... SELECT whose SELECT is scans of one table or of a partitioned
+ * table's partitions (or nothing the plan path takes: NULL, an Append
+ * pruned at run time): is 'sub' such a subplan?  Plan time: why its scans
+ * cannot be shared among workers, or NULL.  Run time: dp_parallel_insert
+ * for such a subplan.
+ */
+extern bool dp_parallel_scans(Plan *sub);
+extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse);
+extern bool dp_parallel_scans_insert(DPLoad *load, EState *estate,
+									 ModifyTableState *mtstate, int nworkers);
+
+/* One output column per attribute of the target (locked), in order? */
+extern bool dp_parallel_target_row(List *tlist, Oid target);
+
+/* ---------- the inputs' workers ---------- */
+
+/*
+ * Workers' entry points (by name, from core's parallel machinery): the
+ * scans' (parscan.c), a plan's (parplan.c), COPY's (parcopy.c).
+ */
+extern PGDLLEXPORT void dp_parallel_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parplan_main(dsm_segment *seg, shm_toc *toc);
+extern PGDLLEXPORT void dp_parcopy_main(dsm_segment *seg, shm_toc *toc);
 
 #endif							/* DP_PARALLEL_PRIVATE_H */

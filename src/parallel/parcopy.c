@@ -2,9 +2,9 @@
  *
  * parcopy.c
  *	  COPY FROM a file, a program or the client (STDIN), its input split
- *	  into chunks of whole lines parsed by parallel workers and by the leader (parallel.c has
- *	  the rest of a parallel load: the context, the pages'
- *	  way to the leader).
+ *	  into chunks of whole lines parsed by parallel workers and by the
+ *	  leader (parallel.c has the rest of a parallel load: the context;
+ *	  parmsg.c the pages' way to the leader).
  *
  * Asked for as a parallel INSERT is (/\*+ APPEND PARALLEL(n) *\/ before
  * COPY, or directpath.parallel_workers), for text, CSV and binary input
@@ -34,13 +34,13 @@
  *	  reader over the chunk's bytes (dp_copy_from_memory), its line counter
  *	  and end-of-line style set the same way.  Either way a row's
  *	  errors carry the file's line number ("COPY t, line N"); the WHERE
- *	  clause filters, and a placer (parallel.c) checks constraints and
+ *	  clause filters, and a placer (placer.c) checks constraints and
  *	  forms the row on a page.
  *	  Every parser reads the input in the encoding the leader's COPY chose
  *	  (make_payload), and binary input's text values in the leader's
  *	  client encoding (database_encoding_callback): a worker's own client
  *	  encoding is the database's.
- * 4. A row routed to a held partition (parallel.c: its triggers, foreign
+ * 4. A row routed to a held partition (parcheck.c: its triggers, foreign
  *	  keys or constraints need the leader) goes to the leader with its
  *	  input line; once the workers are done and parallel mode is left, the
  *	  leader loads those rows as a serial COPY does, each naming its line

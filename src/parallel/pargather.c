@@ -6,7 +6,7 @@
  *	  LIMIT, a right or full join): the SELECT runs in core's parallel
  *	  query, and the leader loads its rows serially.
  *
- * Why.  parallel.c and parplan.c have workers build pages from their own
+ * Why.  parscan.c and parplan.c have workers build pages from their own
  * share of the input, which needs a SELECT whose rows each process can
  * produce alone.  A GROUP BY cannot: a group's rows are spread over every
  * process's share.  Core's parallel query can (partial aggregates in the

@@ -6,10 +6,10 @@
  *	  input of a SELECT that is a plan rather than scans (joins, a
  *	  projection, a sort): every process runs the whole plan, and the one
  *	  scan that drives it is shared among them.  A SELECT of scans (of one
- *	  table, or of a partitioned table's partitions) is parallel.c's input.
+ *	  table, or of a partitioned table's partitions) is parscan.c's input.
  *
  * Why.  The planner never plans an INSERT's SELECT in parallel, so the
- * INSERT's subplan is a serial plan; parallel.c shares a scan (or a
+ * INSERT's subplan is a serial plan; parscan.c shares a scan (or a
  * partitioned table's scans) among workers, and anything else would run
  * serially.  Most joins that load data are a large table joined to smaller
  * ones: the rows out of such a join are the large table's rows, each
@@ -52,7 +52,7 @@
  * 3. The leader does the same with its own, already started, subplan,
  *	  one page at a time between the workers' messages
  *	  (dp_parallel_receive); when its plan ends it ends its part of the
- *	  scan, and the load finishes as parallel.c's scans do.
+ *	  scan, and the load finishes as parscan.c's scans do.
  *
  * Invariants.
  * - The processes read each block of a driving table once in all (its

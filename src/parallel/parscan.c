@@ -1,0 +1,362 @@
+/*-------------------------------------------------------------------------
+ *
+ * parscan.c
+ *	  A parallel INSERT ... SELECT whose SELECT is scans: a sequential scan
+ *	  of one table, or an Append of them (a partitioned table's partitions),
+ *	  each table's blocks shared among the workers and the leader.
+ *	  parplan.c chooses this input (dp_parallel_scans) and has the other,
+ *	  a SELECT that is a plan; parallel.c runs the load.
+ *
+ * Which SELECTs (dp_parallel_scans_refusal, at plan time): the INSERT's
+ * subplan is a sequential scan of a plain table, or an Append of them not
+ * pruned at run time, without TABLESAMPLE, parameters or subqueries in its
+ * quals and projections, not of a temporary table (a worker cannot see
+ * the leader's local buffers), its output columns the target's row.  That
+ * every function is parallel safe, dp_parallel_plan_refusal checks for
+ * the whole statement (parplan.c).
+ *
+ * Algorithm (dp_parallel_scans_insert).
+ * 1. The leader begins the parallel load (dp_parallel_begin: the target's
+ *	  rules), makes the payload of the scans' tables, quals and target
+ *	  lists, and launches the workers with a parallel scan of each table
+ *	  (dp_parallel_launch).
+ * 2. Each worker (dp_parallel_main) goes through the tables in order,
+ *	  taking blocks of the current one from its parallel scan until none
+ *	  is left; each row that passes the quals is projected into the
+ *	  target's row and placed with the worker's placer (placer.c).
+ * 3. The leader does the same with a share of its own, one page at a time
+ *	  (scan_step), whenever no message from a worker moved
+ *	  (dp_parallel_receive).
+ * 4. The load ends as every parallel INSERT ... SELECT does
+ *	  (dp_parallel_end_insert).
+ *
+ * Invariants.
+ * - Each block of each table is read by one process (its parallel scan
+ *	 hands each block out once), so the rows placed are the SELECT's rows,
+ *	 each once.
+ * - The leader's tables are locked by its executor; a worker takes its
+ *	 own AccessShare lock on each table as it comes to it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "parallel/parallel_private.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+/* ---- INSERT ... SELECT: plan time ---- */
+
+static bool
+has_params(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) || IsA(node, SubPlan))
+		return true;
+	return expression_tree_walker(node, has_params, context);
+}
+
+bool
+dp_parallel_target_row(List *tlist, Oid target)
+{
+	Relation	rel = relation_open(target, NoLock);
+	bool		ok = list_length(tlist) == RelationGetNumberOfAttributes(rel);
+
+	relation_close(rel, NoLock);
+	return ok;
+}
+
+/* Why the SELECT's scan 'plan' cannot be run by workers, or NULL. */
+static const char *
+scan_refusal(Plan *plan, PlannedStmt *stmt, Oid target)
+{
+	RangeTblEntry *rte;
+
+	if (!IsA(plan, SeqScan) || plan->initPlan != NIL || plan->lefttree != NULL)
+		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
+	rte = rt_fetch(((Scan *) plan)->scanrelid, stmt->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
+		rte->tablesample != NULL)
+		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
+	/* a worker cannot see the leader's local buffers */
+	if (get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
+		return "its SELECT reads a temporary table";
+	if (has_params((Node *) plan->qual, NULL) ||
+		has_params((Node *) plan->targetlist, NULL))
+		return "its SELECT uses parameters or subqueries";
+	if (!dp_parallel_target_row(plan->targetlist, target))
+		return "its SELECT's columns are not the table's row";
+	return NULL;
+}
+
+/*
+ * The scans of the INSERT's subplan: a sequential scan of one table, or an
+ * Append of them (a partitioned table's partitions left after plan-time
+ * pruning; none pruned at run time).
+ */
+static List *
+subplan_scans(Plan *sub)
+{
+	if (sub != NULL && IsA(sub, Append) && sub->qual == NIL &&
+		sub->initPlan == NIL && !DP_APPEND_PRUNES((Append *) sub))
+		return ((Append *) sub)->appendplans;
+	return list_make1(sub);
+}
+
+/* Is the subplan scans (shared here), rather than a plan (parplan.c)? */
+static bool
+is_scans(Plan *sub)
+{
+	ListCell   *lc;
+
+	foreach(lc, subplan_scans(sub))
+		if (!IsA(lfirst(lc), SeqScan))
+			return false;
+	return true;
+}
+
+bool
+dp_parallel_scans(Plan *sub)
+{
+	return sub == NULL ||
+		(IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub)) || is_scans(sub);
+}
+
+const char *
+dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse)
+{
+	Plan	   *sub = outerPlan((ModifyTable *) stmt->planTree);
+	Oid			target = rt_fetch(parse->resultRelation, parse->rtable)->relid;
+	ListCell   *lc;
+
+	if (sub != NULL && IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub))
+		return "its SELECT's partitions are pruned at run time";
+	if (sub == NULL || subplan_scans(sub) == NIL)
+		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
+	foreach(lc, subplan_scans(sub))
+	{
+		const char *why = scan_refusal(lfirst(lc), stmt, target);
+
+		if (why != NULL)
+			return why;
+	}
+	return NULL;
+}
+
+/* ---- INSERT ... SELECT: producing rows from a share of the scans ---- */
+
+/*
+ * What a process scans: each source table (one, or a partitioned source's
+ * partitions) with its quals and its projection into the target's row,
+ * and the parallel scan every process shares for it.  Every process goes
+ * through the sources in the same order, each taking blocks of the
+ * current one until it has none left.
+ */
+typedef struct DPScanSources
+{
+	int			n;
+	Oid		   *relids;
+	List	   *quals;			/* per source: its qual list */
+	List	   *tlists;			/* per source: its target list */
+	ParallelTableScanDesc *pscans;
+} DPScanSources;
+
+/*
+ * One process's share of the scans: its rows filtered, projected into the
+ * target's row and handed to a placer.  Workers run one to the end; the
+ * leader runs one until a page is handed on, between messages.
+ */
+typedef struct DPScanShare
+{
+	const DPScanSources *src;
+	int			current;		/* the source being scanned */
+	Relation	source;			/* ... opened, or NULL */
+	ExprContext *econtext;
+	TupleTableSlot *scanslot;	/* a source row */
+	TupleTableSlot *row;		/* the target's row made of it */
+	ExprState  *qual;
+	ProjectionInfo *proj;
+	TableScanDesc scan;
+	DPPlacer	placer;
+} DPScanShare;
+
+static void
+scan_share_begin(DPScanShare *p, const DPScanSources *src, Relation target)
+{
+	p->src = src;
+	p->current = -1;
+	p->source = NULL;
+	p->econtext = GetPerTupleExprContext(p->placer.estate);
+	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
+}
+
+/* End the current source's scan; begin the next one's; false if none. */
+static bool
+next_source(DPScanShare *p)
+{
+	int			i;
+
+	if (p->source != NULL)
+	{
+		table_endscan(p->scan);
+		ExecDropSingleTupleTableSlot(p->scanslot);
+		table_close(p->source, AccessShareLock);
+		p->source = NULL;
+	}
+	i = ++p->current;
+	if (i >= p->src->n)
+		return false;
+	/* the leader holds the executor's lock; a worker takes its own */
+	p->source = table_open(p->src->relids[i], AccessShareLock);
+	p->scanslot = table_slot_create(p->source, NULL);
+	p->qual = ExecInitQual((List *) list_nth(p->src->quals, i), NULL);
+	p->proj = ExecBuildProjectionInfo((List *) list_nth(p->src->tlists, i),
+									  p->econtext, p->row, NULL,
+									  RelationGetDescr(p->source));
+	p->scan = table_beginscan_parallel(p->source, p->src->pscans[i]);
+	return true;
+}
+
+/*
+ * Place rows of the share until a page was handed on (when 'one_page') or
+ * the share is done; returns false once it is.
+ */
+static bool
+scan_share_run(DPScanShare *p, bool one_page)
+{
+	for (;;)
+	{
+		if (p->source == NULL ||
+			!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
+		{
+			if (!next_source(p))
+				return false;
+			continue;
+		}
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(p->econtext);
+		p->econtext->ecxt_scantuple = p->scanslot;
+		if (p->qual != NULL && !ExecQual(p->qual, p->econtext))
+			continue;
+		ExecProject(p->proj);
+		if (dp_placer_add(&p->placer, p->row) && one_page)
+			return true;
+	}
+}
+
+static void
+scan_share_end(DPScanShare *p)
+{
+	while (next_source(p))
+		;
+	ExecDropSingleTupleTableSlot(p->row);
+	dp_placer_end(&p->placer);
+}
+
+/*
+ * The sources of a payload (their OIDs, quals and target lists), with
+ * their parallel scans in the shared memory.
+ */
+static DPScanSources *
+scan_sources(List *payload, shm_toc *toc)
+{
+	DPScanSources *src = palloc0(sizeof(DPScanSources));
+	List	   *relids = linitial(payload);
+
+	src->n = list_length(relids);
+	src->relids = palloc(sizeof(Oid) * src->n);
+	src->pscans = palloc(sizeof(ParallelTableScanDesc) * src->n);
+	for (int i = 0; i < src->n; i++)
+	{
+		src->relids[i] = list_nth_oid(relids, i);
+		src->pscans[i] = dp_parallel_scan(toc, i);
+	}
+	src->quals = lsecond(payload);
+	src->tlists = lthird(payload);
+	return src;
+}
+
+/* ---- INSERT ... SELECT: a worker ---- */
+
+/* A worker of an INSERT ... SELECT: its share of the scans. */
+void
+dp_parallel_main(dsm_segment *seg, shm_toc *toc)
+{
+	DPWorker	w;
+	DPScanShare p;
+
+	dp_worker_begin(&w, seg, toc);
+	dp_placer_begin_worker(&p.placer, &w);
+	scan_share_begin(&p, scan_sources((List *) stringToNode(w.payload), toc),
+					 w.target);
+	(void) scan_share_run(&p, false);
+	scan_share_end(&p);
+	dp_worker_end(&w);
+}
+
+/* ---- INSERT ... SELECT: the leader ---- */
+
+/* The leader's share of the scan: one page at a time. */
+static bool
+scan_step(void *arg)
+{
+	return scan_share_run((DPScanShare *) arg, true);
+}
+
+bool
+dp_parallel_scans_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
+						 int nworkers)
+{
+	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
+	const char *why;
+	DPParallel *par;
+	List	   *relids = NIL;
+	List	   *quals = NIL;
+	List	   *tlists = NIL;
+	List	   *sources = NIL;
+	List	   *payload;
+	ListCell   *lc;
+	int			launched;
+
+	par = dp_parallel_begin(load, mt, true, &why);
+	if (par == NULL)
+		return false;
+
+	/* step 1: the scans' tables (locked by the executor), quals, projections */
+	foreach(lc, subplan_scans(sub))
+	{
+		Plan	   *scan = lfirst(lc);
+		Oid			relid = exec_rt_fetch(((Scan *) scan)->scanrelid, estate)->relid;
+
+		relids = lappend_oid(relids, relid);
+		quals = lappend(quals, scan->qual);
+		tlists = lappend(tlists, scan->targetlist);
+		sources = lappend(sources, table_open(relid, NoLock));
+	}
+	payload = list_make3(relids, quals, tlists);
+	launched = dp_parallel_launch(par, "dp_parallel_main", nodeToString(payload),
+								  sources, 0, nworkers);
+
+	/* steps 2 and 3: the leader takes a share of the scans too */
+	if (launched > 0)
+	{
+		DPScanShare own;
+		DPLeaderShare share = {NULL, scan_step, &own};
+
+		dp_placer_begin_leader(&own.placer, par);
+		scan_share_begin(&own, scan_sources(payload, par->pcxt->toc),
+						 par->rri->ri_RelationDesc);
+		dp_parallel_receive(par, &share);
+		scan_share_end(&own);
+	}
+
+	/* step 4 */
+	return dp_parallel_end_insert(par, sources);
+}
