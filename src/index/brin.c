@@ -40,7 +40,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "index/index.h"
+#include "index/index_private.h"
 
 #include "access/brin.h"
 #include "access/brin_revmap.h"

@@ -124,7 +124,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "index/index.h"
+#include "index/index_private.h"
 
 #include "access/genam.h"
 #include "access/heapam.h"

@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "index/index.h"
+#include "index/index_private.h"
 
 #include "access/genam.h"
 #include "access/nbtree.h"

@@ -51,8 +51,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "index/index.h"
-#include "index/keysort.h"
+#include "index/index_private.h"
 
 #include "access/nbtree.h"
 #include "access/xloginsert.h"

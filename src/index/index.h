@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * index/index.h
- *	  The index stage: every index strategy of a load (indexes.c), the btree
- *	  page builder (btree.c) and its uses on existing trees (btappend.c,
- *	  btmerge.c), sorted lookups (btprobe.c), BRIN summaries (brin.c).
+ *	  The index stage's public face: a leaf's index maintenance during a
+ *	  load (indexes.c, every strategy) and sorted lookups in a btree
+ *	  (btprobe.c).  What the stage's own files share among themselves (the
+ *	  btree page builder, the right-edge append, the merge-rebuild, BRIN
+ *	  summaries, the entries' sort) is in index_private.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,7 +15,6 @@
 #include "heap/heap.h"
 
 typedef struct DPIndexes DPIndexes;
-typedef struct DPBtreeBuild DPBtreeBuild;
 
 /* COPY's input position, owned by copy.c; NULL for INSERT. */
 typedef struct DPInputLine
@@ -22,15 +23,6 @@ typedef struct DPInputLine
 	bool	   *line_valid;		/* is raw_line the current line's text? */
 	StringInfo	raw_line;		/* the current line's text */
 } DPInputLine;
-
-/* ---------- brin.c: BRIN ranges summarized at the end ---------- */
-
-/* May index i of the leaf skip its per-row calls, summarized at the end? */
-extern bool dp_brin_can_defer(ResultRelInfo *rri, int i);
-
-/* Summarize every range from the one holding 'first_new' (see brin.c). */
-extern void dp_brin_summarize_new(Relation heap, Relation idx,
-								  BlockNumber first_new);
 
 /* ---------- indexes.c ---------- */
 
@@ -113,133 +105,5 @@ typedef bool (*DPProbeVisit) (void *arg, int key, ItemPointer tid);
 extern bool dp_btree_probe(Relation heap, Relation index, int nkeys,
 						   Datum *values, bool *isnull, DPProbeVisit visit,
 						   void *arg);
-
-/* ---------- btree.c: the btree page builder ---------- */
-
-/*
- * Begin collecting 'index's entries, sorted in 'workmem' kB; with
- * 'check_unique', the sort raises a unique index's duplicates.
- */
-extern DPBtreeBuild *dp_btree_begin(Relation heap, Relation index,
-									int workmem, bool check_unique);
-
-/* One entry (copied into the sort). */
-extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
-						 bool *isnull);
-
-/*
- * The entries in btree order: dp_btree_peek reads the next one ahead (NULL
- * when there is none) and dp_btree_next returns it, then the rest.  An
- * entry either returns lives in the sort and is valid until a later call
- * reads past it (copy it to keep it).
- */
-extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
-extern IndexTuple dp_btree_next(DPBtreeBuild *b);
-
-/* How many entries were added. */
-extern double dp_btree_count(DPBtreeBuild *b);
-
-/*
- * Build the index (storage new in this transaction, empty or only its
- * metapage so far) from the entries: the tree, then the metapage;
- * releases the build.  dp_btree_build takes the sorted stream from 'next'
- * (NULL at its end) instead.
- */
-extern void dp_btree_finish(DPBtreeBuild *b);
-typedef IndexTuple (*DPBtStream) (void *arg);
-extern void dp_btree_build(DPBtreeBuild *b, DPBtStream next, void *arg);
-
-/* Release a build (finished or not); an unfinished index stays as it was. */
-extern void dp_btree_discard(DPBtreeBuild *b);
-
-/*
- * The leaf level alone, for the right-edge append (btappend.c): the sink
- * gives each page started its memory and block, and takes each finished
- * page (high key, right link set) in order.
- */
-typedef struct DPBtSink
-{
-	Page		(*new_page) (void *arg, BlockNumber *blkno);
-	void		(*page_done) (void *arg, Page page, BlockNumber blkno);
-	void	   *arg;
-} DPBtSink;
-
-/* 'hikey_room': bytes every leaf keeps free for a high key set later. */
-extern void dp_btree_leaves_begin(DPBtreeBuild *b, const DPBtSink *sink,
-								  Size hikey_room);
-
-/* An existing leaf item, as it is (posting lists included). */
-extern void dp_btree_put_item(DPBtreeBuild *b, IndexTuple itup);
-
-/* A new entry, merged with equal keys where the index deduplicates. */
-extern void dp_btree_put_entry(DPBtreeBuild *b, IndexTuple itup);
-
-/*
- * No more items: the last pending posting list goes onto the page still
- * filling, which stays unfinished (the sink's owner knows it).
- */
-extern void dp_btree_leaves_end(DPBtreeBuild *b);
-
-/* A filling page made rightmost, in place: no high key slot. */
-extern void dp_btree_rightmost_image(Page page);
-
-/* A filling page given 'hikey' as its high key, in place. */
-extern void dp_btree_high_key_image(Page page, IndexTuple hikey);
-
-/*
- * Compare leaf tuples as the btree orders them: key columns (opclass order,
- * collation, DESC, NULLS FIRST), then heap TID unless 'keys_only'.  'b' may
- * be a pivot: its truncated columns and missing heap TID are minus
- * infinity, as for _bt_compare.
- */
-extern int	dp_btree_compare(Relation index, IndexTuple a, IndexTuple b,
-							 bool keys_only);
-
-/* ---------- btappend.c: sorted entries at an existing btree's right edge ---------- */
-
-/*
- * Called back with the heap TID of the entry about to be reported as a
- * duplicate (so COPY's context can name its line).
- */
-typedef void (*DPNameRow) (void *arg, ItemPointer tid);
-
-/*
- * Append b's entries (sorted, their rows' pages on disk) at the right edge
- * of the existing btree b->index, when the first sorts after every entry
- * of the index; returns false, with nothing written and the entries still
- * to be read (dp_btree_next), when it does not.  A unique index's
- * duplicate among the entries raises INSERT's error.
- */
-extern bool dp_btree_append(DPBtreeBuild *b, DPNameRow name, void *arg);
-
-/* Insert one entry the core way (index_insert), for dp_btree_insert_runs. */
-typedef void (*DPBtInsert) (void *arg, IndexTuple itup);
-
-/*
- * Write b's entries (sorted, their rows' pages on disk) into the existing
- * btree b->index run by run: a run of entries after the last item of one
- * leaf and below its high key becomes new leaf pages there, or entries
- * among a leaf's items are merged with them into the leaf and new pages
- * after it (a leaf merge, counted in '*merges'; the heap pages it reads
- * go through 'ring'); entries that start
- * neither go to 'insert'.  A unique index's duplicate within a run raises
- * INSERT's error.  Returns how many runs (leaf merges included) were
- * written.
- */
-extern int	dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
-								 DPBtInsert insert, void *iarg,
-								 BufferAccessStrategy ring, int *merges);
-
-/* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
-
-/*
- * Rewrite b->index (non-unique) into new storage, its entries merged with
- * b's, under AccessExclusiveLock; releases the build.
- */
-extern void dp_btree_merge(DPBtreeBuild *b);
-
-/* The index b builds or appends to. */
-extern Relation dp_btree_index(DPBtreeBuild *b);
-extern Relation dp_btree_heap(DPBtreeBuild *b);
 
 #endif							/* DP_INDEX_H */

@@ -93,7 +93,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "index/index.h"
+#include "index/index_private.h"
 
 #include "access/genam.h"
 #include "access/xact.h"

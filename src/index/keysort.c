@@ -38,8 +38,9 @@
  *	 entries compares equal only when the Datums are equal).
  * - A tuple read stays valid for the next DP_KEYSORT_READ_SPAN reads at
  *	 least: the tuples are formed in two memory contexts in turn, each
- *	 reset when its turn comes again.  The callers' contract (index.h) is
- *	 until a later read, and what they keep longer they copy.
+ *	 reset when its turn comes again.  The callers' contract
+ *	 (index_private.h) is until a later read, and what they keep longer
+ *	 they copy.
  * - Memory stays within the caller's workmem and those two spans of
  *	 tuples: an entry that would take the entries past workmem, or one with
  *	 a NULL key, is refused, and every entry taken moves to a tuplesort
@@ -49,7 +50,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "index/keysort.h"
+#include "index/index_private.h"
 
 #include "access/nbtree.h"
 #include "catalog/pg_index.h"
