@@ -60,6 +60,8 @@ OBJS = \
 	src/index/btree.o \
 	src/index/keysort.o \
 	src/index/btappend.o \
+	src/index/btrun.o \
+	src/index/btchunk.o \
 	src/index/btmerge.o \
 	src/index/btprobe.o \
 	src/index/brin.o \

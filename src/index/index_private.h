@@ -3,8 +3,9 @@
  * index/index_private.h
  *	  The index stage's parts shared among its own files: the btree page
  *	  builder (btree.c) and the sort of its entries (keysort.c), its uses
- *	  on existing trees (btappend.c, btmerge.c), BRIN summaries (brin.c).
- *	  What files outside src/index/ use is in index.h.
+ *	  on existing trees (btappend.c with btrun.c and btchunk.c, which share
+ *	  a run's state; btmerge.c), BRIN summaries (brin.c).  What files
+ *	  outside src/index/ use is in index.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +15,8 @@
 #include "index/index.h"
 
 #include "access/itup.h"
+#include "access/nbtree.h"
+#include "access/xlogrecord.h"
 #include "utils/relcache.h"
 
 typedef struct DPBtreeBuild DPBtreeBuild;
@@ -170,6 +173,82 @@ typedef void (*DPBtInsert) (void *arg, IndexTuple itup);
 extern int	dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
 								 DPBtInsert insert, void *iarg,
 								 BufferAccessStrategy ring, int *merges);
+
+/* ---------- btappend.c, btrun.c, btchunk.c: a run's state ---------- */
+
+/* Pages in one WAL record at the right edge: as many as a record takes. */
+#define DP_BT_CHUNK XLR_MAX_BLOCK_ID
+
+/* A page of the chunk: its buffer (pinned) and its image. */
+typedef struct DPBtChunkPage
+{
+	Buffer		buf;
+	Page		image;
+} DPBtChunkPage;
+
+/* One run into an existing btree (btappend.c), from its leaf to its pages. */
+typedef struct DPBtAppend
+{
+	DPBtreeBuild *b;
+	Relation	index;
+	Relation	heap;
+	bool		unique;
+	BlockNumber leaf;			/* the leaf the run goes into */
+	BlockNumber leaf_prev;		/* its left sibling */
+	bool		leaf_root;		/* it was the root (a one-page tree) */
+	BlockNumber right;			/* its right sibling; P_NONE at the right
+								 * edge */
+	IndexTuple	hikey;			/* the run's bound: the leaf's high key
+								 * (NULL at the right edge), or the
+								 * separator at the gap */
+	OffsetNumber gap;			/* the leaf's first item after the run, or
+								 * InvalidOffsetNumber: after its last */
+	BTStack		stack;			/* the descent to it (inside the tree) */
+	int			chunk_max;		/* finished pages per chunk */
+	bool		first_chunk;	/* no chunk written yet */
+	DPBtChunkPage done[DP_BT_CHUNK - 1];	/* finished, not written */
+	int			ndone;
+	DPBtChunkPage filling;		/* the page still filling */
+	bool		merge;			/* the run is merged among all the leaf's
+								 * items (a leaf merge) */
+	bool	   *drop;			/* per item of the leaf: dropped by a leaf
+								 * merge (an aborted row's entry) */
+	bool		dropping;		/* some are */
+	TransactionId aborted;		/* an inserter known to have aborted */
+	Buffer		heap_buf;		/* the heap page read last (pinned) */
+	BufferAccessStrategy ring;	/* heap pages read to judge repeated keys */
+	IndexTuple *ahead;			/* the run's first entries, read ahead */
+	int			nahead;
+	int			next_ahead;
+	DPNameRow	name;			/* names a duplicate's row */
+	void	   *name_arg;
+} DPBtAppend;
+
+/* btrun.c: a unique index's keys equal for uniqueness (NULLs aside)? */
+extern bool dp_bt_duplicates(Relation index, IndexTuple x, IndexTuple y);
+
+/* btrun.c: is 'itup' below the run's bound (unique index: by key alone)? */
+extern bool dp_bt_below_high_key(DPBtAppend *a, IndexTuple itup);
+
+/*
+ * btrun.c, step 1: the leaf where 'first' goes, judged; the leaf's copy
+ * with a set for the run, or NULL.
+ */
+extern Page dp_bt_target_leaf(DPBtAppend *a, IndexTuple first,
+							  bool right_edge_only);
+
+/* btrun.c: is the leaf merge into the leaf (a copy) worth it and possible? */
+extern bool dp_bt_merge_ready(DPBtAppend *a, Page page);
+
+/* btchunk.c: the page builder's sink (DPBtSink) for the run's pages. */
+extern Page dp_bt_chunk_new_page(void *arg, BlockNumber *blkno);
+extern void dp_bt_chunk_page_done(void *arg, Page page, BlockNumber blkno);
+
+/* btchunk.c, steps 3-4: the pages so far written ('last': for good). */
+extern void dp_bt_flush_chunk(DPBtAppend *a, bool last);
+
+/* btchunk.c: the leaf (a copy) split at a->gap, the run to go between. */
+extern void dp_bt_split_at_gap(DPBtAppend *a, Page page);
 
 /* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
 
