@@ -57,6 +57,8 @@ OBJS = \
 	src/input/fasttext.o \
 	src/input/fastbin.o \
 	src/index/indexes.o \
+	src/index/sorted.o \
+	src/index/rebuild.o \
 	src/index/btree.o \
 	src/index/keysort.o \
 	src/index/btappend.o \

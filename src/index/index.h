@@ -2,10 +2,11 @@
  *
  * index/index.h
  *	  The index stage's public face: a leaf's index maintenance during a
- *	  load (indexes.c, every strategy) and sorted lookups in a btree
- *	  (btprobe.c).  What the stage's own files share among themselves (the
- *	  btree page builder, the right-edge append, the merge-rebuild, BRIN
- *	  summaries, the entries' sort) is in index_private.h.
+ *	  load (indexes.c; its strategies' work in sorted.c and rebuild.c) and
+ *	  sorted lookups in a btree (btprobe.c).  What the stage's own files
+ *	  share among themselves (the btree page builder, the right-edge
+ *	  append, the merge-rebuild, BRIN summaries, the entries' sort) is in
+ *	  index_private.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +25,7 @@ typedef struct DPInputLine
 	StringInfo	raw_line;		/* the current line's text */
 } DPInputLine;
 
-/* ---------- indexes.c ---------- */
+/* ---------- indexes.c: a leaf's index maintenance ---------- */
 
 typedef enum DPIndexStrategy
 {

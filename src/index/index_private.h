@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * index/index_private.h
- *	  The index stage's parts shared among its own files: the btree page
- *	  builder (btree.c) and the sort of its entries (keysort.c), its uses
- *	  on existing trees (btappend.c with btrun.c and btchunk.c, which share
- *	  a run's state; btmerge.c), BRIN summaries (brin.c).  What files
- *	  outside src/index/ use is in index.h.
+ *	  The index stage's parts shared among its own files: a leaf's index
+ *	  work (DPIndexes: indexes.c chooses, sorted.c and rebuild.c do the
+ *	  strategies' work), the btree page builder (btree.c) and the sort of
+ *	  its entries (keysort.c), its uses on existing trees (btappend.c with
+ *	  btrun.c and btchunk.c, which share a run's state; btmerge.c), BRIN
+ *	  summaries (brin.c).  What files outside src/index/ use is in index.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +21,62 @@
 #include "utils/relcache.h"
 
 typedef struct DPBtreeBuild DPBtreeBuild;
+
+/* ---------- indexes.c, sorted.c, rebuild.c: a leaf's index work ---------- */
+
+/* A leaf's index maintenance (indexes.c chooses its strategy). */
+struct DPIndexes
+{
+	ResultRelInfo *rri;			/* the leaf; its indexes are open */
+	DPIndexStrategy strategy;
+	bool	   *sort;			/* DP_INDEX_SORTED: per index, still worth
+								 * sorting?  Else NULL */
+	DPBtreeBuild **spools;		/* DP_INDEX_SORTED: per index, its entries
+								 * for the end of the statement, or NULL */
+	DPBtreeBuild **builds;		/* DP_INDEX_BUILD: per index (NULL for a
+								 * BRIN index) */
+	bool	   *summarize;		/* DP_INDEX_SORTED and _BUILD: per index, a
+								 * BRIN index summarized at the end? Else
+								 * NULL */
+	BlockNumber first_new;		/* the heap's first block the load writes */
+	bool		has_unique;		/* any immediate unique index? */
+	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
+	BufferAccessStrategy ring;	/* heap reads of leaf merges: one ring for
+								 * the statement, so that its pages leave
+								 * few buffers behind */
+};
+
+/* ---------- sorted.c: DP_INDEX_SORTED ---------- */
+
+/* dp_indexes_batch's work (see index.h). */
+extern void dp_sorted_batch(DPIndexes *ix, EState *estate,
+							TupleTableSlot *slot, HeapTuple *tuples,
+							uint64 *linenos, int ntuples, DPInputLine *input);
+
+/* The spools of the indexes whose entries may wait for the end, or NULL. */
+extern DPBtreeBuild **dp_sorted_begin_spools(ResultRelInfo *rri);
+
+/* The spools' entries inserted now, in key order; no more spools. */
+extern void dp_sorted_insert_spools(DPIndexes *ix);
+
+/* The spools at the end; returns how many indexes were rewritten. */
+extern int	dp_sorted_finish_spools(DPIndexes *ix);
+
+/* ---------- rebuild.c: DP_INDEX_BUILD and DP_INDEX_REBUILD ---------- */
+
+/* One sorted build per btree (NULL for a BRIN index summarized). */
+extern DPBtreeBuild **dp_rebuild_begin_builds(DPIndexes *ix);
+
+/* dp_indexes_spool's work (see index.h). */
+extern void dp_rebuild_spool(DPIndexes *ix, EState *estate,
+							 TupleTableSlot *slot, ItemPointer tid);
+
+/* The builds dropped (the rows go row by row after all). */
+extern void dp_rebuild_discard_builds(DPIndexes *ix);
+
+/* At the end: every index built, or rebuilt by core; returns how many. */
+extern int	dp_rebuild_finish_builds(DPIndexes *ix);
+extern int	dp_rebuild_reindex(DPIndexes *ix);
 
 /* ---------- brin.c: BRIN ranges summarized at the end ---------- */
 

@@ -1,0 +1,416 @@
+/*-------------------------------------------------------------------------
+ *
+ * sorted.c
+ *	  DP_INDEX_SORTED: each batch's entries of each index sorted by key,
+ *	  then appended at the index's right edge, written run by run into its
+ *	  leaves, or inserted in key order; and the entries of the indexes that
+ *	  may wait, kept for the end of the statement.
+ *
+ * Per batch (dp_indexes_batch; the default where it applies).  After the
+ * flush, each index's entries for the batch's rows are formed (partial-index
+ * predicates and expressions evaluated as ExecInsert does) and sorted by key
+ * with the same tuplesort an index build uses.  When the first sorts after
+ * every entry of the index (keys from a sequence, an identity, a time of
+ * arrival), the entries become new leaf pages at the index's right edge
+ * (btappend.c, reported as "append"; directpath.index_append).  Otherwise
+ * runs of at least 256 entries that fall between two neighbouring keys of
+ * the index become new leaf pages there (btappend.c, "runs";
+ * directpath.index_runs), and the other entries are inserted in key order
+ * with index_insert: consecutive keys land on the same leaf page one after
+ * another, instead of every row visiting a random leaf of every index.
+ * Uniqueness is checked by the insertion itself, against the table and the
+ * rows before in key order, with a plain INSERT's message; when a batch
+ * holds several duplicates, the one reported can differ from the first in
+ * input order.  The append checks each entry against the one before, and the
+ * first against the index's last (by key: an equal key is inserted instead),
+ * with the same message.  For COPY the error context names the line of the
+ * row whose entry failed.
+ *
+ * Sorting pays only where the input scatters the keys: an index whose keys
+ * arrive (nearly) in order, such as a sequence-fed key, or in a few
+ * interleaved ascending streams, already touches few leaf pages, and sorting
+ * it costs 10-20% when the entries are then inserted one by one.  So an
+ * index whose batch could not be appended is judged on it: when, in key
+ * order, the rows' TIDs go backwards for fewer than one entry in ten, later
+ * batches of the statement insert that index's entries in input order.
+ *
+ * A non-unique, non-temporary btree of a leaf without triggers
+ * (directpath.index_merge) may wait instead: its entries go into a sort
+ * of its own (a spool) kept for the end of the statement, and are then
+ * appended at the right edge, or, when they are many against the entries
+ * the index holds, merged into a rewrite of the index (btmerge.c), or
+ * inserted in key order.  If the leaf's rows go row by row after all
+ * (dp_indexes_row_by_row), the spools are inserted at once.
+ *
+ * Invariants: entries are formed after the flush that wrote their rows'
+ * pages, so an index never points at a page that is not on disk yet; for
+ * COPY, each entry inserted names its row's input line first (name_line),
+ * so the error context of a failed insertion names that line.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "index/index_private.h"
+
+#include "access/genam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+/* A batch's rows, for naming the input line of the entry being inserted. */
+typedef struct DPBatchRows
+{
+	HeapTuple  *tuples;			/* in ascending TID order */
+	uint64	   *linenos;		/* their input lines, or NULL */
+	int			ntuples;
+	DPInputLine *input;			/* COPY's input position, or NULL */
+} DPBatchRows;
+
+/*
+ * About to insert the entry of 'tid': point COPY's error context at the
+ * row's line (line number only: the line's text is gone by now).
+ */
+static void
+name_line(DPBatchRows *b, ItemPointer tid)
+{
+	int			lo = 0,
+				hi = b->ntuples - 1;
+
+	if (b->input == NULL || b->linenos == NULL)
+		return;
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		int			cmp = ItemPointerCompare(&b->tuples[mid]->t_self, tid);
+
+		if (cmp == 0)
+		{
+			*b->input->lineno = b->linenos[mid];
+			*b->input->line_valid = false;
+			return;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+}
+
+/*
+ * One index's entries for the batch: formed (partial-index predicate and
+ * expressions evaluated as ExecInsert does) and inserted in input order,
+ * or put into 'sorted' when there is one.
+ */
+static void
+form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
+			 DPBatchRows *b, DPBtreeBuild *sorted)
+{
+	Relation	heap = rri->ri_RelationDesc;
+	Relation	idx = rri->ri_IndexRelationDescs[i];
+	IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	IndexUniqueCheck check = idx->rd_index->indisunique ?
+		UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+	ExprState  *predicate = NULL;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	if (ii->ii_Predicate != NIL)
+	{
+		if (ii->ii_PredicateState == NULL)
+			ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
+		predicate = ii->ii_PredicateState;
+	}
+	for (int r = 0; r < b->ntuples; r++)
+	{
+		ItemPointer tid = &b->tuples[r]->t_self;
+
+		ResetExprContext(econtext);
+		ExecStoreHeapTuple(b->tuples[r], slot, false);
+		econtext->ecxt_scantuple = slot;
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		FormIndexDatum(ii, slot, estate, values, isnull);
+		if (sorted != NULL)
+			dp_btree_add(sorted, tid, values, isnull);
+		else
+		{
+			name_line(b, tid);
+			index_insert(idx, values, isnull, tid, heap, check, false, ii);
+		}
+	}
+	ExecClearTuple(slot);
+	ResetExprContext(econtext);
+}
+
+/* One index entry inserted by core (also dp_btree_insert_runs's callback). */
+typedef struct DPInsertOne
+{
+	ResultRelInfo *rri;
+	int			i;				/* the index */
+	DPBatchRows *rows;
+	uint64		inserted;
+} DPInsertOne;
+
+static void
+insert_one(void *arg, IndexTuple itup)
+{
+	DPInsertOne *o = (DPInsertOne *) arg;
+	Relation	idx = o->rri->ri_IndexRelationDescs[o->i];
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	index_deform_tuple(itup, RelationGetDescr(idx), values, isnull);
+	name_line(o->rows, &itup->t_tid);
+	index_insert(idx, values, isnull, &itup->t_tid, o->rri->ri_RelationDesc,
+				 idx->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+				 false, o->rri->ri_IndexRelationInfo[o->i]);
+	o->inserted++;
+}
+
+/*
+ * Insert one index's sorted entries in key order.  Returns whether the
+ * index should still be sorted: not when, in key order, the TIDs went
+ * backwards for fewer than one entry in ten (its keys arrive in order).
+ */
+static bool
+insert_sorted(ResultRelInfo *rri, int i, DPBtreeBuild *sorted,
+			  DPBatchRows *b)
+{
+	DPInsertOne one = {rri, i, b, 0};
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "directpath index entries",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	IndexTuple	itup;
+	ItemPointerData prev;
+	int			nentries = 0;
+	int			backwards = 0;
+
+	while ((itup = dp_btree_next(sorted)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nentries++ > 0 && ItemPointerCompare(&itup->t_tid, &prev) < 0)
+			backwards++;
+		prev = itup->t_tid;
+		insert_one(&one, itup);
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return !(nentries >= 1000 && backwards * 10 < nentries);
+}
+
+static void
+name_line_cb(void *arg, ItemPointer tid)
+{
+	name_line((DPBatchRows *) arg, tid);
+}
+
+/*
+ * One index's sorted entries that cannot be appended: written run by run
+ * into the leaves they follow (btappend.c), the entries that start no run
+ * inserted in key order; or, with directpath.index_runs off, all inserted.
+ * Returns whether the index should still be sorted (insert_sorted).
+ */
+static bool
+insert_in_key_order(DPIndexes *ix, int i, DPBtreeBuild *sorted,
+					DPBatchRows *b)
+{
+	DPInsertOne one = {ix->rri, i, b, 0};
+	int			runs;
+	int			merges;
+
+	if (!dp_index_runs)
+	{
+		ix->used |= 1 << DP_INDEX_SORTED;
+		return insert_sorted(ix->rri, i, sorted, b);
+	}
+	if (ix->ring == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(ix));
+
+		ix->ring = GetAccessStrategy(BAS_BULKREAD);
+		MemoryContextSwitchTo(old);
+	}
+	runs = dp_btree_insert_runs(sorted, name_line_cb, b, insert_one, &one,
+								ix->ring, &merges);
+	if (runs > merges)
+		ix->used |= 1 << DP_INDEX_RUNS;
+	if (merges > 0)
+		ix->used |= 1 << DP_INDEX_LEAF_MERGE;
+	if (one.inserted > 0)
+		ix->used |= 1 << DP_INDEX_SORTED;
+	return true;
+}
+
+/*
+ * One index's sorted entries for the batch: appended at the right edge
+ * when they all sort after the index's entries, else in key order.
+ */
+static void
+add_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
+{
+	if (dp_index_append && dp_btree_append(sorted, name_line_cb, b))
+	{
+		ix->used |= 1 << DP_INDEX_APPEND;
+		return;
+	}
+	ix->sort[i] = insert_in_key_order(ix, i, sorted, b);
+}
+
+/* dp_indexes_batch: each index's entries for the batch, as it can. */
+void
+dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
+				HeapTuple *tuples, uint64 *linenos, int ntuples,
+				DPInputLine *input)
+{
+	ResultRelInfo *rri = ix->rri;
+	DPBatchRows b = {tuples, linenos, ntuples, input};
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		DPBtreeBuild *sorted = NULL;
+
+		if (ix->summarize[i])
+			continue;
+		if (ix->spools != NULL && ix->spools[i] != NULL)
+		{
+			form_entries(rri, i, estate, slot, &b, ix->spools[i]);
+			continue;
+		}
+		if (ix->sort[i])
+			sorted = dp_btree_begin(rri->ri_RelationDesc,
+									rri->ri_IndexRelationDescs[i],
+									maintenance_work_mem, false);
+		else
+			ix->used |= 1 << DP_INDEX_SORTED;
+		form_entries(rri, i, estate, slot, &b, sorted);
+		if (sorted == NULL)
+			continue;
+		add_sorted(ix, i, sorted, &b);
+		dp_btree_discard(sorted);
+	}
+}
+
+/*
+ * May this index's entries wait for the end of the statement (and then be
+ * appended, merged or inserted at once)?  A non-unique btree (no error to
+ * name a row for) of a leaf without triggers (none could look the rows up
+ * through the index before the end, as it could after their batch).
+ */
+static bool
+can_spool(ResultRelInfo *rri, int i)
+{
+	Relation	idx = rri->ri_IndexRelationDescs[i];
+
+	return dp_index_merge && rri->ri_TrigDesc == NULL &&
+		idx->rd_rel->relam == BTREE_AM_OID && !idx->rd_index->indisunique &&
+		idx->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
+}
+
+/* The spools of the indexes that may wait, sharing maintenance_work_mem. */
+DPBtreeBuild **
+dp_sorted_begin_spools(ResultRelInfo *rri)
+{
+	int			n = 0;
+	DPBtreeBuild **spools;
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		n += can_spool(rri, i);
+	if (n == 0)
+		return NULL;
+	spools = palloc0(sizeof(DPBtreeBuild *) * rri->ri_NumIndices);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		if (can_spool(rri, i))
+			spools[i] = dp_btree_begin(rri->ri_RelationDesc,
+									   rri->ri_IndexRelationDescs[i],
+									   Max(maintenance_work_mem / n, 1024),
+									   false);
+	return spools;
+}
+
+/* The spools' entries inserted in key order now (rows go row by row). */
+void
+dp_sorted_insert_spools(DPIndexes *ix)
+{
+	DPBatchRows none = {0};
+
+	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+		if (ix->spools[i] != NULL)
+		{
+			insert_sorted(ix->rri, i, ix->spools[i], &none);
+			dp_btree_discard(ix->spools[i]);
+		}
+	ix->spools = NULL;
+}
+
+/*
+ * Is merging the spooled entries into a rewrite of the index cheaper than
+ * inserting them?  Yes from an eighth of the entries the index holds
+ * (estimated from its size and the entries' size): a merge reads and
+ * writes every page once, an insertion costs a descent and a WAL record.
+ * Below DP_MERGE_MIN_ENTRIES insertion is cheap enough either way, and
+ * does not lock the index until the commit.
+ */
+#define DP_MERGE_MIN_ENTRIES 50000
+
+static bool
+worth_merging(Relation idx, DPBtreeBuild *spool)
+{
+	Size		entry = IndexTupleSize(dp_btree_peek(spool)) + sizeof(ItemIdData);
+	double		existing = (double) RelationGetNumberOfBlocks(idx) *
+		(BLCKSZ * 3 / 4) / entry;
+
+	return dp_btree_count(spool) >= DP_MERGE_MIN_ENTRIES &&
+		dp_btree_count(spool) * 8 >= existing;
+}
+
+/*
+ * A spooled index at the end of the statement: its entries appended at
+ * the right edge, merged into a rewrite, or inserted in key order.
+ * Returns whether it was rewritten.
+ */
+static bool
+finish_spool(DPIndexes *ix, int i)
+{
+	DPBtreeBuild *spool = ix->spools[i];
+	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
+	DPBatchRows none = {0};
+
+	ix->spools[i] = NULL;
+	if (dp_btree_peek(spool) == NULL)
+		;
+	else if (dp_index_append && dp_btree_append(spool, NULL, NULL))
+		ix->used |= 1 << DP_INDEX_APPEND;
+	else if (!IsolationIsSerializable() && worth_merging(idx, spool) &&
+			 ConditionalLockRelationOid(RelationGetRelid(idx),
+										AccessExclusiveLock))
+	{
+		dp_btree_merge(spool);	/* releases it */
+		ix->used |= 1 << DP_INDEX_MERGE;
+		return true;
+	}
+	else
+		insert_in_key_order(ix, i, spool, &none);
+	dp_btree_discard(spool);
+	return false;
+}
+
+/* Every spooled index at the end; returns how many were rewritten. */
+int
+dp_sorted_finish_spools(DPIndexes *ix)
+{
+	int			n = ix->rri->ri_NumIndices;
+	int			merged = 0;
+
+	for (int i = 0; i < n; i++)
+		if (ix->spools[i] != NULL)
+			merged += finish_spool(ix, i);
+	return merged;
+}
