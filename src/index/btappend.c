@@ -5,7 +5,7 @@
  *	  right edge, in a gap after the last item of an inner leaf, or merged
  *	  among a leaf's items.
  *
- * Used per batch (indexes.c).  Instead of one descent, one leaf lock and
+ * Used per batch (sorted.c).  Instead of one descent, one leaf lock and
  * one WAL record per entry, a run of entries that all go after the last
  * item of one leaf page and before its high key becomes that leaf's new
  * content plus new leaf pages linked in after it, and core adds one

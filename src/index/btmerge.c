@@ -4,7 +4,7 @@
  *	  Merge-rebuild: an existing btree rewritten once, its entries merged
  *	  with a load's sorted entries, into new storage.
  *
- * Used at the end of a load (indexes.c) for a non-unique btree whose new
+ * Used at the end of a load (sorted.c) for a non-unique btree whose new
  * entries do not all sort after its existing ones and are many against it:
  * one pass that reads the old leaf level in key order and writes full new
  * pages costs less than a descent, a leaf lock and a WAL record per entry,

@@ -6,7 +6,7 @@
  *	  a page's block comes from and where a finished page goes (DPBtSink):
  *
  * - a build (dp_btree_finish), where an index's storage is new in the
- *	 transaction and empty when the load begins (indexes.c): the load puts
+ *	 transaction and empty when the load begins (rebuild.c): the load puts
  *	 each row's index tuple into a sort (keysort.c) as it places the row,
  *	 and at the end the whole tree is built here from the sorted stream, without
  *	 reading the heap again; its pages go to disk through the append layer

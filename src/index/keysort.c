@@ -6,7 +6,7 @@
  *	  date or a timestamp ordered by its default operator class and whose
  *	  uniqueness need not be checked, else core's btree tuplesort.
  *
- * Why.  A load sorts each batch's entries of each index (indexes.c), and a
+ * Why.  A load sorts each batch's entries of each index (sorted.c), and a
  * multi-column key with few distinct values in its first column (a device
  * id before a time) sends most of tuplesort's comparisons past the first
  * column's abbreviated key to its full comparison, which deforms both
