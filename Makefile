@@ -11,8 +11,9 @@
 MODULE_big = directpath
 OBJS = \
 	src/directpath.o \
-	src/fault.o \
-	src/report.o \
+	src/common/settings.o \
+	src/common/fault.o \
+	src/common/report.o \
 	src/statement/plan.o \
 	src/statement/exec.o \
 	src/statement/copy.o \

@@ -55,6 +55,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/copy.h"
+#include "common/settings.h"
 #include "miscadmin.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"

@@ -9,7 +9,22 @@
 #ifndef DP_ADMISSION_H
 #define DP_ADMISSION_H
 
-#include "directpath.h"
+#include "common/compat.h"
+
+#include "nodes/execnodes.h"
+#include "nodes/extensible.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
+#include "utils/queryenvironment.h"
+#include "storage/block.h"
+#include "storage/bufpage.h"
+#include "storage/dsm.h"
+#include "storage/itemptr.h"
+#include "storage/shm_mq.h"
+#include "storage/shm_toc.h"
+#include "utils/relcache.h"
+#include "utils/tuplestore.h"
 
 /* ---------- hint.c ---------- */
 

@@ -37,6 +37,7 @@
 #include "catalog/catalog.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
+#include "common/report.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"

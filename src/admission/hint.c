@@ -35,6 +35,7 @@
 #include "admission/admission.h"
 
 #include <ctype.h>
+#include "common/settings.h"
 
 #include "parser/scansup.h"
 

@@ -80,6 +80,7 @@
 #include "heap/heap.h"
 
 #include <fcntl.h>
+#include "common/fault.h"
 
 #include "access/xlog.h"
 #include "catalog/catalog.h"

@@ -49,6 +49,7 @@
  *-------------------------------------------------------------------------
  */
 #include "heap/heap.h"
+#include "common/fault.h"
 #include "stats/stats.h"
 
 #include "access/heapam.h"

@@ -65,6 +65,7 @@
 #include "access/xloginsert.h"
 #include "catalog/catalog.h"
 #include "common/relpath.h"
+#include "common/settings.h"
 #include "utils/rel.h"
 
 /* Log one page as a multi-insert record that initialises the page. */

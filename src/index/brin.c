@@ -45,6 +45,7 @@
 #include "access/brin.h"
 #include "access/brin_revmap.h"
 #include "catalog/pg_am.h"
+#include "common/settings.h"
 #include "miscadmin.h"
 #include "utils/fmgrprotos.h"
 #include "utils/rel.h"

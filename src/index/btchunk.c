@@ -61,6 +61,7 @@
 #include "access/nbtree.h"
 #include "access/xloginsert.h"
 #include "catalog/pg_control.h"
+#include "common/fault.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"

@@ -55,6 +55,7 @@
 
 #include "access/nbtree.h"
 #include "access/xloginsert.h"
+#include "common/fault.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"

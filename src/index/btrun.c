@@ -59,6 +59,7 @@
 #include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/xact.h"
+#include "common/settings.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/rel.h"

@@ -55,6 +55,7 @@
 #include "index/index_private.h"
 
 #include "catalog/pg_am.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"

@@ -54,7 +54,7 @@
 
 #include "access/nbtree.h"
 #include "catalog/pg_index.h"
-#include "directpath.h"
+#include "common/settings.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"

@@ -32,6 +32,7 @@
 #include "index/index_private.h"
 
 #include "catalog/index.h"
+#include "common/fault.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/elog.h"

@@ -55,6 +55,7 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"

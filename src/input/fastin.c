@@ -62,6 +62,8 @@
 #include "input/input_private.h"
 
 #include "catalog/pg_type.h"
+#include "common/report.h"
+#include "common/settings.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "funcapi.h"

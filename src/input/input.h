@@ -16,7 +16,22 @@
 #ifndef DP_INPUT_H
 #define DP_INPUT_H
 
-#include "directpath.h"
+#include "common/compat.h"
+
+#include "nodes/execnodes.h"
+#include "nodes/extensible.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
+#include "utils/queryenvironment.h"
+#include "storage/block.h"
+#include "storage/bufpage.h"
+#include "storage/dsm.h"
+#include "storage/itemptr.h"
+#include "storage/shm_mq.h"
+#include "storage/shm_toc.h"
+#include "utils/relcache.h"
+#include "utils/tuplestore.h"
 
 /*
  * What the input stage did in this process's last COPY: per type with a

@@ -26,6 +26,7 @@
  */
 #include "load/load_private.h"
 
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"

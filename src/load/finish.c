@@ -24,6 +24,8 @@
  */
 #include "load/load_private.h"
 
+#include "common/report.h"
+#include "common/settings.h"
 #include "lib/stringinfo.h"
 #include "utils/rel.h"
 

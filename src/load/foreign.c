@@ -38,6 +38,8 @@
  *-------------------------------------------------------------------------
  */
 #include "load/load_private.h"
+#include "common/report.h"
+#include "common/settings.h"
 #include "remote/remote.h"
 
 #include "executor/executor.h"

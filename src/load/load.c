@@ -42,6 +42,9 @@
 #include "load/load_private.h"
 
 #include "access/xact.h"
+#include "common/fault.h"
+#include "common/report.h"
+#include "common/settings.h"
 #include "executor/execPartition.h"
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"

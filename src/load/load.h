@@ -17,6 +17,7 @@
 
 #include "admission/admission.h"
 #include "index/index.h"
+#include "common/report.h"
 
 /*
  * A ModifyTableState without a plan for an INSERT into 'rri' (range table

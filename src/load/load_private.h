@@ -15,6 +15,7 @@
 
 #include "load/load.h"
 #include "stats/stats.h"
+#include "common/report.h"
 
 typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;

@@ -43,6 +43,8 @@
 #include "load/load_private.h"
 
 #include "access/htup_details.h"
+#include "common/fault.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"

@@ -80,6 +80,7 @@
 #include "load/load_private.h"
 
 #include "catalog/pg_class.h"
+#include "common/report.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"

@@ -83,6 +83,8 @@
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
+#include "common/fault.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
 #include "miscadmin.h"

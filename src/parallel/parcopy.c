@@ -65,6 +65,7 @@
 #include "parallel/parallel_private.h"
 
 #include <sys/stat.h>
+#include "common/settings.h"
 
 #include "access/xact.h"
 #include "catalog/pg_proc.h"

@@ -71,6 +71,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_proc.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"

@@ -37,6 +37,7 @@
 #include "remote/remote.h"
 
 #include "access/xact.h"
+#include "common/report.h"
 #include "foreign/foreign.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"

@@ -62,6 +62,7 @@
 #include "remote/remote.h"
 
 #include <poll.h>
+#include "common/report.h"
 
 #include "commands/defrem.h"
 #include "foreign/foreign.h"

@@ -58,6 +58,8 @@
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "common/fault.h"
+#include "common/settings.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"

@@ -52,6 +52,7 @@
 
 #include "access/relation.h"
 #include "catalog/namespace.h"
+#include "common/report.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "tcop/utility.h"

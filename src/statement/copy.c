@@ -46,6 +46,8 @@
 #include "commands/copy.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
+#include "common/report.h"
+#include "common/settings.h"
 #include "executor/execPartition.h"
 #include "foreign/fdwapi.h"
 #include "miscadmin.h"

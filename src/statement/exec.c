@@ -36,6 +36,8 @@
 
 #include "access/relation.h"
 #include "commands/trigger.h"
+#include "common/report.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"

@@ -35,6 +35,7 @@
  */
 #include "statement/statement.h"
 
+#include "common/report.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"

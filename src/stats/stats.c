@@ -71,6 +71,7 @@
 #include "catalog/pg_database.h"
 #include "catalog/pg_statistic.h"
 #include "commands/vacuum.h"
+#include "common/settings.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "statistics/statistics.h"

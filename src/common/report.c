@@ -32,7 +32,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "postgres.h"
+
+#include "common/report.h"
+#include "common/settings.h"
 
 #include "common/hashfn.h"
 #include "fmgr.h"

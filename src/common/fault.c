@@ -38,7 +38,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "directpath.h"
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "common/fault.h"
 
 #include "miscadmin.h"
 #include "utils/guc.h"
