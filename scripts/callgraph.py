@@ -147,6 +147,42 @@ def exemptions(src):
             if "Long:" in open(p).read()]
 
 
+def map_problems(src):
+    """docs/internals.md's file table against the .c files under src/."""
+    doc = os.path.join(src, "..", "docs", "internals.md")
+    text = open(doc).read()
+    begin, end = "<!-- source tree -->", "<!-- end source tree -->"
+    if begin not in text or end not in text:
+        return [f"docs/internals.md has no {begin} ... {end} table"]
+    table = text[text.index(begin):text.index(end)]
+    named = re.findall(r"^\| `src/([^`]+)` \|", table, flags=re.M)
+    out = []
+    for path in sources(src):
+        rel = os.path.relpath(path, src)
+        n = named.count(rel)
+        if n != 1:
+            out.append(f"src/{rel} is named {n} times in docs/internals.md's source tree")
+    for rel in sorted(set(named)):
+        if not os.path.exists(os.path.join(src, rel)):
+            out.append(f"docs/internals.md's source tree names src/{rel}, which does not exist")
+    return out
+
+
+def settings_problems(src):
+    """docs/settings.md's table against the settings the code defines, in
+    the same order."""
+    defined = []
+    for name in ("settings.c", "fault.c"):
+        text = strip_comments(open(os.path.join(src, "common", name)).read())
+        defined += re.findall(r'DefineCustom\w+Variable\("(directpath\.\w+)"', text)
+    doc = open(os.path.join(src, "..", "docs", "settings.md")).read()
+    documented = re.findall(r"^\| `(directpath\.\w+)` \|", doc, flags=re.M)
+    if documented != defined:
+        return [f"docs/settings.md's table {documented} is not the settings the code "
+                f"defines, in their order: {defined}"]
+    return []
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else "src"
     graph = call_graph(src)
@@ -162,6 +198,8 @@ def main():
     problems += [f"function over {MAX_LINES} lines: {x}" for x in long_functions(src)]
     problems += [f"file over {MAX_FILE_LINES} lines: {x}" for x in long_files(src)]
     problems += [f"a 'Long:' exemption (there are none): {x}" for x in exemptions(src)]
+    problems += map_problems(src)
+    problems += settings_problems(src)
     for p in problems:
         print(p)
     print("callgraph:", "ok" if not problems else f"{len(problems)} problem(s)")

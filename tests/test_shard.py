@@ -1,7 +1,7 @@
 """Sharded loads: a partitioned table whose partitions are postgres_fdw
 foreign tables on other servers.  Under the direct path each postgres_fdw
 partition's rows go to its server as one COPY over postgres_fdw's own
-connection (src/load/shard.c), all shards at once, while the local partition
+connection (src/remote/shard.c), all shards at once, while the local partition
 is written directly.  Two shards run directpath, one does not; every test
 compares with the same rows loaded on the plain path, and checks what the
 remote servers hold and logged."""

@@ -1,4 +1,4 @@
-"""Two-phase commit across shards (src/load/shardcommit.c).
+"""Two-phase commit across shards (src/remote/shardcommit.c).
 
 With directpath.shard_two_phase on, the remote transactions of the shards a
 load streamed to are prepared before the local commit and committed after

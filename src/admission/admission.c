@@ -29,7 +29,7 @@
  * once, else the statement uses the normal path.  Users without INSERT
  * privilege take no strong lock at all: they get the plain path's
  * permission error.  Nor does a foreign table targeted directly: its rows
- * go to its server (load/shard.c), and core's RowExclusive is enough.
+ * go to its server (remote/shard.c), and core's RowExclusive is enough.
  *
  * Small statements.  An INSERT of VALUES whose size is known before
  * execution (every value of fixed length or constant) and below

@@ -14,7 +14,7 @@
  *	- data-modifying WITH, more than one target;
  *	- targets that are not heap tables: views (INSTEAD OF triggers),
  *	  foreign tables of wrappers other than postgres_fdw (postgres_fdw's
- *	  get their rows as COPY streams, load/shard.c), other table access
+ *	  get their rows as COPY streams, remote/shard.c), other table access
  *	  methods; temporary tables (local
  *	  buffers); system catalogs and user_catalog_table tables (logical
  *	  decoding reads those through historic snapshots, which need the
@@ -114,7 +114,7 @@ check_one_relation(Relation rel, bool as_partition)
 			break;
 		case RELKIND_FOREIGN_TABLE:
 			/*
-			 * a target of its own: its rows are streamed (load/shard.c); the
+			 * a target of its own: its rows are streamed (remote/shard.c); the
 			 * wrapper is asked nothing before it is known to be postgres_fdw
 			 * (a wrapper without handler is core's error to raise, later)
 			 */

@@ -51,9 +51,9 @@ typedef enum DPFastInMode
 extern int	dp_copy_fast_input;
 extern bool dp_copy_row_former;	/* directpath.copy_row_former (input/rowform.c) */
 extern bool dp_load_statistics;	/* directpath.load_statistics (stats/stats.c) */
-extern bool dp_foreign_copy;	/* directpath.foreign_copy (load/shard.c) */
+extern bool dp_foreign_copy;	/* directpath.foreign_copy (remote/shard.c) */
 extern bool dp_shard_two_phase; /* directpath.shard_two_phase
-								 * (load/shardcommit.c) */
+								 * (remote/shardcommit.c) */
 extern int	dp_wal_format;
 
 /* Define every setting above (from _PG_init). */
