@@ -43,6 +43,9 @@ Scenarios (--only takes the name or the number):
  17 parpart  parallel loads into partitioned tables: 8 monthly partitions +
              btree by INSERT from a partitioned table and by COPY; 64 hash
              partitions; plain, serial direct, PARALLEL(1) (default 3M rows)
+ 18 tpch     TPC-H at --sf (default 1) from tpchgen-cli: keys first or the
+             load-then-keys recipe, plain, direct and PARALLEL(1); a month
+             of orders and lineitems appended with every key
 
 It provisions the embedded PostgreSQL (scripts/provision.sh), builds and
 installs directpath, runs a throwaway cluster with the settings of
@@ -103,6 +106,7 @@ from dpbench.s14_upsert import UpsertScenario  # noqa: E402
 from dpbench.s15_born import BornScenario  # noqa: E402
 from dpbench.s16_shard import ShardScenario  # noqa: E402
 from dpbench.s17_parpart import ParPartScenario  # noqa: E402
+from dpbench.s18_tpch import TpchScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -111,7 +115,7 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
              ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario,
-             BornScenario, ShardScenario, ParPartScenario]
+             BornScenario, ShardScenario, ParPartScenario, TpchScenario]
 
 
 def parse_args(argv=None):
@@ -131,6 +135,8 @@ def parse_args(argv=None):
                         "indexes (or 1-7)")
     p.add_argument("--out", default=None,
                    help="output directory (default bench/results/<UTC time>-<hostname>)")
+    p.add_argument("--sf", type=float, default=1.0,
+                   help="TPC-H scale factor of scenario 18 (default 1)")
     p.add_argument("--duration", type=int, default=None,
                    help="seconds per pgbench run in scenarios 4 and 5 (default 30; --quick: 5)")
     p.add_argument("--no-build", action="store_true",
