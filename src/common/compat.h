@@ -393,14 +393,18 @@ extern int	pq_getmessage(StringInfo s, int maxlen);
 
 /*
  * COPY FROM's DEFAULT marker (16+), and the default expression of the i-th
- * column COPY fills by default: 16 indexes defexprs by attribute.
+ * column COPY fills by default: 16 indexes defexprs by attribute.  16 also
+ * has COPY's error context name only the relation while it evaluates a
+ * default (relname_only).
  */
 #if PG_VERSION_NUM >= 160000
 #define DP_COPY_DEFAULT_PRINT(cstate)	((cstate)->opts.default_print)
 #define DP_COPY_DEFEXPR(cstate, i)	((cstate)->defexprs[(cstate)->defmap[i]])
+#define DP_COPY_RELNAME_ONLY(cstate)	((cstate)->relname_only)
 #else
 #define DP_COPY_DEFAULT_PRINT(cstate)	((char *) NULL)
 #define DP_COPY_DEFEXPR(cstate, i)	((cstate)->defexprs[i])
+#define DP_COPY_RELNAME_ONLY(cstate)	false
 #endif
 
 /* COPY FROM ... ON_ERROR other than stop (17+): rows may be skipped. */

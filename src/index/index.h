@@ -17,14 +17,6 @@
 
 typedef struct DPIndexes DPIndexes;
 
-/* COPY's input position, owned by copy.c; NULL for INSERT. */
-typedef struct DPInputLine
-{
-	uint64	   *lineno;			/* current line number */
-	bool	   *line_valid;		/* is raw_line the current line's text? */
-	StringInfo	raw_line;		/* the current line's text */
-} DPInputLine;
-
 /* ---------- indexes.c: a leaf's index maintenance ---------- */
 
 typedef enum DPIndexStrategy
@@ -73,10 +65,12 @@ extern List *dp_indexes_row(DPIndexes *ix, TupleTableSlot *slot,
  * DP_INDEX_SORTED: the entries of 'ntuples' written rows (t_self set, in
  * ascending TID order; 'linenos' their input lines or NULL), each index in
  * key order.  'slot' is a heap-tuple slot of the leaf's row type.
+ * 'error_line' (with 'linenos'), when given, is set to the input line of
+ * the row whose entry goes in next, for the caller's error context.
  */
 extern void dp_indexes_batch(DPIndexes *ix, EState *estate,
 							 TupleTableSlot *slot, HeapTuple *tuples,
-							 uint64 *linenos, int ntuples, DPInputLine *input);
+							 uint64 *linenos, int ntuples, uint64 *error_line);
 
 /*
  * DP_INDEX_BUILD: a placed row (values in 'slot', at 'tid') gives each

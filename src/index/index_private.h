@@ -51,7 +51,7 @@ struct DPIndexes
 /* dp_indexes_batch's work (see index.h). */
 extern void dp_sorted_batch(DPIndexes *ix, EState *estate,
 							TupleTableSlot *slot, HeapTuple *tuples,
-							uint64 *linenos, int ntuples, DPInputLine *input);
+							uint64 *linenos, int ntuples, uint64 *error_line);
 
 /* The spools of the indexes whose entries may wait for the end, or NULL. */
 extern DPBtreeBuild **dp_sorted_begin_spools(ResultRelInfo *rri);

@@ -221,10 +221,10 @@ dp_indexes_row(DPIndexes *ix, TupleTableSlot *slot, EState *estate,
 void
 dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				 HeapTuple *tuples, uint64 *linenos, int ntuples,
-				 DPInputLine *input)
+				 uint64 *error_line)
 {
 	Assert(ix->strategy == DP_INDEX_SORTED);
-	dp_sorted_batch(ix, estate, slot, tuples, linenos, ntuples, input);
+	dp_sorted_batch(ix, estate, slot, tuples, linenos, ntuples, error_line);
 }
 
 void

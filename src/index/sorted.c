@@ -69,12 +69,12 @@ typedef struct DPBatchRows
 	HeapTuple  *tuples;			/* in ascending TID order */
 	uint64	   *linenos;		/* their input lines, or NULL */
 	int			ntuples;
-	DPInputLine *input;			/* COPY's input position, or NULL */
+	uint64	   *error_line;		/* the load's error line (COPY), or NULL */
 } DPBatchRows;
 
 /*
- * About to insert the entry of 'tid': point COPY's error context at the
- * row's line (line number only: the line's text is gone by now).
+ * About to insert the entry of 'tid': the load's error line names the
+ * row's input line (the load's error context reports it).
  */
 static void
 name_line(DPBatchRows *b, ItemPointer tid)
@@ -82,7 +82,7 @@ name_line(DPBatchRows *b, ItemPointer tid)
 	int			lo = 0,
 				hi = b->ntuples - 1;
 
-	if (b->input == NULL || b->linenos == NULL)
+	if (b->error_line == NULL || b->linenos == NULL)
 		return;
 	while (lo <= hi)
 	{
@@ -91,8 +91,7 @@ name_line(DPBatchRows *b, ItemPointer tid)
 
 		if (cmp == 0)
 		{
-			*b->input->lineno = b->linenos[mid];
-			*b->input->line_valid = false;
+			*b->error_line = b->linenos[mid];
 			return;
 		}
 		if (cmp < 0)
@@ -269,10 +268,10 @@ add_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
 void
 dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				HeapTuple *tuples, uint64 *linenos, int ntuples,
-				DPInputLine *input)
+				uint64 *error_line)
 {
 	ResultRelInfo *rri = ix->rri;
-	DPBatchRows b = {tuples, linenos, ntuples, input};
+	DPBatchRows b = {tuples, linenos, ntuples, error_line};
 
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{

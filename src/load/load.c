@@ -86,7 +86,8 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	initStringInfo(&s->leaves.fk_batched);
 	initStringInfo(&s->leaves.fk_rowwise);
 	initStringInfo(&s->leaves.foreign_paths);
-	s->queue = dp_queue_create(estate, mtstate, retstore, input, rejects);
+	s->queue = dp_queue_create(estate, mtstate, retstore, input,
+							   &s->error_line, rejects);
 	s->rejects = rejects;
 	if (rejects)
 	{
@@ -195,6 +196,12 @@ plain_leaf(DPLoad *s, DPLeaf *leaf)
 		(rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL))
 		return NULL;
 	return leaf;
+}
+
+uint64
+dp_load_error_line(DPLoad *load)
+{
+	return load->error_line;
 }
 
 bool

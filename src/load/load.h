@@ -43,6 +43,18 @@ dp_insert_state(EState *estate, ResultRelInfo *rri)
 typedef struct DPLoad DPLoad;
 typedef struct DPRejects DPRejects;
 
+/*
+ * COPY's input position, owned by the COPY that passes it: the load reads
+ * the current line's number and text (for the rows it queues and rejects)
+ * and never writes them.  NULL for INSERT.
+ */
+typedef struct DPInputLine
+{
+	const uint64 *lineno;		/* current line number */
+	const bool *line_valid;		/* is raw_line the current line's text? */
+	const StringInfoData *raw_line; /* the current line's text */
+} DPInputLine;
+
 /* ---------- load.c ---------- */
 
 /*
@@ -59,6 +71,13 @@ extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 							 bool freeze_allowed, Tuplestorestate *retstore,
 							 DPInputLine *input, DPRejects *rejects);
 extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
+
+/*
+ * The input line of the row whose deferred work (index entries, triggers,
+ * foreign keys) is running, or 0: a COPY's error context names it in place
+ * of the line being read.  Only a load given an 'input' sets it.
+ */
+extern uint64 dp_load_error_line(DPLoad *load);
 extern void dp_load_end_rows(DPLoad *load);
 extern void dp_load_finish(DPLoad *load);
 

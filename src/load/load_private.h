@@ -111,7 +111,7 @@ extern void dp_leaf_end_all(DPLeafSet *set);
  */
 extern DPQueue *dp_queue_create(EState *estate, ModifyTableState *mtstate,
 								Tuplestorestate *retstore, DPInputLine *input,
-								DPRejects *rejects);
+								uint64 *error_line, DPRejects *rejects);
 extern MemoryContext dp_queue_memory(DPQueue *q);
 extern int	dp_queue_length(DPQueue *q);
 extern uint64 dp_queue_deleted(DPQueue *q);
@@ -343,6 +343,8 @@ struct DPLoad
 	bool		flushed_once;	/* for the first_batch fault point */
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	DPInputLine *input;			/* COPY's input position, or NULL */
+	uint64		error_line;		/* dp_load_error_line: set by the queue's
+								 * and the index work's rows, 0 between */
 	uint64		foreign_rows;	/* rows sent to foreign partitions */
 	/* ON CONFLICT: checked rows waiting for their decision */
 	DPRow	   *pending;		/* DP_CONFLICT_BATCH at most */

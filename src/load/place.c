@@ -252,25 +252,18 @@ dp_load_uncount(DPLoad *s, uint64 skipped)
 }
 
 /*
- * Flush before a row.  The row's values may live in per-tuple memory and
- * COPY's position names it: the queued rows' work resets the one and moves
- * the other, so the row is materialized and the position put back.
+ * Flush before a row.  The row's values may live in per-tuple memory,
+ * which the queued rows' work resets: the row is materialized first.  (The
+ * queued rows' errors name their lines through the load's error line; the
+ * row's own position, COPY's, is not touched.)
  */
 void
 dp_load_flush_before_row(DPLoad *s, TupleTableSlot *slot, DPFlush f)
 {
-	uint64		lineno = s->input ? *s->input->lineno : 0;
-	bool		line_valid = s->input ? *s->input->line_valid : false;
-
 	ExecMaterializeSlot(slot);
 	if (s->state == DPS_HOLD)
 		dp_load_go_direct(s);
 	dp_load_flush(s, f == DPF_DRAIN);
-	if (s->input)
-	{
-		*s->input->lineno = lineno;
-		*s->input->line_valid = line_valid;
-	}
 }
 
 /* A row decided on: counted, then held, placed or sent. */

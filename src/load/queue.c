@@ -28,8 +28,9 @@
  * logged table, where decoding would still send the row, either fails the
  * statement, as in plain COPY.
  *
- * For COPY each queued row remembers its input line, put back while its
- * work runs, so that errors name the right line.
+ * For COPY each queued row remembers its input line, which is the load's
+ * error line while its work runs (COPY's error context names it), so that
+ * errors name the right line; COPY's own position is never written.
  *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written; rows are processed in input order; the row
@@ -57,6 +58,7 @@ struct DPQueue
 	MemoryContext rowcxt;		/* the rows' tuples and line texts */
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */
 	DPInputLine *input;			/* COPY's input position, or NULL */
+	uint64	   *error_line;		/* the load's: the row being processed */
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	uint64		deleted;		/* rows taken back as duplicates */
 	bool		direct;			/* processing directly written rows */
@@ -65,7 +67,7 @@ struct DPQueue
 DPQueue *
 dp_queue_create(EState *estate, ModifyTableState *mtstate,
 				Tuplestorestate *retstore, DPInputLine *input,
-				DPRejects *rejects)
+				uint64 *error_line, DPRejects *rejects)
 {
 	DPQueue    *q = palloc0(sizeof(DPQueue));
 
@@ -73,6 +75,7 @@ dp_queue_create(EState *estate, ModifyTableState *mtstate,
 	q->mtstate = mtstate;
 	q->retstore = retstore;
 	q->input = input;
+	q->error_line = error_line;
 	q->rejects = rejects;
 	q->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "directpath rows",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -131,15 +134,15 @@ dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup, uint64 lineno,
 	row->fk.key = -1;
 }
 
-/* Errors of the row's deferred work name its input line (COPY). */
+/*
+ * Errors of the row's deferred work name its input line (COPY): the load's
+ * error line, which COPY's error context reports; 0 once the work is done.
+ */
 static inline void
-restore_line(DPQueue *q, uint64 lineno)
+name_line(DPQueue *q, uint64 lineno)
 {
 	if (q->input)
-	{
-		*q->input->lineno = lineno;
-		*q->input->line_valid = false;
-	}
+		*q->error_line = lineno;
 }
 
 /*
@@ -318,7 +321,7 @@ insert_sorted_entries(DPQueue *q, DPLeaf *leaves)
 		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
 		if (n > 0)
 			dp_indexes_batch(leaf->indexes, q->estate, leaf->slot, r.tuples,
-							 r.linenos, n, q->input);
+							 r.linenos, n, q->input ? q->error_line : NULL);
 	}
 	free_rows(&r);
 }
@@ -371,7 +374,7 @@ check_foreign_keys(DPQueue *q, DPLeaf *leaves)
 	if (first < 0)
 		return;
 	row = &q->rows[first];
-	restore_line(q, row->lineno);
+	name_line(q, row->lineno);
 	dp_fkeys_report(row->leaf->fkeys, row->fk, row->tuple);
 }
 
@@ -398,7 +401,7 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 		DPRow	   *row = &q->rows[i];
 
 		ResetPerTupleExprContext(q->estate);
-		restore_line(q, row->lineno);
+		name_line(q, row->lineno);
 		ExecStoreHeapTuple(row->tuple, row->leaf->slot, false);
 		post_row(q, row->leaf, row->leaf->slot, row);
 		ExecClearTuple(row->leaf->slot);
@@ -406,6 +409,7 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 	q->direct = false;
 	if (!q->rejects)
 		check_foreign_keys(q, leaves);
+	name_line(q, 0);
 	clear(q);
 }
 
@@ -432,11 +436,12 @@ dp_queue_insert_normal(DPQueue *q, CommandId cid)
 		TupleTableSlot *slot = row->leaf->slot;
 
 		ResetPerTupleExprContext(q->estate);
-		restore_line(q, row->lineno);
+		name_line(q, row->lineno);
 		ExecStoreHeapTuple(row->tuple, slot, false);
 		table_tuple_insert(row->leaf->rri->ri_RelationDesc, slot, cid, 0, NULL);
 		post_row(q, row->leaf, slot, row);
 		ExecClearTuple(slot);
 	}
+	name_line(q, 0);
 	clear(q);
 }

@@ -582,19 +582,30 @@ run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 	parser_end(&f->own);
 }
 
+/* What held_error_callback reads. */
+typedef struct DPHeldContext
+{
+	CopyFromState cstate;
+	DPLoad	   *load;
+} DPHeldContext;
+
 /*
  * The leader's error context while it loads held rows and ends the load:
- * "COPY t, line N" for a held row (cstate->cur_lineno; 0 for the other
- * rows, whose lines are in chunks long gone: none).
+ * "COPY t, line N" for the row whose deferred work runs (the load's error
+ * line) or for a held row being loaded (cstate->cur_lineno); none for the
+ * other rows, whose lines are in chunks long gone (0).
  */
 static void
 held_error_callback(void *arg)
 {
-	CopyFromState cstate = arg;
+	DPHeldContext *c = arg;
+	uint64		line = dp_load_error_line(c->load);
 
-	if (cstate->cur_lineno > 0)
-		errcontext("COPY %s, line %llu", cstate->cur_relname,
-				   (unsigned long long) cstate->cur_lineno);
+	if (line == 0)
+		line = c->cstate->cur_lineno;
+	if (line > 0)
+		errcontext("COPY %s, line %llu", c->cstate->cur_relname,
+				   (unsigned long long) line);
 }
 
 /* A held row's input line, for its errors and its deferred work's. */
@@ -614,14 +625,15 @@ held_line(void *arg, uint64 lineno)
 static void
 load_held_and_end(DPParallel *par, DPLoad *load, CopyFromState cstate)
 {
+	DPHeldContext context = {cstate, load};
 	ErrorContextCallback errcallback;
 
 	errcallback.callback = held_error_callback;
-	errcallback.arg = (void *) cstate;
+	errcallback.arg = (void *) &context;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	dp_parallel_load_held(par, held_line, cstate);
-	/* a held row's deferred work sets its line again (queue.c) */
+	/* the rows' deferred work names its own lines (the load's) */
 	cstate->cur_lineno = 0;
 	dp_load_end_rows(load);
 	error_context_stack = errcallback.previous;

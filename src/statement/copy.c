@@ -30,8 +30,10 @@
  * of the option list before core sees it; they imply the direct path.
  *
  * The load reads COPY's input position through a DPInputLine this file
- * owns: the current line number and text, which queued rows remember and
- * put back while their deferred work runs, so errors name the right line.
+ * owns (the current line number and text, which queued rows remember) and
+ * never writes it; while a queued row's deferred work runs, the load's
+ * error line names it, and this file's error context reports that line in
+ * place of the one being read, so errors name the right line.
  * A COPY left to core after admission considered it gets its row count
  * into last_statement() when core is done.
  *
@@ -412,6 +414,63 @@ report_skipped(CopyFromState cstate, DPCopyOptions *opts, DPLoad *load,
 }
 
 /*
+ * A serial COPY's error context: the line of the row whose deferred work
+ * is running (the load's error line), else the reader's own context,
+ * core's or the row former's.
+ */
+typedef struct DPCopyErrorContext
+{
+	CopyFromState cstate;
+	DPLoad	   *load;
+	void		(*reader) (void *arg);
+	void	   *reader_arg;
+} DPCopyErrorContext;
+
+static void
+copy_error_callback(void *arg)
+{
+	DPCopyErrorContext *c = arg;
+	uint64		line = dp_load_error_line(c->load);
+
+	if (line == 0 || DP_COPY_RELNAME_ONLY(c->cstate))
+	{
+		c->reader(c->reader_arg);
+		return;
+	}
+	/* as CopyFromErrorCallback names a line whose text is gone */
+	errcontext("COPY %s, line %llu", c->cstate->cur_relname,
+			   (unsigned long long) line);
+}
+
+/* A serial COPY's rows read (by 'rf', or core's reader) into the load. */
+static uint64
+read_serially(CopyFromState cstate, EState *estate, TupleTableSlot *slot,
+			  DPLoad *load, DPRejects *rejects, DPRowFormer *rf)
+{
+	DPFormedInput formed = {NULL, rf, NULL};
+	DPCopyErrorContext context = {cstate, load, CopyFromErrorCallback, cstate};
+	ErrorContextCallback errcallback;
+	uint64		processed;
+
+	if (rf && !rejects)
+	{
+		formed.chunker = dp_chunker_begin(cstate);
+		context.reader = dp_rowform_error_callback;
+		context.reader_arg = rf;
+	}
+	errcallback.callback = copy_error_callback;
+	errcallback.arg = (void *) &context;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	processed = read_rows(cstate, estate, slot, load, rejects,
+						  formed.chunker ? &formed : NULL);
+	/* the last batch's errors still name their input lines */
+	dp_load_end_rows(load);
+	error_context_stack = errcallback.previous;
+	return processed;
+}
+
+/*
  * Core's CopyFrom, with the rows going to a direct-path load; 'rf' the row
  * former that reads a serial COPY's input, or NULL for core's reader.
  */
@@ -426,7 +485,6 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	DPRejects  *rejects = NULL;
 	ModifyTableState *mtstate;
 	TupleTableSlot *slot;
-	ErrorContextCallback errcallback;
 	DPLoad	   *load;
 	uint64		processed;
 
@@ -447,25 +505,7 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 
 	if (!copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
 						  &processed))
-	{
-		DPFormedInput formed = {NULL, rf, NULL};
-
-		errcallback.callback = CopyFromErrorCallback;
-		errcallback.arg = (void *) cstate;
-		if (rf && !rejects)
-		{
-			formed.chunker = dp_chunker_begin(cstate);
-			errcallback.callback = dp_rowform_error_callback;
-			errcallback.arg = (void *) rf;
-		}
-		errcallback.previous = error_context_stack;
-		error_context_stack = &errcallback;
-		processed = read_rows(cstate, estate, slot, load, rejects,
-							  formed.chunker ? &formed : NULL);
-		/* the last batch's errors still name their input lines */
-		dp_load_end_rows(load);
-		error_context_stack = errcallback.previous;
-	}
+		processed = read_serially(cstate, estate, slot, load, rejects, rf);
 	/* an index build's errors (a duplicate) belong to no one line */
 	dp_load_finish(load);
 	processed -= dp_load_deleted(load);
