@@ -108,11 +108,14 @@ dp_report_last(DPReport *out)
 }
 
 void
-dp_report_foreign_keys(DPReport *r, const char *batched, const char *rowwise)
+dp_report_foreign_keys(DPReport *r, const char *batched, const char *sets,
+					   const char *rowwise)
 {
-	snprintf(r->foreign_keys, sizeof(r->foreign_keys), "%s%s%s%s%s",
+	snprintf(r->foreign_keys, sizeof(r->foreign_keys), "%s%s%s%s%s%s%s%s",
 			 batched[0] ? "per batch: " : "", batched,
-			 batched[0] && rowwise[0] ? "; " : "",
+			 batched[0] && sets[0] ? "; " : "",
+			 sets[0] ? "then as a set at the end: " : "", sets,
+			 (batched[0] || sets[0]) && rowwise[0] ? "; " : "",
 			 rowwise[0] ? "per row: " : "", rowwise);
 }
 

@@ -54,10 +54,11 @@ extern void dp_report_normal(DPReport *r, bool notify, const char *kind,
 
 /*
  * The foreign keys of a direct load: 'batched' (names) checked per batch,
- * 'rowwise' (names and reasons) per row; either may be "".
+ * 'sets' (names and key counts) then checked as a set at the end of the
+ * load, 'rowwise' (names and reasons) per row; any may be "".
  */
 extern void dp_report_foreign_keys(DPReport *r, const char *batched,
-								   const char *rowwise);
+								   const char *sets, const char *rowwise);
 
 /* The report last_statement() returns, copied into *out; false if none. */
 extern bool dp_report_last(DPReport *out);

@@ -40,6 +40,7 @@ bool		dp_index_runs = true;
 bool		dp_index_leaf_merge = true;
 int			dp_parallel_workers = 0;
 bool		dp_fkey_batches = true;
+int			dp_fkey_set_rows = 100000;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 int			dp_copy_fast_input = DP_FASTIN_ON;
@@ -203,6 +204,11 @@ define_other_settings(void)
 							 "Off: core's per-row trigger events.",
 							 &dp_fkey_batches, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("directpath.fkey_set_rows",
+							"Rows of a load after which a foreign key's keys are checked as one set at its end.",
+							"The distinct keys of the later rows are sorted and checked in large chunks after the last row; 0 keeps the checks per batch.",
+							&dp_fkey_set_rows, 100000, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 void

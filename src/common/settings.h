@@ -39,6 +39,7 @@ extern int	dp_parallel_workers;
 extern bool dp_index_merge;
 extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
+extern int	dp_fkey_set_rows;
 extern bool dp_index_spool;
 /* directpath.copy_fast_input (input/fastin.c) */
 typedef enum DPFastInMode

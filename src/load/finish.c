@@ -93,6 +93,25 @@ dp_load_finish_indexes(DPLoad *s)
  * row is written, unless rows were taken back or go to core's executor;
  * the sizes of those that had rows; the report says what was done.
  */
+/*
+ * The foreign keys checked as a set (fkeys.c): every leaf's, then core's
+ * error for the first missing key in input order.  After the index work,
+ * whose duplicates core would have raised first, at insert time; with no
+ * input line, as core's checks, which run at the end of the statement.
+ */
+void
+dp_load_finish_fkeys(DPLoad *s)
+{
+	DPFkeyFound found;
+
+	found.found = false;
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+		if (leaf->fkeys)
+			dp_fkeys_check_sets(leaf->fkeys, &found, &s->leaves.fk_sets);
+	if (found.found)
+		dp_fkeys_report_found(&found);
+}
+
 void
 dp_load_finish_statistics(DPLoad *s)
 {

@@ -74,6 +74,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -95,6 +96,9 @@ typedef struct DPForeignKey
 	bool		typbyval[INDEX_MAX_KEYS];
 	char		typalign[INDEX_MAX_KEYS];
 	SPIPlanPtr	plan;			/* the check, kept for the statement */
+	bool		set_ok;			/* may be checked as a set (fkset.c) */
+	DPFkeySet  *set;			/* ... and is, from some row on, or NULL */
+	uint64		set_keys;		/* distinct keys the set checked */
 } DPForeignKey;
 
 struct DPForeignKeys
@@ -104,7 +108,7 @@ struct DPForeignKeys
 	TriggerDesc *rowwise;		/* without the triggers of 'keys' */
 	DPForeignKey *keys;
 	int			nkeys;
-	StringInfoData kept;		/* constraints left per row, and why */
+	uint64		rows;			/* directly written rows checked so far */
 };
 
 /* A leaf's AFTER ROW INSERT trigger other than a foreign key check? */
@@ -246,6 +250,8 @@ describe(DPForeignKeys *f, Trigger *t, DPForeignKey *fk)
 							 &fk->typbyval[i], &fk->typalign[i]);
 	}
 	fk->plan = prepare_check(fk, pkatts, pf_ops);
+	fk->set_ok = fk->match == FKCONSTR_MATCH_SIMPLE &&
+		dp_fkset_possible(leaf, fk->nkeys, fk->fkatts);
 	return NULL;
 }
 
@@ -317,14 +323,14 @@ dp_fkeys_swap(DPForeignKeys *f, bool rowwise)
 }
 
 /*
- * Core's message and detail for a row whose key is not in the referenced
- * table ('v' says which constraint), or whose MATCH FULL key mixes NULLs.
+ * Core's message and detail (ri_ReportViolation's) for key 'keyvals' of
+ * constraint 'k'; NULL 'keyvals': a MATCH FULL key that mixes NULLs.
  */
-void
-dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row,
-				  char **message, char **detail)
+static void
+describe_key(DPForeignKeys *f, int k, Datum *keyvals, bool *isnull,
+			 char **message, char **detail)
 {
-	DPForeignKey *fk = &f->keys[v.key];
+	DPForeignKey *fk = &f->keys[k];
 	Relation	leaf = f->rri->ri_RelationDesc;
 	Oid			relid = RelationGetRelid(leaf);
 	bool		has_perm = true;
@@ -333,7 +339,7 @@ dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row,
 
 	*message = psprintf("insert or update on table \"%s\" violates foreign key constraint \"%s\"",
 						RelationGetRelationName(leaf), fk->conname);
-	if (v.mixed)
+	if (keyvals == NULL)
 	{
 		*detail = pstrdup("MATCH FULL does not allow mixing of null and nonnull key values.");
 		return;
@@ -355,8 +361,6 @@ dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row,
 	initStringInfo(&values);
 	for (int i = 0; i < fk->nkeys; i++)
 	{
-		bool		isnull;
-		Datum		d = heap_getattr(row, fk->fkatts[i], RelationGetDescr(leaf), &isnull);
 		Oid			out;
 		bool		varlena;
 
@@ -364,10 +368,33 @@ dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row,
 		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
 						 NameStr(TupleDescAttr(RelationGetDescr(leaf), fk->fkatts[i] - 1)->attname));
 		appendStringInfo(&values, "%s%s", i > 0 ? ", " : "",
-						 isnull ? "null" : OidOutputFunctionCall(out, d));
+						 isnull[i] ? "null" : OidOutputFunctionCall(out, keyvals[i]));
 	}
 	*detail = psprintf("Key (%s)=(%s) is not present in table \"%s\".",
 					   names.data, values.data, get_rel_name(fk->pkrel));
+}
+
+/*
+ * Core's message and detail for a row whose key is not in the referenced
+ * table ('v' says which constraint), or whose MATCH FULL key mixes NULLs.
+ */
+void
+dp_fkeys_describe(DPForeignKeys *f, DPFkeyViolation v, HeapTuple row,
+				  char **message, char **detail)
+{
+	DPForeignKey *fk = &f->keys[v.key];
+	TupleDesc	desc = RelationGetDescr(f->rri->ri_RelationDesc);
+	Datum		keyvals[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	if (v.mixed)
+	{
+		describe_key(f, v.key, NULL, NULL, message, detail);
+		return;
+	}
+	for (int i = 0; i < fk->nkeys; i++)
+		keyvals[i] = heap_getattr(row, fk->fkatts[i], desc, &isnull[i]);
+	describe_key(f, v.key, keyvals, isnull, message, detail);
 }
 
 void
@@ -487,9 +514,31 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 	}
 }
 
+/*
+ * Does constraint 'k' go over to the set check with this batch?  Past
+ * directpath.fkey_set_rows rows, where every violation need not be found
+ * per row (no rejects table) and its keys can be sorted.
+ */
+static bool
+goes_to_set(DPForeignKeys *f, int k, int ntuples, bool all)
+{
+	DPForeignKey *fk = &f->keys[k];
+	MemoryContext old;
+
+	if (fk->set != NULL)
+		return true;
+	if (all || !fk->set_ok || dp_fkey_set_rows <= 0 ||
+		f->rows + ntuples <= (uint64) dp_fkey_set_rows)
+		return false;
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(f));
+	fk->set = dp_fkset_begin(f->rri->ri_RelationDesc, fk->nkeys, fk->fkatts);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
 int
-dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples, bool all,
-			   DPFkeyViolation *v)
+dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, const uint64 *ordinals,
+			   int ntuples, bool all, DPFkeyViolation *v)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "directpath foreign keys",
@@ -501,13 +550,108 @@ dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples, bool all,
 	for (int k = 0; k < f->nkeys; k++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		mark_violations(f, k, tuples, ntuples, all, v);
+		if (goes_to_set(f, k, ntuples, all))
+			for (int r = 0; r < ntuples; r++)
+				dp_fkset_add(f->keys[k].set, tuples[r], ordinals[r]);
+		else
+			mark_violations(f, k, tuples, ntuples, all, v);
 		MemoryContextReset(cxt);
 	}
+	f->rows += ntuples;
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 	for (int r = 0; r < ntuples; r++)
 		if (v[r].key >= 0)
 			return r;
 	return -1;
+}
+
+/* Chunks of the set check: distinct keys per query. */
+#define DP_FKSET_CHUNK 65536
+
+/*
+ * Constraint 'k''s set checked; the first missing key in input order, if
+ * it comes before *best, becomes *best (ordinal, constraint, key values).
+ */
+static void
+check_set(DPForeignKeys *f, int k, DPFkeyFound *best)
+{
+	DPForeignKey *fk = &f->keys[k];
+	Datum	   *values[INDEX_MAX_KEYS];
+	uint64	   *ordinals = palloc(sizeof(uint64) * DP_FKSET_CHUNK);
+	int		   *missing = palloc(sizeof(int) * DP_FKSET_CHUNK);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "directpath foreign key chunk",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int			n;
+
+	while ((n = dp_fkset_next(fk->set, DP_FKSET_CHUNK, values, ordinals)) > 0)
+	{
+		Datum		arrays[INDEX_MAX_KEYS];
+		int			nmissing;
+
+		for (int i = 0; i < fk->nkeys; i++)
+			arrays[i] = PointerGetDatum(construct_array(values[i], n, fk->fktypes[i],
+														fk->typlen[i], fk->typbyval[i],
+														fk->typalign[i]));
+		nmissing = run_check(fk, arrays, true, missing);
+		fk->set_keys += n;
+		for (int j = 0; j < nmissing; j++)
+		{
+			uint64		ord = ordinals[missing[j]];
+
+			if (best->found && (ord > best->ordinal ||
+								(ord == best->ordinal && k >= best->key)))
+				continue;
+			best->found = true;
+			best->ordinal = ord;
+			best->key = k;
+			best->f = f;
+			MemoryContextSwitchTo(old);
+			for (int i = 0; i < fk->nkeys; i++)
+			{
+				best->values[i] = datumCopy(values[i][missing[j]], fk->typbyval[i],
+											fk->typlen[i]);
+				best->isnull[i] = false;
+			}
+			MemoryContextSwitchTo(cxt);
+		}
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	dp_fkset_end(fk->set);
+	fk->set = NULL;
+}
+
+void
+dp_fkeys_check_sets(DPForeignKeys *f, DPFkeyFound *best, StringInfo names)
+{
+	for (int k = 0; k < f->nkeys; k++)
+	{
+		DPForeignKey *fk = &f->keys[k];
+
+		if (fk->set == NULL)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		check_set(f, k, best);
+		note(names, psprintf("%s (%llu keys)", fk->conname,
+							 (unsigned long long) fk->set_keys));
+	}
+}
+
+void
+dp_fkeys_report_found(DPFkeyFound *found)
+{
+	char	   *message;
+	char	   *detail;
+	DPForeignKeys *f = found->f;
+
+	describe_key(f, found->key, found->values, found->isnull, &message, &detail);
+	ereport(ERROR,
+			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			 errmsg_internal("%s", message),
+			 errdetail_internal("%s", detail),
+			 errtableconstraint(f->rri->ri_RelationDesc, f->keys[found->key].conname)));
 }

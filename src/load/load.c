@@ -84,6 +84,7 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	s->leaves.xid = GetCurrentTransactionId();
 	s->leaves.cid = GetCurrentCommandId(true);
 	initStringInfo(&s->leaves.fk_batched);
+	initStringInfo(&s->leaves.fk_sets);
 	initStringInfo(&s->leaves.fk_rowwise);
 	initStringInfo(&s->leaves.foreign_paths);
 	s->queue = dp_queue_create(estate, mtstate, retstore, input,
@@ -272,6 +273,7 @@ dp_load_finish(DPLoad *s)
 	if (s->state == DPS_WRITTEN)
 	{
 		dp_load_finish_indexes(s);
+		dp_load_finish_fkeys(s);
 		dp_load_finish_statistics(s);
 	}
 	/*
@@ -294,6 +296,7 @@ dp_load_finish(DPLoad *s)
 	s->report.relations = s->leaves.count;
 	if (s->report.direct)
 		dp_report_foreign_keys(&s->report, s->leaves.fk_batched.data,
+							   s->leaves.fk_sets.data,
 							   s->leaves.fk_rowwise.data);
 	strlcpy(s->report.foreign_partitions, s->leaves.foreign_paths.data,
 			sizeof(s->report.foreign_partitions));

@@ -21,6 +21,7 @@ typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
 typedef struct DPConflicts DPConflicts;
 typedef struct DPForeignKeys DPForeignKeys;
+typedef struct DPFkeySet DPFkeySet;
 
 /* A row's first violated foreign key (an index into the leaf's), or -1. */
 typedef struct DPFkeyViolation
@@ -67,6 +68,7 @@ typedef struct DPLeafSet
 	DPToastWait toast_wait;		/* shared by the leaves' writers */
 	StringInfoData fk_batched;	/* foreign keys checked per batch */
 	StringInfoData fk_rowwise;	/* those left per row, with why */
+	StringInfoData fk_sets;		/* those checked as a set at the end */
 	StringInfoData foreign_paths;	/* each foreign partition: by COPY, or
 									 * batched and why */
 	int			streams;		/* foreign leaves whose rows are streamed */
@@ -292,12 +294,58 @@ extern DPForeignKeys *dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched,
 
 /*
  * Check the keys of 'ntuples' directly written rows (in input order, their
- * pages written): v[r] gets the first constraint (in trigger order) row r
- * violates; with 'all' false only the first violating row is sure to be
- * marked.  Returns the first violating row, or -1.
+ * pages written; ordinals[r]: row r's place in the load's input order):
+ * v[r] gets the first constraint (in trigger order) row r violates; with
+ * 'all' false only the first violating row is sure to be marked.  Returns
+ * the first violating row, or -1.  A constraint past
+ * directpath.fkey_set_rows rows keeps its keys for dp_fkeys_check_sets
+ * instead (without 'all').
  */
-extern int	dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, int ntuples,
-						   bool all, DPFkeyViolation *v);
+extern int	dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples,
+						   const uint64 *ordinals, int ntuples, bool all,
+						   DPFkeyViolation *v);
+
+/* A violation found by a set check: the first in input order. */
+typedef struct DPFkeyFound
+{
+	bool		found;
+	uint64		ordinal;		/* its row's place in the input */
+	int			key;			/* the constraint (index into the leaf's) */
+	DPForeignKeys *f;			/* the leaf's */
+	Datum		values[INDEX_MAX_KEYS]; /* the key */
+	bool		isnull[INDEX_MAX_KEYS];
+} DPFkeyFound;
+
+/*
+ * The end of the load: the keys kept for the set check checked, the first
+ * missing one in input order (if before *best) made *best; the names of
+ * the constraints checked so, with their keys' count, noted in 'names'.
+ */
+extern void dp_fkeys_check_sets(DPForeignKeys *f, DPFkeyFound *best,
+								StringInfo names);
+
+/* Core's error for a violation a set check found. */
+extern void dp_fkeys_report_found(DPFkeyFound *found);
+
+/* ---------- fkset.c: a foreign key's keys for the set check ---------- */
+
+extern bool dp_fkset_possible(Relation leaf, int nkeys,
+							  const AttrNumber *fkatts);
+extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
+								 const AttrNumber *fkatts);
+
+/* Add a row's key (a key with a NULL column is not added) and ordinal. */
+extern void dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal);
+extern uint64 dp_fkset_added(DPFkeySet *s);
+
+/*
+ * The next at most 'max' distinct keys in key order (an array per key
+ * column in values[], in the current memory context) with the first
+ * ordinal of each; returns how many, 0 at the end.
+ */
+extern int	dp_fkset_next(DPFkeySet *s, int max, Datum **values,
+						  uint64 *ordinals);
+extern void dp_fkset_end(DPFkeySet *s);
 
 /* Core's error for that violation of 'row', raised or as text. */
 extern void dp_fkeys_report(DPForeignKeys *f, DPFkeyViolation v,
@@ -438,6 +486,7 @@ extern void dp_load_keep(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot,
 extern void dp_load_finish_heaps(DPLoad *s);
 extern void dp_load_finish_normal(DPLoad *s);
 extern void dp_load_finish_indexes(DPLoad *s);
+extern void dp_load_finish_fkeys(DPLoad *s);
 extern void dp_load_finish_statistics(DPLoad *s);
 
 #endif							/* DP_LOAD_PRIVATE_H */

@@ -61,6 +61,8 @@ struct DPQueue
 	uint64	   *error_line;		/* the load's: the row being processed */
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	uint64		deleted;		/* rows taken back as duplicates */
+	uint64		processed;		/* rows of earlier batches: the ordinal of
+								 * this batch's first row */
 	bool		direct;			/* processing directly written rows */
 };
 
@@ -346,7 +348,11 @@ mark_foreign_keys(DPQueue *q, DPLeaf *leaves, bool all)
 		if (leaf->fkeys == NULL)
 			continue;
 		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
-		if (n == 0 || dp_fkeys_check(leaf->fkeys, r.tuples, n, all, v) < 0)
+		/* each row's place in the load's input order */
+		for (int i = 0; i < n; i++)
+			r.linenos[i] = q->processed + r.places[i];
+		if (n == 0 || dp_fkeys_check(leaf->fkeys, r.tuples, r.linenos, n, all,
+									 v) < 0)
 			continue;
 		for (int i = 0; i < n; i++)
 			if (v[i].key >= 0)
@@ -410,6 +416,7 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 	if (!q->rejects)
 		check_foreign_keys(q, leaves);
 	name_line(q, 0);
+	q->processed += q->nrows;
 	clear(q);
 }
 

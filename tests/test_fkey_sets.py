@@ -1,0 +1,148 @@
+"""Foreign keys of a large load checked as one set at its end (fkset.c).
+
+Past directpath.fkey_set_rows rows a constraint's later keys are sorted and
+checked once, distinct, at the end of the load.  Against the plain
+statement: the same rows; the same error (23503, message, DETAIL naming
+the first violating row's key in input order, and, as core's checks at the
+end of a statement, no COPY line), wherever the violations are; NULL keys
+(MATCH SIMPLE) and composite keys; a partitioned target whose leaves share
+the input order; the referenced rows locked FOR KEY SHARE (a parent DELETE
+waits); nothing left after an error.  The report names the constraints
+checked so, with their distinct keys.
+"""
+
+import psycopg
+import pytest
+
+from conftest import Background, last_statement, set_gucs, sqlstate_of, table_digest
+
+pytestmark = pytest.mark.directpath
+
+SET = {"directpath.min_bytes": "0", "directpath.batch_pages": "4",
+       "directpath.fkey_set_rows": "2000"}
+
+
+def make_parents(conn, p):
+    conn.execute(f"CREATE TABLE {p}_a (id int PRIMARY KEY)")
+    conn.execute(f"INSERT INTO {p}_a SELECT generate_series(1, 5000)")
+    conn.execute(f"CREATE TABLE {p}_b (x int, y text, PRIMARY KEY (x, y))")
+    conn.execute(f"INSERT INTO {p}_b SELECT g, 'y' || (g % 7) FROM generate_series(1, 3000) g")
+
+
+def make_child(conn, t, p, partitioned=False):
+    part = " PARTITION BY RANGE (n)" if partitioned else ""
+    conn.execute(f"CREATE TABLE {t} (n int, a int REFERENCES {p}_a, x int, y text, "
+                 f"FOREIGN KEY (x, y) REFERENCES {p}_b){part}")
+    if partitioned:
+        conn.execute(f"CREATE TABLE {t}_1 PARTITION OF {t} FOR VALUES FROM (0) TO (10000)")
+        conn.execute(f"CREATE TABLE {t}_2 PARTITION OF {t} FOR VALUES FROM (10000) TO (MAXVALUE)")
+
+
+def rows_sql(bad=()):
+    """20,000 rows; each in 'bad' ((row, column)) gets a missing key there.
+    Rows alternate between the partitions' ranges (n)."""
+    a = "CASE " + " ".join(f"WHEN g = {g} THEN 900000 + g" for g, c in bad if c == "a") + \
+        " ELSE (g * 7) % 5000 + 1 END" if any(c == "a" for _, c in bad) else "(g * 7) % 5000 + 1"
+    x = "CASE " + " ".join(f"WHEN g = {g} THEN 800000 + g" for g, c in bad if c == "x") + \
+        " ELSE (g * 13) % 3000 + 1 END" if any(c == "x" for _, c in bad) else "(g * 13) % 3000 + 1"
+    return (f"SELECT CASE WHEN g % 2 = 0 THEN g ELSE 10000 + g END, "
+            f"CASE WHEN g % 11 = 0 THEN NULL ELSE {a} END, {x}, "
+            f"CASE WHEN g % 13 = 0 THEN NULL ELSE 'y' || (({x}) % 7) END "
+            f"FROM generate_series(1, 20000) g")
+
+
+def error_of(conn, sql):
+    try:
+        conn.execute(sql)
+    except psycopg.Error as e:
+        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail, e.diag.context)
+    return None
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_same_rows_as_plain(cluster, partitioned):
+    n = int(partitioned)
+    p, tp, td = f"fs_p{n}", f"fs_plain{n}", f"fs_direct{n}"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        for t in (tp, td):
+            make_child(conn, t, p, partitioned)
+        set_gucs(conn, SET)
+        conn.execute(f"INSERT INTO {tp} {rows_sql()}")
+        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows_sql()}")
+        st = last_statement(conn)
+        assert st["path"] == "direct"
+        assert "then as a set at the end:" in st["foreign_keys"], st
+        assert f"{td}_a_fkey (" in st["foreign_keys"] and "keys)" in st["foreign_keys"], st
+        assert table_digest(conn, td) == table_digest(conn, tp)
+
+
+# (row, column) of the missing keys: one early (still per batch), one late,
+# two in one row, the second constraint before the first, the last row
+CASES = {
+    "late": [(15000, "a")],
+    "two late, input order": [(17000, "a"), (16000, "x")],
+    "one row, both constraints": [(14000, "x"), (14000, "a")],
+    "the last row": [(20000, "x")],
+    "early and late": [(300, "a"), (19000, "x")],
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("how", ["insert", "copy"])
+def test_errors_like_plain(cluster, tmp_path, case, how):
+    n = 10 * list(CASES).index(case) + (how == "copy")
+    p, tp, td = f"fe_p{n}", f"fe_plain{n}", f"fe_direct{n}"
+    path = tmp_path / "rows.csv"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        for t in (tp, td):
+            make_child(conn, t, p)
+        set_gucs(conn, SET)
+        bad = CASES[case]
+        if how == "copy":
+            conn.execute(f"COPY ({rows_sql(bad)}) TO '{path}' WITH (FORMAT csv)")
+            stmt = "COPY {t} FROM '" + str(path) + "' WITH (FORMAT csv)"
+        else:
+            stmt = "INSERT INTO {t} " + rows_sql(bad)
+        plain = error_of(conn, stmt.format(t=tp))
+        direct = error_of(conn, "/*+ APPEND */ " + stmt.format(t=td))
+        # the same error but for the table's (and its constraints') name
+        direct = tuple(x.replace(td, tp) if isinstance(x, str) else x for x in direct)
+        assert plain is not None and plain[0] == "23503"
+        if case == "early and late":
+            # the early row fails in its batch, which names its line
+            assert direct[:3] == plain[:3]
+        else:
+            assert direct == plain
+        assert conn.execute(f"SELECT count(*) FROM {td}").fetchone()[0] == 0
+
+
+def test_referenced_rows_locked(cluster):
+    """The set check locks each referenced row FOR KEY SHARE: a DELETE of a
+    parent the load referenced waits for it; after the commit it fails."""
+    p, t = "fl_p", "fl_c"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_child(conn, t, p)
+    with Background(cluster, ["BEGIN", f"/*+ APPEND */ INSERT INTO {t} {rows_sql()}"],
+                    SET, name="loader") as bg, cluster.conn() as other:
+        bg.start()
+        bg.join()
+        assert bg.error is None, bg.error
+        assert "as a set" in last_statement(bg.conn)["foreign_keys"]
+        other.execute("SET lock_timeout = '300ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute(f"DELETE FROM {p}_a WHERE id = 4000")
+        bg.execute("COMMIT")
+        assert sqlstate_of(other, f"DELETE FROM {p}_a WHERE id = 4000") == "23503"
+
+
+def test_setting_zero_keeps_batches(cluster):
+    p, t = "fz_p", "fz_c"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_child(conn, t, p)
+        set_gucs(conn, dict(SET, **{"directpath.fkey_set_rows": "0"}))
+        conn.execute(f"/*+ APPEND */ INSERT INTO {t} {rows_sql()}")
+        assert "as a set" not in last_statement(conn)["foreign_keys"]
