@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * fkeys.c
- *	  Foreign keys of directly written rows, checked per batch.
+ *	  Foreign keys of directly written rows, checked per batch (or, for a
+ *	  large load, as a set at its end).
  *
  * Core checks a foreign key with an AFTER ROW trigger (RI_FKey_check_ins)
  * that queues one event per inserted row; at the end of the statement each
@@ -43,6 +44,14 @@
  * leaf with other AFTER ROW triggers (which run before core's check and
  * could add the referenced rows).  Rows that go the normal path (the held
  * rows of a small statement) keep their events too.
+ *
+ * A large load checks its later keys as one set (fkset.c): once a leaf's
+ * directly written rows pass directpath.fkey_set_rows, a MATCH SIMPLE
+ * constraint's keys go into a sort instead (goes_to_set), and at the end
+ * of the load (dp_fkeys_check_sets, from finish.c) the distinct keys are
+ * checked in chunks by the same query, each with the first ordinal of its
+ * rows, so that the first violation in input order is the one reported,
+ * as above, but without an input line, as core's end-of-statement check.
  *
  * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each
  * row's first constraint in trigger order (dp_fkeys_check with 'all'), and
