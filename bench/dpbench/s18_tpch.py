@@ -128,7 +128,7 @@ class TpchScenario(Scenario):
     title = "TPC-H: keys first, the load-then-keys recipe, and a month appended"
     phases = ("replica",)
     alone = True
-    default_rows = 1
+    default_rows = None     # rows do not apply: --sf sets the size
 
     def prepare(self, ctx, phase):
         self.sf = ctx.args.sf
