@@ -724,6 +724,75 @@ def fkey_text(agg):
     return titled_table("Foreign keys", FKEY_HEADER, fkey_rows(agg))
 
 
+# ------------------------------------------------------------ tpch (18) ----
+
+TPCH_HEADER = ["load", "load + CHECKPOINT s", "/ plain recipe", "/ plain keys first",
+               "lineitem s", "keys s", "WAL MB", "frozen pages", "tables with stats"]
+TPCH_TABLES = ("region", "nation", "supplier", "part", "partsupp", "customer", "orders",
+               "lineitem")
+
+
+def tpch_rows(agg):
+    recipe = agg.get("tpch", "replica", "recipe_plain")
+    keys = agg.get("tpch", "replica", "keys_plain")
+    month = agg.get("tpch", "replica", "month_plain")
+    rows = []
+    for a in agg.cases("tpch", "replica"):
+        first = a.case.startswith("month")
+        base = month if first else recipe
+        lineitem = stat([r["tables_s"].get("lineitem") for r in a.recs if r.get("tables_s")])
+        frozen = a.first("all_frozen_pages")
+        rows.append([a.label, fmt_stat(a.st("load_ckpt_s")),
+                     fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "–",
+                     "–" if first or keys is None else
+                     fmt_stat(run_ratios(a, keys, "load_ckpt_s")),
+                     fmt_stat(lineitem), fmt_stat(a.st("keys_s")),
+                     fmt_stat(a.st("wal_bytes"), 0, MiB),
+                     "–" if frozen is None else f"{frozen:,} of {a.first('heap_pages'):,}",
+                     "–" if first else str(a.first("tables_with_stats"))])
+    return rows
+
+
+def tpch_table_rows(agg):
+    """Each table's COPY seconds (median) per way of loading."""
+    rows = []
+    for a in agg.cases("tpch", "replica", "tpch"):
+        cells = []
+        for t in TPCH_TABLES:
+            cells.append(fmt_stat(stat([r["tables_s"].get(t) for r in a.recs]),
+                                  show_range=False))
+        rows.append([a.label] + cells)
+    return rows
+
+
+def section_tpch(agg, meta, out, figs):
+    cases = agg.cases("tpch", "replica")
+    if not cases:
+        return []
+    sf = cases[0].first("sf")
+    fks = next((a.first("foreign_keys") for a in cases if a.first("foreign_keys")), None)
+    md = ["## 18. TPC-H", "",
+          f"The eight TPC-H tables at scale factor {sf:g} (tpchgen-cli, CSV), loaded by COPY "
+          "into a new database in the order of their foreign keys, with the standard keys "
+          "(primary keys, eight foreign keys, indexes on l_shipdate and o_orderdate) declared "
+          "first or added after the data (the recipe); and July 1998's orders and lineitems "
+          "appended to the database without them, every key in place. Time is the whole load "
+          "(and the keys, for the recipe) plus the CHECKPOINT after it; ratios against the "
+          "plain recipe (the month: against its plain append) and against the plain keys-first "
+          "load of the same run.", "",
+          md_table(TPCH_HEADER, tpch_rows(agg)), "",
+          "Each table's COPY (seconds, median):", "",
+          md_table(["load"] + list(TPCH_TABLES), tpch_table_rows(agg)), ""]
+    if fks:
+        md += ["How the direct keys-first load checked the foreign keys: "
+               + "; ".join(f"{t}: {v}" for t, v in fks.items() if v), ""]
+    return md
+
+
+def tpch_text(agg):
+    return titled_table("TPC-H", TPCH_HEADER, tpch_rows(agg))
+
+
 # ------------------------------------------------------- parallel (11) ----
 
 PARALLEL_HEADER = ["load", "load + CHECKPOINT s", "/ plain", "workers"]
@@ -1124,7 +1193,8 @@ def summary_text(agg, meta):
         out.append(text_table(["other scenarios", "result"], other))
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
-            upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg))
+            upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg) +
+            tpch_text(agg))
     return "\n".join(out)
 
 
@@ -1201,7 +1271,8 @@ def write_all(out, meta, records):
     for fn in (section_insert, section_copy, section_fdw, section_update, section_hot,
                section_wal, section_indexes, section_fallback, section_etl,
                section_fkeys, section_parallel, section_parse, section_restore,
-               section_upsert, section_born, section_shard, section_parpart):
+               section_upsert, section_born, section_shard, section_parpart,
+               section_tpch):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
