@@ -53,7 +53,6 @@ struct DPFkeySet
 	TupleTableSlot *got;		/* minimal tuples read back */
 	MemoryContext cxt;			/* the sort's */
 	MemoryContext last_cxt;		/* the previous chunk's last key */
-	uint64		added;
 	/* reading back */
 	bool		sorted;
 	bool		have_last;
@@ -146,14 +145,7 @@ dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal)
 	s->put->tts_isnull[s->nkeys] = false;
 	ExecStoreVirtualTuple(s->put);
 	tuplesort_puttupleslot(s->sort, s->put);
-	s->added++;
 	MemoryContextSwitchTo(old);
-}
-
-uint64
-dp_fkset_added(DPFkeySet *s)
-{
-	return s->added;
 }
 
 /* Is the key in 'got' byte for byte the previous one? */

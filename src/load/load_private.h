@@ -336,7 +336,6 @@ extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 
 /* Add a row's key (a key with a NULL column is not added) and ordinal. */
 extern void dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal);
-extern uint64 dp_fkset_added(DPFkeySet *s);
 
 /*
  * The next at most 'max' distinct keys in key order (an array per key
