@@ -101,9 +101,9 @@ SELECT pg_relation_size('brn') / 8192 AS blocks_after_truncation;
 SELECT brin_agrees('brn', 'ts', 30000);
 SELECT * FROM brin_ranges('brn_ts');
 
--- kept per row: a table with triggers, and the setting off
+-- kept per row: a table with a row trigger, and the setting off
 CREATE FUNCTION br_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
-CREATE TRIGGER br_noop AFTER INSERT ON brc FOR EACH STATEMENT EXECUTE FUNCTION br_noop();
+CREATE TRIGGER br_noop AFTER INSERT ON brc FOR EACH ROW EXECUTE FUNCTION br_noop();
 /*+ APPEND */ INSERT INTO brc SELECT g, g, true FROM generate_series(9001, 9500) g;
 SELECT path, index_maintenance FROM directpath.last_statement();
 DROP TRIGGER br_noop ON brc;
@@ -112,6 +112,17 @@ SET directpath.brin_summarize = off;
 SELECT path, index_maintenance FROM directpath.last_statement();
 RESET directpath.brin_summarize;
 SELECT brin_agrees('brc', 'ts', 10000);
+
+-- a table whose only row trigger checks a foreign key of another table is
+-- summarized at the end
+CREATE TABLE brf_parent (id int PRIMARY KEY);
+INSERT INTO brf_parent SELECT generate_series(1, 100);
+CREATE TABLE brf (id int, p int REFERENCES brf_parent, ts int);
+CREATE INDEX brf_ts ON brf USING brin (ts) WITH (pages_per_range = 4);
+/*+ APPEND */ INSERT INTO brf SELECT g, g % 100 + 1, g FROM generate_series(1, 20000) g;
+SELECT path, index_maintenance FROM directpath.last_statement();
+SELECT brin_agrees('brf', 'ts', 20000);
+DROP TABLE brf, brf_parent;
 
 DROP TABLE br, brc, brn;
 DROP FUNCTION br_noop();

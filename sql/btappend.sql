@@ -189,9 +189,9 @@ RESET directpath.batch_pages;
 CREATE TABLE ru (acct int, seq int, note text);
 CREATE UNIQUE INDEX ru_u ON ru (acct, seq) INCLUDE (note);
 CREATE INDEX ru_d ON ru (acct DESC, note COLLATE "C" NULLS FIRST);
--- a trigger keeps the non-unique index per batch (no spooling to the end)
+-- a row trigger keeps the non-unique index per batch (no spooling to the end)
 CREATE FUNCTION ru_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
-CREATE TRIGGER ru_noop AFTER INSERT ON ru FOR EACH STATEMENT EXECUTE FUNCTION ru_noop();
+CREATE TRIGGER ru_noop AFTER INSERT ON ru FOR EACH ROW EXECUTE FUNCTION ru_noop();
 INSERT INTO ru SELECT g % 40, g / 40, 'n' || (g % 7) FROM generate_series(0, 39999) g;
 /*+ APPEND */ INSERT INTO ru SELECT g % 40, g / 40,
     CASE WHEN g % 11 = 0 THEN NULL ELSE 'n' || (g % 7) END
@@ -300,6 +300,33 @@ SELECT check_btrees('rn');
 SELECT count(*), count(DISTINCT a) FROM rn;
 DROP TABLE rn;
 RESET directpath.batch_pages;
+
+-- a table whose only row triggers check foreign keys of other tables: its
+-- non-unique btree still waits for the end of the statement; a foreign key
+-- to the table itself keeps it per batch (the check may read the table)
+CREATE TABLE fw_parent (id int PRIMARY KEY);
+INSERT INTO fw_parent SELECT generate_series(1, 1000);
+CREATE TABLE fw (id int PRIMARY KEY, p int REFERENCES fw_parent, ts int, up int);
+CREATE INDEX fw_ts ON fw (ts);
+/*+ APPEND */ INSERT INTO fw SELECT g, g % 1000 + 1, (g * 7919) % 100000, NULL
+  FROM generate_series(1, 60000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+ALTER TABLE fw ADD FOREIGN KEY (up) REFERENCES fw (id);
+/*+ APPEND */ INSERT INTO fw SELECT g, g % 1000 + 1, (g * 7919) % 100000, g - 60000
+  FROM generate_series(60001, 90000) g;
+SELECT index_maintenance FROM directpath.last_statement();
+SELECT check_btrees('fw');
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*), sum(id) FROM fw WHERE ts BETWEEN 1000 AND 9000;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*), sum(id) FROM fw WHERE ts BETWEEN 1000 AND 9000;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+DROP TABLE fw, fw_parent;
 
 DROP FUNCTION check_btrees(regclass);
 DROP FUNCTION size_vs_fresh(regclass);

@@ -27,8 +27,10 @@
  * which for the first range reads its old blocks too.
  *
  * Summaries may wait only where nothing can scan the index between a row's
- * write and the end of the statement: the leaf has no triggers (none can
- * run a query), and its other index work never reads a BRIN index.
+ * write and the end of the statement: no trigger of the leaf can read it
+ * before the end (indexes.c's may_wait, its caller's part: foreign key checks of another
+ * table are the only row triggers allowed), and its other index work never
+ * reads a BRIN index.
  * Meanwhile the new rows sit in ranges without a summary, or in the one
  * range whose summary lacks them, which only this transaction can see
  * rows in.
@@ -55,8 +57,7 @@ dp_brin_can_defer(ResultRelInfo *rri, int i)
 {
 	Relation	idx = rri->ri_IndexRelationDescs[i];
 
-	return dp_brin_summarize && idx->rd_rel->relam == BRIN_AM_OID &&
-		rri->ri_TrigDesc == NULL;
+	return dp_brin_summarize && idx->rd_rel->relam == BRIN_AM_OID;
 }
 
 /* Summarize the range holding 'blkno', as the table's owner. */

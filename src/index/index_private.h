@@ -40,6 +40,8 @@ struct DPIndexes
 								 * NULL */
 	BlockNumber first_new;		/* the heap's first block the load writes */
 	bool		has_unique;		/* any immediate unique index? */
+	bool		may_wait;		/* may entries wait for the end (no trigger
+								 * could read the leaf before)? indexes.c */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
 	BufferAccessStrategy ring;	/* heap reads of leaf merges: one ring for
 								 * the statement, so that its pages leave
@@ -54,7 +56,7 @@ extern void dp_sorted_batch(DPIndexes *ix, EState *estate,
 							uint64 *linenos, int ntuples, uint64 *error_line);
 
 /* The spools of the indexes whose entries may wait for the end, or NULL. */
-extern DPBtreeBuild **dp_sorted_begin_spools(ResultRelInfo *rri);
+extern DPBtreeBuild **dp_sorted_begin_spools(DPIndexes *ix);
 
 /* The spools' entries inserted now, in key order; no more spools. */
 extern void dp_sorted_insert_spools(DPIndexes *ix);
@@ -80,7 +82,10 @@ extern int	dp_rebuild_reindex(DPIndexes *ix);
 
 /* ---------- brin.c: BRIN ranges summarized at the end ---------- */
 
-/* May index i of the leaf skip its per-row calls, summarized at the end? */
+/*
+ * Is index i of the leaf a BRIN index whose per-row calls may be skipped,
+ * summarized at the end (if its entries may wait: DPIndexes.may_wait)?
+ */
 extern bool dp_brin_can_defer(ResultRelInfo *rri, int i);
 
 /* Summarize every range from the one holding 'first_new' (see brin.c). */

@@ -38,11 +38,11 @@
  *	  deferrable or exclusion constraint, whose semantics need per-row
  *	  insertion.
  *
- * BRIN indexes of a leaf without triggers take no part in 2 and 3: they
- * get no entry per row, and the ranges the load wrote are summarized once
- * at the end (brin.c; directpath.brin_summarize), reported as "summarize".
- * Other index kinds, and BRIN indexes of a leaf with triggers, keep 1 (or
- * 4 for new storage).
+ * BRIN indexes take no part in 2 and 3 when their entries may wait (see
+ * may_wait): they get no entry per row, and the ranges the load
+ * wrote are summarized once at the end (brin.c; directpath.brin_summarize),
+ * reported as "summarize".  Other index kinds, and BRIN indexes whose
+ * entries may not wait, keep 1 (or 4 for new storage).
  *
  * A leaf whose held rows end up inserted on the normal path (a small
  * statement, load.c) gets its entries row by row (dp_indexes_row_by_row).
@@ -54,11 +54,61 @@
  */
 #include "index/index_private.h"
 
+#include "catalog/partition.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "common/settings.h"
 #include "executor/executor.h"
 #include "storage/bufmgr.h"
+#include "utils/fmgroids.h"
 #include "utils/rel.h"
+
+/*
+ * May the entries of this leaf's indexes wait for the end of the statement
+ * (sorted.c's spools, brin.c's summaries; DPIndexes.may_wait)?  Only if nothing run during the
+ * load can read the leaf through an index before the end.  Row triggers
+ * could (the end here is before the statement's AFTER triggers fire, but
+ * a user's trigger is not ours to reason about), except foreign key checks
+ * (RI_FKey_check_ins, checked per batch or as a set by load/fkeys.c): they
+ * read the referenced table only, so they are harmless unless the
+ * referenced table is the leaf or one of its ancestors.  Triggers on other
+ * events, and statement triggers, fire before the load or after the end.
+ * The relation's own trigger descriptor is read: the load may swap the
+ * result relation's while it checks foreign keys in batches.
+ */
+static bool
+may_wait(ResultRelInfo *rri)
+{
+	Relation	rel = rri->ri_RelationDesc;
+	TriggerDesc *td = rel->trigdesc;
+	List	   *ancestors = NIL;
+	bool		ok = true;
+
+	if (td == NULL)
+		return true;
+	if (rel->rd_rel->relispartition)
+		ancestors = get_partition_ancestors(RelationGetRelid(rel));
+	for (int i = 0; i < td->numtriggers && ok; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (!TRIGGER_FOR_ROW(t->tgtype) || !TRIGGER_FOR_INSERT(t->tgtype))
+			continue;
+		ok = t->tgfoid == F_RI_FKEY_CHECK_INS &&
+			t->tgconstrrelid != RelationGetRelid(rel) &&
+			!list_member_oid(ancestors, t->tgconstrrelid);
+	}
+	list_free(ancestors);
+	return ok;
+}
+
+/* Is index 'i' a BRIN index summarized at the end (brin.c)? */
+static bool
+summarized(DPIndexes *ix, int i)
+{
+	return ix->may_wait && dp_brin_can_defer(ix->rri, i);
+}
 
 /* May this leaf's indexes be rebuilt at the end instead of maintained? */
 static bool
@@ -89,8 +139,10 @@ can_rebuild(ResultRelInfo *rri)
  * statement of the transaction wrote them).
  */
 static bool
-can_build(ResultRelInfo *rri)
+can_build(DPIndexes *ix)
 {
+	ResultRelInfo *rri = ix->rri;
+
 	if (!dp_index_spool || !can_rebuild(rri) ||
 		RelationGetNumberOfBlocks(rri->ri_RelationDesc) != 0)
 		return false;
@@ -98,7 +150,7 @@ can_build(ResultRelInfo *rri)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
 
-		if (dp_brin_can_defer(rri, i))
+		if (summarized(ix, i))
 			continue;
 		if (idx->rd_rel->relam != BTREE_AM_OID ||
 			RelationGetNumberOfBlocks(idx) != 1)
@@ -109,15 +161,17 @@ can_build(ResultRelInfo *rri)
 
 /* May this leaf's entries be inserted sorted, per batch? */
 static bool
-can_sort(ResultRelInfo *rri)
+can_sort(DPIndexes *ix)
 {
+	ResultRelInfo *rri = ix->rri;
+
 	if (!dp_index_sort)
 		return false;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
 
-		if (dp_brin_can_defer(rri, i))
+		if (summarized(ix, i))
 			continue;
 		if (idx->rd_rel->relam != BTREE_AM_OID ||
 			!idx->rd_index->indimmediate ||
@@ -140,7 +194,7 @@ begin_summaries(DPIndexes *ix)
 
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
-		summarize[i] = dp_brin_can_defer(rri, i);
+		summarize[i] = summarized(ix, i);
 		any |= summarize[i];
 	}
 	/* under the load's lock, nobody else extends the heap */
@@ -155,6 +209,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
 
 	ix->rri = rri;
+	ix->may_wait = may_wait(rri);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique &&
 			rri->ri_IndexRelationDescs[i]->rd_index->indimmediate)
@@ -165,7 +220,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 		ix->strategy = DP_INDEX_NONE;
 	else if (reject_duplicates && ix->has_unique)
 		ix->strategy = DP_INDEX_ROW;
-	else if (!per_batch && can_build(rri))
+	else if (!per_batch && can_build(ix))
 	{
 		ix->strategy = DP_INDEX_BUILD;
 		ix->summarize = begin_summaries(ix);
@@ -173,12 +228,12 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 	}
 	else if (!per_batch && can_rebuild(rri))
 		ix->strategy = DP_INDEX_REBUILD;
-	else if (can_sort(rri))
+	else if (can_sort(ix))
 	{
 		ix->strategy = DP_INDEX_SORTED;
 		ix->sort = palloc(sizeof(bool) * rri->ri_NumIndices);
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
-		ix->spools = dp_sorted_begin_spools(rri);
+		ix->spools = dp_sorted_begin_spools(ix);
 		ix->summarize = begin_summaries(ix);
 	}
 	else

@@ -34,8 +34,9 @@
  * order, the rows' TIDs go backwards for fewer than one entry in ten, later
  * batches of the statement insert that index's entries in input order.
  *
- * A non-unique, non-temporary btree of a leaf without triggers
- * (directpath.index_merge) may wait instead: its entries go into a sort
+ * A non-unique, non-temporary btree whose entries may wait (no trigger
+ * could read the leaf through it before the end: DPIndexes.may_wait;
+ * directpath.index_merge) may wait instead: its entries go into a sort
  * of its own (a spool) kept for the end of the statement, and are then
  * appended at the right edge, or, when they are many against the entries
  * the index holds, merged into a rewrite of the index (btmerge.c), or
@@ -301,33 +302,34 @@ dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 /*
  * May this index's entries wait for the end of the statement (and then be
  * appended, merged or inserted at once)?  A non-unique btree (no error to
- * name a row for) of a leaf without triggers (none could look the rows up
- * through the index before the end, as it could after their batch).
+ * name a row for) of a leaf whose triggers could not look the rows up
+ * through the index before the end, as they could after their batch.
  */
 static bool
-can_spool(ResultRelInfo *rri, int i)
+can_spool(DPIndexes *ix, int i)
 {
-	Relation	idx = rri->ri_IndexRelationDescs[i];
+	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
 
-	return dp_index_merge && rri->ri_TrigDesc == NULL &&
+	return dp_index_merge && ix->may_wait &&
 		idx->rd_rel->relam == BTREE_AM_OID && !idx->rd_index->indisunique &&
 		idx->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
 }
 
 /* The spools of the indexes that may wait, sharing maintenance_work_mem. */
 DPBtreeBuild **
-dp_sorted_begin_spools(ResultRelInfo *rri)
+dp_sorted_begin_spools(DPIndexes *ix)
 {
+	ResultRelInfo *rri = ix->rri;
 	int			n = 0;
 	DPBtreeBuild **spools;
 
 	for (int i = 0; i < rri->ri_NumIndices; i++)
-		n += can_spool(rri, i);
+		n += can_spool(ix, i);
 	if (n == 0)
 		return NULL;
 	spools = palloc0(sizeof(DPBtreeBuild *) * rri->ri_NumIndices);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
-		if (can_spool(rri, i))
+		if (can_spool(ix, i))
 			spools[i] = dp_btree_begin(rri->ri_RelationDesc,
 									   rri->ri_IndexRelationDescs[i],
 									   Max(maintenance_work_mem / n, 1024),
