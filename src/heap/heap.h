@@ -101,7 +101,7 @@ extern void dp_heap_flush(DPHeapBuilder *b, bool include_partial);
 /* Write everything, set VM and FSM, count; returns the pages written. */
 extern uint64 dp_heap_finish(DPHeapBuilder *b);
 
-typedef struct DPSample DPSample;
+struct DPSample;				/* typedef'd in stats/stats.h */
 
 /*
  * The block the builder's first page takes (0: the relation was empty
@@ -112,7 +112,7 @@ extern BlockNumber dp_heap_first_block(DPHeapBuilder *b);
 
 /* Rows the builder placed so far. */
 extern uint64 dp_heap_rows(DPHeapBuilder *b);
-extern void dp_heap_sample(DPHeapBuilder *b, DPSample *sample);
+extern void dp_heap_sample(DPHeapBuilder *b, struct DPSample *sample);
 
 
 /* ---------- append.c: crash-safe appends of built pages ---------- */
