@@ -50,6 +50,9 @@
  */
 #include "statement/statement.h"
 
+#include "admission/admission.h"
+#include "load/load.h"
+
 #include "access/relation.h"
 #include "catalog/namespace.h"
 #include "common/report.h"

@@ -41,6 +41,12 @@
  */
 #include "statement/statement.h"
 
+#include "admission/admission.h"
+#include "heap/heap.h"
+#include "input/input.h"
+#include "load/load.h"
+#include "parallel/parallel.h"
+
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"

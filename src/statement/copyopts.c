@@ -44,6 +44,9 @@
  */
 #include "statement/statement.h"
 
+#include "admission/admission.h"
+#include "load/load.h"
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "catalog/pg_constraint.h"

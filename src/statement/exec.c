@@ -34,6 +34,11 @@
  */
 #include "statement/statement.h"
 
+#include "admission/admission.h"
+#include "heap/heap.h"
+#include "load/load.h"
+#include "parallel/parallel.h"
+
 #include "access/relation.h"
 #include "commands/trigger.h"
 #include "common/report.h"

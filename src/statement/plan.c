@@ -35,6 +35,9 @@
  */
 #include "statement/statement.h"
 
+#include "admission/admission.h"
+#include "parallel/parallel.h"
+
 #include "common/report.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"

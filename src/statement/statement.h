@@ -11,7 +11,9 @@
 #ifndef DP_STATEMENT_H
 #define DP_STATEMENT_H
 
-#include "parallel/parallel.h"
+#include "common/compat.h"
+
+#include "nodes/extensible.h"
 #include "tcop/utility.h"
 
 /* Each module's hooks, installed by _PG_init. */
