@@ -96,6 +96,9 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "input/input.h"
+#include "load/load.h"
+
 #include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"

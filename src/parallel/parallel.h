@@ -12,8 +12,13 @@
 #ifndef DP_PARALLEL_H
 #define DP_PARALLEL_H
 
-#include "input/input.h"
-#include "load/load.h"
+#include "common/compat.h"
+
+#include "nodes/execnodes.h"
+#include "nodes/plannodes.h"
+#include "utils/tuplestore.h"
+
+struct DPLoad;					/* load/load.h */
 
 /* ---------- parcheck.c: which targets a parallel load takes ---------- */
 
@@ -35,7 +40,7 @@ extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);
  * load's report, when the statement must run serially instead (nothing
  * loaded yet).
  */
-extern bool dp_parallel_insert(DPLoad *load, EState *estate,
+extern bool dp_parallel_insert(struct DPLoad *load, EState *estate,
 							   ModifyTableState *mtstate, int nworkers);
 
 /* ---------- pargather.c: a SELECT in core's parallel query ---------- */
@@ -64,7 +69,7 @@ extern Tuplestorestate *dp_gather_rows(EState *estate, PlannedStmt *select,
  * read yet); else every row is loaded and its work done (dp_load_end_rows)
  * and *processed gets the rows loaded.
  */
-extern bool dp_parallel_copy(DPLoad *load, CopyFromState cstate,
+extern bool dp_parallel_copy(struct DPLoad *load, CopyFromState cstate,
 							 ModifyTableState *mtstate, Node *where,
 							 List *attlist, List *options, int nworkers,
 							 uint64 *processed);

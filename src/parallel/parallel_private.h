@@ -161,7 +161,7 @@ typedef struct DPParallel DPParallel;
 /* The leader's side of a running parallel load. */
 struct DPParallel
 {
-	DPLoad	   *load;
+	struct DPLoad *load;
 	ResultRelInfo *rri;			/* the target */
 	DPParallelShared sh;
 	DPParallelLeaf *leaves;		/* a partitioned target's (sh.nleaves) */
@@ -186,8 +186,9 @@ typedef struct DPLeaderShare
 	void	   *arg;
 } DPLeaderShare;
 
-extern DPParallel *dp_parallel_begin(DPLoad *load, ModifyTableState *mt,
-									 bool may_hold, const char **why);
+extern DPParallel *dp_parallel_begin(struct DPLoad *load,
+									 ModifyTableState *mt, bool may_hold,
+									 const char **why);
 extern int	dp_parallel_launch(DPParallel *par, const char *entry,
 							   const char *payload, List *sources,
 							   Size in_queue_size, int nworkers);
@@ -264,7 +265,7 @@ extern bool dp_parallel_take_messages(DPParallel *par, int *open);
  */
 extern bool dp_parallel_scans(Plan *sub);
 extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse);
-extern bool dp_parallel_scans_insert(DPLoad *load, EState *estate,
+extern bool dp_parallel_scans_insert(struct DPLoad *load, EState *estate,
 									 ModifyTableState *mtstate, int nworkers);
 
 /* One output column per attribute of the target (locked), in order? */

@@ -41,6 +41,8 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "admission/admission.h"
+
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/pg_inherits.h"

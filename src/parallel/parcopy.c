@@ -64,6 +64,9 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "input/input.h"
+#include "load/load.h"
+
 #include <sys/stat.h>
 #include "common/settings.h"
 

@@ -40,6 +40,9 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "input/input.h"
+#include "load/load.h"
+
 #include "access/parallel.h"
 #include "access/table.h"
 #include "executor/executor.h"

@@ -68,6 +68,8 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "load/load.h"
+
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_proc.h"

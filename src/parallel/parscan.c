@@ -41,6 +41,8 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "load/load.h"
+
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"

@@ -53,6 +53,9 @@
  */
 #include "parallel/parallel_private.h"
 
+#include "heap/heap.h"
+#include "load/load.h"
+
 #include "access/table.h"
 #include "executor/execPartition.h"
 #include "foreign/fdwapi.h"
