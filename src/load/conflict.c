@@ -82,6 +82,9 @@
  */
 #include "load/load_private.h"
 
+#include "admission/admission.h"
+#include "index/index.h"
+
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/tableam.h"

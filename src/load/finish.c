@@ -24,6 +24,10 @@
  */
 #include "load/load_private.h"
 
+#include "heap/heap.h"
+#include "index/index.h"
+#include "stats/stats.h"
+
 #include "common/report.h"
 #include "common/settings.h"
 #include "lib/stringinfo.h"

@@ -38,10 +38,11 @@
  *-------------------------------------------------------------------------
  */
 #include "load/load_private.h"
-#include "common/report.h"
-#include "common/settings.h"
+
 #include "remote/remote.h"
 
+#include "common/report.h"
+#include "common/settings.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"

@@ -39,6 +39,10 @@
  */
 #include "load/load_private.h"
 
+#include "admission/admission.h"
+#include "heap/heap.h"
+#include "index/index.h"
+
 #include "common/hashfn.h"
 #include "executor/executor.h"
 #include "storage/lmgr.h"

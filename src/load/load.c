@@ -41,6 +41,9 @@
  */
 #include "load/load_private.h"
 
+#include "heap/heap.h"
+#include "index/index.h"
+
 #include "access/xact.h"
 #include "common/fault.h"
 #include "common/report.h"

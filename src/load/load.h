@@ -15,9 +15,12 @@
 #ifndef DP_LOAD_H
 #define DP_LOAD_H
 
-#include "admission/admission.h"
-#include "index/index.h"
+#include "common/compat.h"
 #include "common/report.h"
+
+#include "lib/stringinfo.h"
+#include "nodes/execnodes.h"
+#include "utils/tuplestore.h"
 
 /*
  * A ModifyTableState without a plan for an INSERT into 'rri' (range table

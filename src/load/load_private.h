@@ -14,8 +14,12 @@
 #define DP_LOAD_PRIVATE_H
 
 #include "load/load.h"
-#include "stats/stats.h"
+
+#include "heap/heap.h"			/* DPToastWait, dp_heap_full_pages */
 #include "common/report.h"
+
+struct DPIndexes;				/* index/index.h */
+struct DPSampleGroup;			/* stats/stats.h */
 
 typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
@@ -38,7 +42,7 @@ typedef struct DPLeaf
 								 * NULL */
 	DPHeapBuilder *writer;		/* its page builder once direct, else NULL */
 	DPForeign  *foreign;		/* a foreign partition's batch, else NULL */
-	DPIndexes  *indexes;		/* its index strategy */
+	struct DPIndexes *indexes;	/* its index strategy */
 	DPConflicts *conflicts;		/* ON CONFLICT DO NOTHING's arbiters, or
 								 * NULL */
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
@@ -406,8 +410,8 @@ struct DPLoad
 	const char *stats_why;		/* why a leaf gathers none, or NULL */
 	Relation	stats_of;		/* whose statistics they are, if not the
 								 * target's (dp_load_statistics_of) */
-	DPSampleGroup *samples;		/* the leaves' samples, sharing the
-								 * sampling */
+	struct DPSampleGroup *samples;	/* the leaves' samples, sharing the
+									 * sampling */
 	DPReport	report;			/* what the statement did */
 };
 

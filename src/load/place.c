@@ -42,6 +42,10 @@
  */
 #include "load/load_private.h"
 
+#include "heap/heap.h"
+#include "index/index.h"
+#include "stats/stats.h"
+
 #include "access/htup_details.h"
 #include "common/fault.h"
 #include "common/settings.h"

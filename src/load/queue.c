@@ -40,6 +40,8 @@
  */
 #include "load/load_private.h"
 
+#include "index/index.h"
+
 #include "access/heapam.h"
 #include "catalog/catalog.h"
 #include "access/tableam.h"

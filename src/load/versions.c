@@ -76,6 +76,9 @@
  */
 #include "load/load_private.h"
 
+#include "heap/heap.h"
+#include "index/index.h"
+
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
