@@ -36,6 +36,8 @@
  */
 #include "remote/remote.h"
 
+#include "admission/admission.h"
+
 #include "access/xact.h"
 #include "common/report.h"
 #include "foreign/foreign.h"

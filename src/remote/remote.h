@@ -12,7 +12,10 @@
 #ifndef DP_REMOTE_H
 #define DP_REMOTE_H
 
-#include "admission/admission.h"
+#include "common/compat.h"
+
+#include "lib/stringinfo.h"
+#include "nodes/execnodes.h"
 
 struct pg_conn;					/* libpq's PGconn (fdwconn.c, shard.c) */
 

@@ -49,6 +49,8 @@
  */
 #include "remote/remote.h"
 
+#include "admission/admission.h"
+
 #include "access/heapam.h"
 #include "access/table.h"
 #include "access/tableam.h"
