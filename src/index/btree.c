@@ -53,6 +53,8 @@
  */
 #include "index/index_private.h"
 
+#include "heap/heap.h"
+
 #include "access/nbtree.h"
 #include "access/xloginsert.h"
 #include "common/fault.h"

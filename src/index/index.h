@@ -13,7 +13,10 @@
 #ifndef DP_INDEX_H
 #define DP_INDEX_H
 
-#include "heap/heap.h"
+#include "common/compat.h"
+
+#include "nodes/execnodes.h"
+#include "storage/itemptr.h"
 
 typedef struct DPIndexes DPIndexes;
 

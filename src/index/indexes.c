@@ -54,6 +54,8 @@
  */
 #include "index/index_private.h"
 
+#include "heap/heap.h"
+
 #include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_trigger.h"
