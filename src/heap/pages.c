@@ -49,13 +49,14 @@
  *-------------------------------------------------------------------------
  */
 #include "heap/heap.h"
-#include "common/fault.h"
+
 #include "stats/stats.h"
 
 #include "access/heapam.h"
 #include "catalog/catalog.h"
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
+#include "common/fault.h"
 #include "pgstat.h"
 #include "storage/freespace.h"
 #include "storage/predicate.h"
