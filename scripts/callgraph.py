@@ -13,6 +13,11 @@ calls which, and fails when
     (no stage reaches back up);
   - a file includes the header of a unit it may not call (its own unit's,
     those it reaches by calls, and the ground floor's are allowed);
+  - a stage's public header (any header of a stage folder but its
+    *_private.h) includes another stage's header: it includes its own
+    stage's, the ground floor's and core's, and names another stage's type
+    it takes by pointer as a declared struct; the files that use both
+    include both;
   - a function body is longer than 80 lines, or a file (.c or .h) longer
     than 800 lines: there are no exemptions, and a "Long:" comment asking
     for one is itself an error;
@@ -96,21 +101,41 @@ def reachable(graph, start):
     return seen
 
 
+def local_includes(src, path):
+    """The headers under src/ a file includes: (as written, their unit)."""
+    out = []
+    for inc in re.findall(r'^#include "([^"]+)"', open(path).read(), flags=re.M):
+        target = os.path.normpath(os.path.join(src, inc))
+        if not os.path.exists(target):
+            target = os.path.normpath(os.path.join(os.path.dirname(path), inc))
+        if os.path.exists(target):
+            out.append((inc, unit_of(src, target)))
+    return out
+
+
 def bad_includes(src, units):
     """Local headers a file includes that its unit may not reach."""
     out = []
     for path in sources(src) + sources(src, "h"):
         u = unit_of(src, path)
         allowed = reachable(units, u) | {u}
-        for inc in re.findall(r'^#include "([^"]+)"', open(path).read(), flags=re.M):
-            target = os.path.normpath(os.path.join(src, inc))
-            if not os.path.exists(target):
-                target = os.path.normpath(os.path.join(os.path.dirname(path), inc))
-            if not os.path.exists(target):
-                continue
-            hu = unit_of(src, target)
+        for inc, hu in local_includes(src, path):
             if hu not in allowed and hu != GROUND:
                 out.append(f"{os.path.relpath(path, src)} includes {inc} ({u} does not call {hu})")
+    return out
+
+
+def public_header_includes(src):
+    """A stage's public headers (not *_private.h) that include another
+    stage's header."""
+    out = []
+    for path in sources(src, "h"):
+        u = unit_of(src, path)
+        if u == GROUND or not u.endswith("/") or path.endswith("_private.h"):
+            continue
+        for inc, hu in local_includes(src, path):
+            if hu not in (u, GROUND):
+                out.append(f"{os.path.relpath(path, src)} includes {inc} ({hu}'s)")
     return out
 
 
@@ -195,6 +220,8 @@ def main():
     problems = [f"cycle: {' -> '.join(c + (c[0],))}" for c in cycles(graph)]
     problems += [f"stage cycle: {' -> '.join(c + (c[0],))}" for c in cycles(units)]
     problems += [f"include against the stage order: {x}" for x in bad_includes(src, units)]
+    problems += [f"public header includes another stage's: {x}"
+                 for x in public_header_includes(src)]
     problems += [f"function over {MAX_LINES} lines: {x}" for x in long_functions(src)]
     problems += [f"file over {MAX_FILE_LINES} lines: {x}" for x in long_files(src)]
     problems += [f"a 'Long:' exemption (there are none): {x}" for x in exemptions(src)]
