@@ -202,10 +202,16 @@ plain_leaf(DPLoad *s, DPLeaf *leaf)
 	return leaf;
 }
 
-uint64
-dp_load_error_line(DPLoad *load)
+bool
+dp_load_error_context(DPLoad *load, const char *relname, uint64 line)
 {
-	return load->error_line;
+	if (load->error_line > 0)
+		line = load->error_line;
+	if (line == 0)
+		return false;
+	/* as CopyFromErrorCallback names a line whose text is gone */
+	errcontext("COPY %s, line %llu", relname, (unsigned long long) line);
+	return true;
 }
 
 bool

@@ -76,11 +76,14 @@ extern DPLoad *dp_load_begin(const char *kind, EState *estate,
 extern bool dp_load_row(DPLoad *load, TupleTableSlot *slot);
 
 /*
- * The input line of the row whose deferred work (index entries, triggers,
- * foreign keys) is running, or 0: a COPY's error context names it in place
- * of the line being read.  Only a load given an 'input' sets it.
+ * A COPY's error context ('relname' its target): "COPY t, line N" for the
+ * input line of the row whose deferred work (index entries, triggers,
+ * foreign keys) is running, in place of the line being read; else for
+ * 'line' (0: none).  False, and nothing said, when there is neither.  Only
+ * a load given an 'input' has such rows.
  */
-extern uint64 dp_load_error_line(DPLoad *load);
+extern bool dp_load_error_context(DPLoad *load, const char *relname,
+								  uint64 line);
 extern void dp_load_end_rows(DPLoad *load);
 extern void dp_load_finish(DPLoad *load);
 

@@ -394,7 +394,7 @@ struct DPLoad
 	bool		flushed_once;	/* for the first_batch fault point */
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	DPInputLine *input;			/* COPY's input position, or NULL */
-	uint64		error_line;		/* dp_load_error_line: set by the queue's
+	uint64		error_line;		/* dp_load_error_context: set by the queue's
 								 * and the index work's rows, 0 between */
 	uint64		foreign_rows;	/* rows sent to foreign partitions */
 	/* ON CONFLICT: checked rows waiting for their decision */

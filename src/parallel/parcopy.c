@@ -602,13 +602,9 @@ static void
 held_error_callback(void *arg)
 {
 	DPHeldContext *c = arg;
-	uint64		line = dp_load_error_line(c->load);
 
-	if (line == 0)
-		line = c->cstate->cur_lineno;
-	if (line > 0)
-		errcontext("COPY %s, line %llu", c->cstate->cur_relname,
-				   (unsigned long long) line);
+	dp_load_error_context(c->load, c->cstate->cur_relname,
+						  c->cstate->cur_lineno);
 }
 
 /* A held row's input line, for its errors and its deferred work's. */

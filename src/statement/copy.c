@@ -436,16 +436,10 @@ static void
 copy_error_callback(void *arg)
 {
 	DPCopyErrorContext *c = arg;
-	uint64		line = dp_load_error_line(c->load);
 
-	if (line == 0 || DP_COPY_RELNAME_ONLY(c->cstate))
-	{
+	if (DP_COPY_RELNAME_ONLY(c->cstate) ||
+		!dp_load_error_context(c->load, c->cstate->cur_relname, 0))
 		c->reader(c->reader_arg);
-		return;
-	}
-	/* as CopyFromErrorCallback names a line whose text is gone */
-	errcontext("COPY %s, line %llu", c->cstate->cur_relname,
-			   (unsigned long long) line);
 }
 
 /* A serial COPY's rows read (by 'rf', or core's reader) into the load. */
