@@ -53,6 +53,13 @@
  * rows, so that the first violation in input order is the one reported,
  * as above, but without an input line, as core's end-of-statement check.
  *
+ * A parallel load's leader receives pages in parallel mode, where no query
+ * may run: there every constraint goes to the set from the first row, and
+ * a target whose INSERT triggers are not all constraints that can go
+ * (dp_fkeys_parallel_refusal) runs serially.  The set is checked at the
+ * end, after the workers, as a serial load's; the first violation is then
+ * the first in the order the pages arrived, not in input order.
+ *
  * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each
  * row's first constraint in trigger order (dp_fkeys_check with 'all'), and
  * queue.c checks before the batch's other work; it takes a violating row
@@ -210,12 +217,12 @@ prepare_check(DPForeignKey *fk, AttrNumber *pkatts, Oid *pf_ops)
 
 /*
  * Why the constraint of trigger 't' cannot be checked per batch, or NULL
- * when it can; '*fk' is filled in.
+ * when it can; '*fk' is filled in, and with 'prepare' its check query
+ * prepared.
  */
 static const char *
-describe(DPForeignKeys *f, Trigger *t, DPForeignKey *fk)
+describe(Relation leaf, Trigger *t, DPForeignKey *fk, bool prepare)
 {
-	Relation	leaf = f->rri->ri_RelationDesc;
 	HeapTuple	tup;
 	Form_pg_constraint con;
 	AttrNumber	pkatts[INDEX_MAX_KEYS];
@@ -258,9 +265,57 @@ describe(DPForeignKeys *f, Trigger *t, DPForeignKey *fk)
 		get_typlenbyvalalign(fk->fktypes[i], &fk->typlen[i],
 							 &fk->typbyval[i], &fk->typalign[i]);
 	}
-	fk->plan = prepare_check(fk, pkatts, pf_ops);
 	fk->set_ok = fk->match == FKCONSTR_MATCH_SIMPLE &&
 		dp_fkset_possible(leaf, fk->nkeys, fk->fkatts);
+	if (prepare)
+		fk->plan = prepare_check(fk, pkatts, pf_ops);
+	return NULL;
+}
+
+/*
+ * Why no constraint of a leaf can be checked per batch, or NULL.  Set
+ * per statement: SET CONSTRAINTS or an isolation level cannot change
+ * during a load.
+ */
+static const char *
+why_none(TriggerDesc *td)
+{
+	if (!dp_fkey_batches)
+		return "directpath.fkey_batches is off";
+	if (IsolationUsesXactSnapshot())
+		return "the transaction's snapshot lasts";
+	if (other_after_row_triggers(td))
+		return "the table has AFTER ROW triggers";
+	return NULL;
+}
+
+const char *
+dp_fkeys_parallel_refusal(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+	const char *why;
+
+	if (td == NULL)
+		return NULL;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+		DPForeignKey fk = {0};
+
+		if (!TRIGGER_FOR_INSERT(t->tgtype))
+			continue;
+		if (!TRIGGER_FOR_ROW(t->tgtype) || t->tgfoid != F_RI_FKEY_CHECK_INS)
+			return "has triggers other than foreign key checks";
+		if ((why = why_none(td)) != NULL ||
+			(why = describe(rel, t, &fk, false)) != NULL)
+			return psprintf("has foreign key \"%s\", checked per row (%s)",
+							get_constraint_name(t->tgconstraint), why);
+		if (!fk.set_ok)
+			return psprintf("has foreign key \"%s\", which cannot be checked as a set",
+							fk.conname);
+		if (dp_fkey_set_rows <= 0)
+			return "has foreign keys and directpath.fkey_set_rows is 0";
+	}
 	return NULL;
 }
 
@@ -285,12 +340,7 @@ dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched, StringInfo kept)
 
 	if (td == NULL)
 		return NULL;
-	if (!dp_fkey_batches)
-		all_why = "directpath.fkey_batches is off";
-	else if (IsolationUsesXactSnapshot())
-		all_why = "the transaction's snapshot lasts";
-	else if (other_after_row_triggers(td))
-		all_why = "the table has AFTER ROW triggers";
+	all_why = why_none(td);
 
 	f = palloc0(sizeof(DPForeignKeys));
 	f->rri = rri;
@@ -308,7 +358,8 @@ dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched, StringInfo kept)
 
 		if (t->tgfoid == F_RI_FKEY_CHECK_INS && TRIGGER_FOR_INSERT(t->tgtype))
 		{
-			why = all_why ? all_why : describe(f, t, &f->keys[f->nkeys]);
+			why = all_why ? all_why :
+				describe(rri->ri_RelationDesc, t, &f->keys[f->nkeys], true);
 			if (why == NULL)
 			{
 				note(batched, f->keys[f->nkeys++].conname);
@@ -510,9 +561,17 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 {
 	Datum		arrays[INDEX_MAX_KEYS];
 	int		   *rows = palloc(sizeof(int) * ntuples);
-	int			m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
-	int		   *missing = palloc(sizeof(int) * Max(m, 1));
-	int			nmissing = m > 0 ? run_check(&f->keys[k], arrays, all, missing) : 0;
+	int			m;
+	int		   *missing;
+	int			nmissing;
+
+	/* no query in a parallel load's leader (goes_to_set) */
+	if (IsInParallelMode())
+		elog(ERROR, "directpath: foreign key \"%s\" checked per batch in parallel mode",
+			 f->keys[k].conname);
+	m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
+	missing = palloc(sizeof(int) * Max(m, 1));
+	nmissing = m > 0 ? run_check(&f->keys[k], arrays, all, missing) : 0;
 
 	for (int i = 0; i < nmissing; i++)
 	{
@@ -526,7 +585,8 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 /*
  * Does constraint 'k' go over to the set check with this batch?  Past
  * directpath.fkey_set_rows rows, where every violation need not be found
- * per row (no rejects table) and its keys can be sorted.
+ * per row (no rejects table) and its keys can be sorted; from the first
+ * row in a parallel load's leader (dp_fkeys_parallel_refusal).
  */
 static bool
 goes_to_set(DPForeignKeys *f, int k, int ntuples, bool all)
@@ -536,8 +596,11 @@ goes_to_set(DPForeignKeys *f, int k, int ntuples, bool all)
 
 	if (fk->set != NULL)
 		return true;
-	if (all || !fk->set_ok || dp_fkey_set_rows <= 0 ||
-		f->rows + ntuples <= (uint64) dp_fkey_set_rows)
+	if (all || !fk->set_ok)
+		return false;
+	/* in parallel mode no query may run: the set from the first row */
+	if (!IsInParallelMode() &&
+		(dp_fkey_set_rows <= 0 || f->rows + ntuples <= (uint64) dp_fkey_set_rows))
 		return false;
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(f));
 	fk->set = dp_fkset_begin(f->rri->ri_RelationDesc, fk->nkeys, fk->fkatts);

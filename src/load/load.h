@@ -143,6 +143,14 @@ extern ResultRelInfo *dp_load_route(DPLoad *load, TupleTableSlot *slot);
 extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
 extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
 
+/*
+ * Why a parallel load cannot take 'rel' for its triggers, as a phrase
+ * ("has ..."), or NULL: every INSERT trigger must be a foreign key check
+ * that the leader checks as a set at the end, out of parallel mode
+ * (fkeys.c).
+ */
+extern const char *dp_fkeys_parallel_refusal(Relation rel);
+
 /* The name under which a COPY's update statement reads its kept rows. */
 #define DP_UPSERT_ROWS "directpath_copy_rows"
 

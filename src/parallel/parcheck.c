@@ -6,8 +6,9 @@
  *	  table of a partitioned target.
  *
  * The target must be a plain heap, or a partitioned table whose every leaf
- * is one, without triggers (foreign keys included), row security or check
- * options, stored generated columns or CHECK constraints that are not
+ * is one, without INSERT triggers other than foreign key checks that the
+ * leader can check as a set at the end (load/fkeys.c), row security or
+ * check options, stored generated columns or CHECK constraints that are not
  * parallel safe, outside serializable isolation and with parallel workers
  * to be had; a partition targeted itself needs a parallel-safe partition
  * constraint (its rows are checked against its bound), a partitioned
@@ -42,6 +43,7 @@
 #include "parallel/parallel_private.h"
 
 #include "admission/admission.h"
+#include "load/load.h"
 
 #include "access/relation.h"
 #include "access/xact.h"
@@ -87,12 +89,14 @@ checks_parallel_safe(Relation rel)
 static const char *
 heap_refusal(Relation rel, const char *what)
 {
+	const char *why;
+
 	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
 		return psprintf("%s is a foreign table", what);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		return psprintf("%s is not a plain table", what);
-	if (rel->trigdesc != NULL)
-		return psprintf("%s has triggers or foreign keys", what);
+	if ((why = dp_fkeys_parallel_refusal(rel)) != NULL)
+		return psprintf("%s %s", what, why);
 	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return psprintf("%s has stored generated columns", what);
 	if (!checks_parallel_safe(rel))
@@ -200,6 +204,7 @@ dp_parallel_target_refusal(DPParallel *par, ModifyTableState *mt, bool may_hold)
 {
 	ResultRelInfo *rri = mt->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
+	const char *why;
 
 	if (mt->mt_nrels != 1)
 		return "the target is not a plain table";
@@ -215,7 +220,7 @@ dp_parallel_target_refusal(DPParallel *par, ModifyTableState *mt, bool may_hold)
 		return "the target's partition constraint is not parallel safe";
 	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		return heap_refusal(rel, "the target");
-	if (rri->ri_TrigDesc != NULL)
-		return "the target has triggers or foreign keys";
+	if ((why = dp_fkeys_parallel_refusal(rel)) != NULL)
+		return psprintf("the target %s", why);
 	return list_leaves(par, rel, may_hold);
 }
