@@ -298,14 +298,17 @@ dp_fkeys_parallel_refusal(Relation rel)
 	if (td == NULL)
 		return NULL;
 	for (int i = 0; i < td->numtriggers; i++)
+		if (TRIGGER_FOR_INSERT(td->triggers[i].tgtype) &&
+			(!TRIGGER_FOR_ROW(td->triggers[i].tgtype) ||
+			 td->triggers[i].tgfoid != F_RI_FKEY_CHECK_INS))
+			return "has triggers other than foreign key checks";
+	for (int i = 0; i < td->numtriggers; i++)
 	{
 		Trigger    *t = &td->triggers[i];
 		DPForeignKey fk = {0};
 
 		if (!TRIGGER_FOR_INSERT(t->tgtype))
 			continue;
-		if (!TRIGGER_FOR_ROW(t->tgtype) || t->tgfoid != F_RI_FKEY_CHECK_INS)
-			return "has triggers other than foreign key checks";
 		if ((why = why_none(td)) != NULL ||
 			(why = describe(rel, t, &fk, false)) != NULL)
 			return psprintf("has foreign key \"%s\", checked per row (%s)",

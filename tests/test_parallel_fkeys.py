@@ -1,0 +1,222 @@
+"""Parallel loads into targets with foreign keys (parcheck.c, fkeys.c).
+
+A parallel load's leader takes the workers' pages in parallel mode, where no
+query may run, so a target whose INSERT triggers are all foreign key checks
+that can be checked as a set has every key sorted from the first row and
+checked once, after the workers, as a serial load's set check.  Against the
+plain statement and the serial direct load: the same rows (INSERT ... SELECT
+and COPY, a plain and a partitioned target, one- and two-column keys, NULL
+keys); a violation fails with core's error (23503, message, DETAIL naming
+the key) and leaves nothing; the referenced rows are locked FOR KEY SHARE
+as a serial load locks them; and what still keeps a load serial says so.
+"""
+
+import psycopg
+import pytest
+
+from conftest import Background, last_statement, set_gucs, table_digest
+
+pytestmark = pytest.mark.directpath
+
+ROWS = 120000
+
+
+def gucs(conn, extra=None):
+    set_gucs(conn, dict({"directpath.min_bytes": "0"}, **(extra or {})))
+
+
+def make_parents(conn, p):
+    conn.execute(f"CREATE TABLE {p}_a (id int PRIMARY KEY)")
+    conn.execute(f"INSERT INTO {p}_a SELECT generate_series(1, 5000)")
+    conn.execute(f"CREATE TABLE {p}_b (x int, y text, PRIMARY KEY (x, y))")
+    conn.execute(f"INSERT INTO {p}_b SELECT g, 'y' || (g % 7) FROM generate_series(1, 3000) g")
+
+
+def make_child(conn, t, p, partitioned=False):
+    part = " PARTITION BY RANGE (n)" if partitioned else ""
+    conn.execute(f"CREATE TABLE {t} (n int, a int REFERENCES {p}_a, x int, y text, "
+                 f"pad text, FOREIGN KEY (x, y) REFERENCES {p}_b){part}")
+    if partitioned:
+        conn.execute(f"CREATE TABLE {t}_1 PARTITION OF {t} FOR VALUES FROM (0) TO (60000)")
+        conn.execute(f"CREATE TABLE {t}_2 PARTITION OF {t} FOR VALUES FROM (60000) TO (MAXVALUE)")
+    conn.execute(f"CREATE INDEX ON {t} (x)")
+
+
+def make_source(conn, s, bad=None):
+    """ROWS rows; the row numbered 'bad' gets a missing key in column a."""
+    a = f"CASE WHEN g = {bad} THEN 900000 ELSE (g * 7) % 5000 + 1 END" if bad \
+        else "(g * 7) % 5000 + 1"
+    conn.execute(f"CREATE TABLE {s} AS SELECT g AS n, "
+                 f"CASE WHEN g % 11 = 0 THEN NULL ELSE {a} END AS a, "
+                 f"(g * 13) % 3000 + 1 AS x, "
+                 f"CASE WHEN g % 13 = 0 THEN NULL ELSE 'y' || ((((g * 13) % 3000) + 1) % 7) END AS y, "
+                 f"repeat('p', 40) AS pad FROM generate_series(1, {ROWS}) g")
+    conn.execute(f"ANALYZE {s}")
+
+
+def load_sql(how, t, s, path):
+    if how == "copy":
+        return f"/*+ APPEND PARALLEL(2) */ COPY {t} FROM '{path}' WITH (FORMAT csv)"
+    return f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}"
+
+
+def error_of(conn, sql):
+    try:
+        conn.execute(sql)
+    except psycopg.Error as e:
+        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail)
+    return None
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+@pytest.mark.parametrize("how", ["insert", "copy"])
+def test_same_rows_as_plain(cluster, tmp_path, how, partitioned):
+    n = 2 * int(partitioned) + (how == "copy")
+    p, s, tp, td = f"pf_p{n}", f"pf_s{n}", f"pf_plain{n}", f"pf_par{n}"
+    path = tmp_path / "rows.csv"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s)
+        for t in (tp, td):
+            make_child(conn, t, p, partitioned)
+        conn.execute(f"COPY {s} TO '{path}' WITH (FORMAT csv)")
+        gucs(conn)
+        conn.execute(f"INSERT INTO {tp} SELECT * FROM {s}")
+        conn.execute(load_sql(how, td, s, path))
+        st = last_statement(conn)
+        assert st["path"] == "direct", st
+        assert st["parallel_workers"] >= 1, st
+        assert "then as a set at the end:" in st["foreign_keys"], st
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        # the index agrees with the heap
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        by_index = conn.execute(f"SELECT count(*), sum(n) FROM {td} WHERE x < 500").fetchone()
+        conn.execute("RESET enable_seqscan")
+        conn.execute("RESET enable_bitmapscan")
+        conn.execute("SET enable_indexscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        by_heap = conn.execute(f"SELECT count(*), sum(n) FROM {td} WHERE x < 500").fetchone()
+        assert by_index == by_heap
+
+
+@pytest.mark.parametrize("how", ["insert", "copy"])
+@pytest.mark.parametrize("bad", [5, 70000, ROWS])
+def test_violation_like_plain(cluster, tmp_path, how, bad):
+    n = f"{how[0]}{bad}"
+    p, s, tp, td = f"pv_p{n}", f"pv_s{n}", f"pv_plain{n}", f"pv_par{n}"
+    path = tmp_path / "rows.csv"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s, bad=bad)
+        for t in (tp, td):
+            make_child(conn, t, p)
+        conn.execute(f"COPY {s} TO '{path}' WITH (FORMAT csv)")
+        gucs(conn)
+        stmt = f"INSERT INTO {tp} SELECT * FROM {s}" if how == "insert" else \
+            f"COPY {tp} FROM '{path}' WITH (FORMAT csv)"
+        plain = error_of(conn, stmt)
+        par = error_of(conn, load_sql(how, td, s, path))
+        assert plain is not None and plain[0] == "23503"
+        par = tuple(x.replace(td, tp) for x in par)
+        assert par == plain
+        assert conn.execute(f"SELECT count(*) FROM {td}").fetchone()[0] == 0
+
+
+def test_referenced_rows_locked_as_serial(cluster):
+    """The set check locks each referenced row FOR KEY SHARE, as the serial
+    load does: a DELETE of a referenced parent waits; an unreferenced one
+    does not; the same rows are locked as by the serial direct load."""
+    p, s = "pl_p", "pl_s"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s)
+        # a child each: a load rolled back leaves its index entries, which
+        # the next load would merge under a lock of the index
+        for t in ("pl_c0", "pl_c1"):
+            make_child(conn, t, p)
+        conn.execute(f"DELETE FROM {s} WHERE a = 4000")
+        conn.execute(f"INSERT INTO {p}_a VALUES (9999)")
+
+    def locked(bg):
+        return bg.conn.execute(f"SELECT array_agg(id ORDER BY id) FROM {p}_a "
+                               f"WHERE xmax = pg_current_xact_id()::xid").fetchone()[0]
+
+    seen = {}
+    for t, hint in (("pl_c0", "APPEND"), ("pl_c1", "APPEND PARALLEL(2)")):
+        with Background(cluster, ["BEGIN", f"/*+ {hint} */ INSERT INTO {t} SELECT * FROM {s}"],
+                        {"directpath.min_bytes": "0"}, name="loader") as bg, \
+                cluster.conn() as other:
+            bg.start()
+            bg.join()
+            assert bg.error is None, bg.error
+            st = last_statement(bg.conn)
+            assert (st["parallel_workers"] >= 1) == ("PARALLEL" in hint), st
+            seen[hint] = locked(bg)
+            other.execute("SET lock_timeout = '300ms'")
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute(f"DELETE FROM {p}_a WHERE id = 17")
+            other.execute("BEGIN")
+            other.execute(f"DELETE FROM {p}_a WHERE id = 9999")
+            other.execute("ROLLBACK")
+            bg.execute("ROLLBACK")
+    assert seen["APPEND"] == seen["APPEND PARALLEL(2)"]
+    assert 4000 not in seen["APPEND"] and 17 in seen["APPEND"]
+
+
+REFUSALS = {
+    "deferrable": ("ALTER TABLE {t} ADD FOREIGN KEY (n) REFERENCES {p}_a "
+                   "DEFERRABLE", "checked per row (deferrable)"),
+    "self reference": ("ALTER TABLE {t} ADD PRIMARY KEY (n), "
+                       "ADD FOREIGN KEY (a) REFERENCES {t} (n)",
+                       "checked per row (it references the table loaded)"),
+    "row trigger": ("CREATE TRIGGER tr AFTER INSERT ON {t} FOR EACH ROW "
+                    "EXECUTE FUNCTION pr_noop()", "has triggers other than foreign key checks"),
+    "statement trigger": ("CREATE TRIGGER tr AFTER INSERT ON {t} FOR EACH STATEMENT "
+                          "EXECUTE FUNCTION pr_noop()",
+                          "has triggers other than foreign key checks"),
+    "set check off": ("SET directpath.fkey_set_rows = 0",
+                      "has foreign keys and directpath.fkey_set_rows is 0"),
+    "batches off": ("SET directpath.fkey_batches = off",
+                    "checked per row (directpath.fkey_batches is off)"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_what_keeps_it_serial(cluster, case):
+    n = list(REFUSALS).index(case)
+    p, s, t = f"pr_p{n}", f"pr_s{n}", f"pr_c{n}"
+    ddl, why = REFUSALS[case]
+    with cluster.conn() as conn:
+        conn.execute("CREATE OR REPLACE FUNCTION pr_noop() RETURNS trigger LANGUAGE plpgsql "
+                     "AS 'BEGIN RETURN NULL; END'")
+        make_parents(conn, p)
+        make_source(conn, s)
+        make_child(conn, t, p)
+        gucs(conn)
+        conn.execute(ddl.format(t=t, p=p))
+        # every row's keys present: n within the parents' ids, or a row of
+        # the load itself for the self reference
+        src = {"deferrable": f"SELECT * FROM {s} WHERE n <= 5000",
+               "self reference": f"SELECT n, CASE WHEN n > 1 THEN 1 END, x, y, pad FROM {s}",
+               }.get(case, f"SELECT * FROM {s}")
+        conn.execute(f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} {src}")
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["parallel_workers"] == 0, st
+        assert why in st["parallel"], st
+
+
+def test_repeatable_read_keeps_it_serial(cluster):
+    p, s, t = "prr_p", "prr_s", "prr_c"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s)
+        make_child(conn, t, p)
+        gucs(conn)
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        conn.execute(f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}")
+        st = last_statement(conn)
+        conn.execute("COMMIT")
+        assert st["parallel_workers"] == 0, st
+        assert "the transaction's snapshot lasts" in st["parallel"], st
+        assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == ROWS
