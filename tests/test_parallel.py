@@ -55,10 +55,10 @@ def make_source(conn):
 def make_target(conn, t, indexed=False, shape="plain"):
     """A plain table, or one range-partitioned on id: two ranges (the second
     a table whose columns are in another order, attached), and a default
-    partition taking the rest.  "held": partitioned, with partitions whose
-    rows the leader loads after the workers: the first range's k references
-    par_ref, and the default partition's rows are logged by a row trigger
-    into {t}_log."""
+    partition taking the rest.  "held": partitioned, the first range's k
+    referencing par_ref (its keys checked by the leader as a set at the
+    end), and the default partition's rows, logged by a row trigger into
+    {t}_log, held: the leader loads them after the workers."""
     cols = "(id int NOT NULL, v text, k int CHECK (k >= 0))"
     if shape == "plain":
         conn.execute(f"CREATE TABLE {t} {cols}")
@@ -103,12 +103,14 @@ def expected_digest(conn):
 
 
 def assert_parallel(conn, t=None):
-    """The last load ran in parallel; a "held" target's held partitions were
-    loaded by the leader, their trigger fired once per row."""
+    """The last load ran in parallel; a "held" target's held partition was
+    loaded by the leader, its trigger fired once per row, and its foreign
+    key checked as a set."""
     st = last_statement(conn)
     assert st["path"] == "direct" and st["parallel_workers"] > 0, st
     if t is not None and conn.execute("SELECT to_regclass(%s)", (f"{t}_log",)).fetchone()[0]:
-        assert st["parallel"].startswith("the rows of 2 partitions loaded by the leader"), st
+        assert st["parallel"].startswith("the rows of 1 partition loaded by the leader"), st
+        assert f"\"{t}_a\"" not in st["parallel"] and "as a set" in st["foreign_keys"], st
         assert (conn.execute(f"SELECT count(*) FROM {t}_log").fetchone()
                 == conn.execute(f"SELECT count(*) FROM {t}_d").fetchone()), t
     return st
