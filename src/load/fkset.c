@@ -15,10 +15,12 @@
  *
  * The sort is core's tuplesort over (key columns, ordinal), ordered by the
  * key columns' default btree operators under their collations, then by
- * the ordinal; it spills to disk past work_mem.  Reading it back, a key
- * whose bytes equal the previous key's is dropped, so each key is checked
- * once, with the smallest ordinal of its rows: the first row in input
- * order that has it.  (Keys that are equal but differ in bytes, such as
+ * the ordinal; it spills to disk past work_mem.  A key equal byte for
+ * byte to the one added just before is not added again (the lines of one
+ * order reference it in a row; its first ordinal is already in).  Reading
+ * it back, a key whose bytes equal the previous key's is dropped, so each
+ * key is checked once, with the smallest ordinal of its rows: the first
+ * row in input order that has it.  (Keys that are equal but differ in bytes, such as
  * 1.0 and 1.00, are both kept: checked twice, never missed.)  A row with a
  * NULL key column is not added: under MATCH SIMPLE it references nothing.
  *
@@ -53,6 +55,10 @@ struct DPFkeySet
 	TupleTableSlot *got;		/* minimal tuples read back */
 	MemoryContext cxt;			/* the sort's */
 	MemoryContext last_cxt;		/* the previous chunk's last key */
+	/* adding */
+	bool		have_added;
+	Datum		added[INDEX_MAX_KEYS];	/* the key added last, copied */
+	MemoryContext added_cxt;	/* its copy */
 	/* reading back */
 	bool		sorted;
 	bool		have_last;
@@ -75,6 +81,8 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts)
 								   ALLOCSET_DEFAULT_SIZES);
 	s->last_cxt = AllocSetContextCreate(s->cxt, "directpath foreign key",
 										ALLOCSET_SMALL_SIZES);
+	s->added_cxt = AllocSetContextCreate(s->cxt, "directpath foreign key added",
+										 ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(s->cxt);
 	s->nkeys = nkeys;
 	s->leafdesc = desc;
@@ -124,6 +132,40 @@ dp_fkset_possible(Relation leaf, int nkeys, const AttrNumber *fkatts)
 	return true;
 }
 
+/*
+ * Is the key in 'put' byte for byte the one added last?  If not, it
+ * becomes the one added last.  Keys often repeat in a row (the lines of
+ * an order): the sort gets each run once, with its first (smallest)
+ * ordinal, since ordinals only grow.
+ */
+static bool
+same_as_added(DPFkeySet *s)
+{
+	bool		same = s->have_added;
+	MemoryContext old;
+
+	for (int i = 0; i < s->nkeys && same; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(s->sortdesc, i);
+
+		same = datumIsEqual(s->put->tts_values[i], s->added[i], att->attbyval,
+							att->attlen);
+	}
+	if (same)
+		return true;
+	MemoryContextReset(s->added_cxt);
+	old = MemoryContextSwitchTo(s->added_cxt);
+	for (int i = 0; i < s->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(s->sortdesc, i);
+
+		s->added[i] = datumCopy(s->put->tts_values[i], att->attbyval, att->attlen);
+	}
+	MemoryContextSwitchTo(old);
+	s->have_added = true;
+	return false;
+}
+
 void
 dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal)
 {
@@ -140,6 +182,11 @@ dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal)
 			MemoryContextSwitchTo(old);
 			return;
 		}
+	}
+	if (same_as_added(s))
+	{
+		MemoryContextSwitchTo(old);
+		return;
 	}
 	s->put->tts_values[s->nkeys] = Int64GetDatum((int64) ordinal);
 	s->put->tts_isnull[s->nkeys] = false;
