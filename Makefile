@@ -14,6 +14,7 @@ OBJS = \
 	src/common/settings.o \
 	src/common/fault.o \
 	src/common/report.o \
+	src/common/progress.o \
 	src/statement/plan.o \
 	src/statement/exec.o \
 	src/statement/copy.o \

@@ -6,8 +6,9 @@
  * The library must be loaded before the statements it should handle are
  * parsed: shared_preload_libraries, session_preload_libraries or LOAD.
  * _PG_init defines every directpath.* setting (common/settings.c, then the
- * fault points' own, common/fault.c), reserves the prefix, and lets the
- * statement stage install its hooks: parse analysis and the planner
+ * fault points' own, common/fault.c), reserves the prefix, asks for the
+ * progress view's shared memory when preloaded (common/progress.c), and
+ * lets the statement stage install its hooks: parse analysis and the planner
  * (plan.c), executor start and finish (exec.c), utility statements
  * (copy.c), and CREATE TABLE AS / REFRESH (born.c).
  *
@@ -19,6 +20,7 @@
 #include "statement/statement.h"
 
 #include "common/fault.h"
+#include "common/progress.h"
 #include "common/settings.h"
 #include "utils/guc.h"
 
@@ -32,6 +34,7 @@ _PG_init(void)
 	dp_settings_init();
 	dp_fault_init();
 	MarkGUCPrefixReserved("directpath");
+	dp_progress_init();
 
 	dp_plan_init();
 	dp_exec_init();

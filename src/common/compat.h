@@ -33,6 +33,8 @@
  *	- the private receivers of CREATE TABLE AS and REFRESH MATERIALIZED
  *	  VIEW are read through mirrors of their leading fields (the same in
  *	  15-18).
+ *	- 17 numbers backends by ProcNumber (MyProcNumber, from 0), 15 and 16
+ *	  by BackendId (MyBackendId, from 1).
  *
  *-------------------------------------------------------------------------
  */
@@ -579,5 +581,19 @@ dp_dest_relation(DestReceiver *dest)
 		return ((DPIntoRelDest *) dest)->rel;
 	return ((DPTransientRelDest *) dest)->transientrel;
 }
+
+/*
+ * A backend's number among MaxBackends, from 0 (progress.c's slots), and
+ * its parallel leader's: ProcNumber from 17, BackendId (from 1) before.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#define DP_MY_PROC_INDEX()		((int) MyProcNumber)
+#define DP_LEADER_PROC_INDEX()	((int) ParallelLeaderProcNumber)
+#else
+#include "storage/backendid.h"
+#define DP_MY_PROC_INDEX()		((int) MyBackendId - 1)
+#define DP_LEADER_PROC_INDEX()	((int) ParallelLeaderBackendId - 1)
+#endif
 
 #endif							/* DIRECTPATH_COMPAT_H */

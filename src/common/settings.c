@@ -12,8 +12,8 @@
  *
  * Groups, as the table orders them: the statement's path (when a statement
  * is direct, how its batches are written and logged, its workers); index
- * maintenance; COPY's input, statistics, remote shards, updates in bulk and
- * foreign keys.
+ * maintenance; COPY's input, statistics, remote shards, updates in bulk,
+ * foreign keys and progress.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +48,7 @@ bool		dp_copy_row_former = true;
 bool		dp_load_statistics = true;
 bool		dp_foreign_copy = true;
 bool		dp_shard_two_phase = false;
+bool		dp_progress = true;
 
 static const struct config_enum_entry fast_input_options[] = {
 	{"on", DP_FASTIN_ON, false},
@@ -165,7 +166,7 @@ define_index_settings(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
-/* COPY's input, statistics, shards, updates in bulk, foreign keys. */
+/* COPY's input, statistics, shards, updates in bulk, foreign keys, progress. */
 static void
 define_other_settings(void)
 {
@@ -209,6 +210,11 @@ define_other_settings(void)
 							"The distinct keys of the later rows are sorted and checked in large chunks after the last row; 0 keeps the checks per batch.",
 							&dp_fkey_set_rows, 100000, 0, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.progress",
+							 "Shows a direct statement's progress in directpath.progress while it runs.",
+							 "Needs shared_preload_libraries; off: the statement has no row there.",
+							 &dp_progress, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 void
