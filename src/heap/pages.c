@@ -57,6 +57,7 @@
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "common/fault.h"
+#include "common/progress.h"
 #include "pgstat.h"
 #include "storage/freespace.h"
 #include "storage/predicate.h"
@@ -552,6 +553,7 @@ dp_heap_flush(DPHeapBuilder *b, bool include_partial)
 		for (int i = 0; i < n; i++)
 			dp_sample_page(b->sample, b->pages[i], b->next_block + i);
 	dp_append_write(b->append, b->pages, n, include_partial);
+	dp_progress_count_pages(n);
 	memmove(b->pages, b->pages + n, sizeof(Page) * (b->npages - n));
 	b->npages -= n;
 	b->next_block += n;

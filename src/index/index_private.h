@@ -42,6 +42,8 @@ struct DPIndexes
 	bool		has_unique;		/* any immediate unique index? */
 	bool		may_wait;		/* may entries wait for the end (no trigger
 								 * could read the leaf before)? indexes.c */
+	int			entries;		/* entries a row gives (BRIN summarized at
+								 * the end: none), for the progress */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
 	BufferAccessStrategy ring;	/* heap reads of leaf merges: one ring for
 								 * the statement, so that its pages leave

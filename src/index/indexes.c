@@ -60,6 +60,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
+#include "common/progress.h"
 #include "common/settings.h"
 #include "executor/executor.h"
 #include "storage/bufmgr.h"
@@ -68,11 +69,12 @@
 
 /*
  * May the entries of this leaf's indexes wait for the end of the statement
- * (sorted.c's spools, brin.c's summaries; DPIndexes.may_wait)?  Only if nothing run during the
- * load can read the leaf through an index before the end.  Row triggers
- * could (the end here is before the statement's AFTER triggers fire, but
- * a user's trigger is not ours to reason about), except foreign key checks
- * (RI_FKey_check_ins, checked per batch or as a set by load/fkeys.c): they
+ * (sorted.c's spools, brin.c's summaries; DPIndexes.may_wait)?  Only if
+ * nothing run during the load can read the leaf through an index before
+ * the end.  Row triggers could (the end here is before the statement's
+ * AFTER triggers fire, but a user's trigger is not ours to reason about),
+ * except foreign key checks (RI_FKey_check_ins, checked per batch or as a
+ * set by load/fkeys.c): they
  * read the referenced table only, so they are harmless unless the
  * referenced table is the leaf or one of its ancestors.  Triggers on other
  * events, and statement triggers, fire before the load or after the end.
@@ -205,6 +207,17 @@ begin_summaries(DPIndexes *ix)
 	return summarize;
 }
 
+/* The entries a row gives: one per index but BRIN summarized at the end. */
+static int
+entries_per_row(DPIndexes *ix)
+{
+	int			n = 0;
+
+	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+		n += ix->summarize == NULL || !ix->summarize[i];
+	return n;
+}
+
 DPIndexes *
 dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 {
@@ -240,6 +253,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 	}
 	else
 		ix->strategy = DP_INDEX_ROW;
+	ix->entries = entries_per_row(ix);
 	return ix;
 }
 
@@ -270,6 +284,7 @@ dp_indexes_row(DPIndexes *ix, TupleTableSlot *slot, EState *estate,
 			   bool *conflict)
 {
 	Assert(ix->strategy == DP_INDEX_ROW);
+	dp_progress_count_entries(ix->entries);
 	if (conflict != NULL && ix->has_unique)
 		return DP_INSERT_INDEX_TUPLES_NODUP(ix->rri, slot, estate, conflict);
 	return DP_INSERT_INDEX_TUPLES(ix->rri, slot, estate);
@@ -281,6 +296,7 @@ dp_indexes_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				 uint64 *error_line)
 {
 	Assert(ix->strategy == DP_INDEX_SORTED);
+	dp_progress_count_entries((uint64) ntuples * ix->entries);
 	dp_sorted_batch(ix, estate, slot, tuples, linenos, ntuples, error_line);
 }
 
@@ -293,6 +309,7 @@ dp_indexes_row_by_row(DPIndexes *ix)
 		dp_rebuild_discard_builds(ix);
 	/* the row-by-row path maintains BRIN indexes itself */
 	ix->summarize = NULL;
+	ix->entries = entries_per_row(ix);
 	if (ix->strategy != DP_INDEX_NONE)
 		ix->strategy = DP_INDEX_ROW;
 }
@@ -302,6 +319,7 @@ dp_indexes_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				 ItemPointer tid)
 {
 	Assert(ix->strategy == DP_INDEX_BUILD);
+	dp_progress_count_entries(ix->entries);
 	dp_rebuild_spool(ix, estate, slot, tid);
 }
 

@@ -17,6 +17,9 @@
  * (dp_load_finish_statistics, stats/stats.c; a leaf that had rows gets
  * only its size).
  *
+ * Each step tells the load's progress the phase it enters (building or
+ * merging indexes, checking foreign keys, statistics) where it has work.
+ *
  * Invariant: no statistics and no size are stored when rows were taken
  * back or go to core's executor after the load; the report says so.
  *
@@ -87,6 +90,12 @@ dp_load_finish_indexes(DPLoad *s)
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->writer != NULL)
 		{
+			DPIndexStrategy st = dp_indexes_strategy(leaf->indexes);
+
+			if (st == DP_INDEX_BUILD || st == DP_INDEX_REBUILD)
+				dp_progress_phase(s, DP_PHASE_BUILDING, s->rows_in);
+			else if (st == DP_INDEX_SORTED)
+				dp_progress_phase(s, DP_PHASE_MERGING, s->rows_in);
 			s->report.indexes_rebuilt += dp_indexes_finish(leaf->indexes);
 			s->report.index_strategies |= dp_indexes_used(leaf->indexes);
 		}
@@ -111,7 +120,10 @@ dp_load_finish_fkeys(DPLoad *s)
 	found.found = false;
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->fkeys)
+		{
+			dp_progress_phase(s, DP_PHASE_FKEYS, s->rows_in);
 			dp_fkeys_check_sets(leaf->fkeys, &found, &s->leaves.fk_sets);
+		}
 	if (found.found)
 		dp_fkeys_report_found(&found);
 }
@@ -144,6 +156,7 @@ dp_load_finish_statistics(DPLoad *s)
 			continue;
 		if (blocked == NULL)
 		{
+			dp_progress_phase(s, DP_PHASE_STATISTICS, s->rows_in);
 			sampled += dp_sample_store(leaf->sample, leaf->frozen, &reduced);
 			gathered++;
 			cut += reduced;

@@ -34,6 +34,10 @@
  * load's leader routes rows and places its workers' pages through the
  * same load (dp_load_route, dp_load_page).
  *
+ * The load's row in directpath.progress (common/progress.c) begins with
+ * it and ends at dp_load_finish: the rows given to it, published every
+ * DP_PROGRESS_ROWS rows and at each phase (place.c, finish.c).
+ *
  * Invariants: the row count and pg_stat counters are the plain path's;
  * the report (report.c) is published once, at dp_load_finish.
  *
@@ -46,6 +50,7 @@
 
 #include "access/xact.h"
 #include "common/fault.h"
+#include "common/progress.h"
 #include "common/report.h"
 #include "common/settings.h"
 #include "executor/execPartition.h"
@@ -54,6 +59,17 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+
+/* The statement's kind as the progress view names it. */
+static const char *
+progress_kind(DPLoad *s)
+{
+	if (s->leaves.do_update)
+		return "INSERT ON CONFLICT DO UPDATE";
+	if (s->leaves.on_conflict)
+		return "INSERT ON CONFLICT DO NOTHING";
+	return s->kind;
+}
 
 DPLoad *
 dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
@@ -101,6 +117,8 @@ dp_load_begin(const char *kind, EState *estate, ModifyTableState *mtstate,
 	}
 	dp_report_init(&s->report);
 	s->report.direct = s->state == DPS_DIRECT;
+	dp_progress_begin(s, RelationGetRelid(mtstate->rootResultRelInfo->ri_RelationDesc),
+					  progress_kind(s));
 	return s;
 }
 
@@ -221,6 +239,7 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 	uint64		lineno;
 	DPFlush		f;
 
+	dp_load_count_in(s, 1);
 	if (leaf != NULL && s->pending_full < dp_batch_pages &&
 		s->leaves.toast_wait.bytes < DP_TOAST_WAIT_MAX_BYTES)
 	{
@@ -292,10 +311,12 @@ dp_load_finish(DPLoad *s)
 	 */
 	if (s->upsert)
 	{
+		dp_progress_phase(s, DP_PHASE_UPDATES, s->rows_in);
 		dp_upsert_run(s->upsert);
 		dp_upsert_describe(s->upsert, s->report.updates,
 						   sizeof(s->report.updates));
 	}
+	dp_progress_phase(s, DP_PHASE_FINISHING, s->rows_in);
 	s->state = DPS_DONE;
 	dp_leaf_end_all(&s->leaves);
 	if (s->upsert)
@@ -310,6 +331,7 @@ dp_load_finish(DPLoad *s)
 	strlcpy(s->report.foreign_partitions, s->leaves.foreign_paths.data,
 			sizeof(s->report.foreign_partitions));
 	dp_report_publish(&s->report);
+	dp_progress_end(s);
 }
 
 void
@@ -354,6 +376,7 @@ dp_load_page(DPLoad *s, ResultRelInfo *rri, const char *image)
 		s->leaves.estate->es_processed += n;
 	s->report.rows += n;
 	dp_load_count_pages(s, leaf);
+	dp_load_count_in(s, n);
 }
 
 void
@@ -387,11 +410,13 @@ dp_load_statistics_of(DPLoad *s, Relation rel)
 {
 	Assert(s->leaves.list == NULL);
 	s->stats_of = rel;
+	dp_progress_relation(s, RelationGetRelid(rel));
 }
 
 void
 dp_load_defer(DPLoad *s, TupleTableSlot *planSlot)
 {
+	dp_load_count_in(s, 1);
 	dp_load_keep(s, NULL, planSlot, NULL);
 }
 

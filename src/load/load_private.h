@@ -16,6 +16,7 @@
 #include "load/load.h"
 
 #include "heap/heap.h"			/* DPToastWait, dp_heap_full_pages */
+#include "common/progress.h"
 #include "common/report.h"
 
 struct DPIndexes;				/* index/index.h */
@@ -413,7 +414,19 @@ struct DPLoad
 	struct DPSampleGroup *samples;	/* the leaves' samples, sharing the
 									 * sampling */
 	DPReport	report;			/* what the statement did */
+	uint64		rows_in;		/* rows given to the load, for its progress */
 };
+
+/* Rows given to the load; its progress published every DP_PROGRESS_ROWS. */
+static inline void
+dp_load_count_in(DPLoad *s, uint64 n)
+{
+	uint64		before = s->rows_in;
+
+	s->rows_in += n;
+	if (before / DP_PROGRESS_ROWS != s->rows_in / DP_PROGRESS_ROWS)
+		dp_progress_rows(s, s->rows_in);
+}
 
 /* Count a builder's full pages, 'full' after a placement. */
 static inline void

@@ -34,6 +34,10 @@
  * are queued, so that no row waits indefinitely, then processes the queue.
  * The end of the input drains (finish.c).
  *
+ * A flush tells the load's progress (common/progress.c) each phase it
+ * enters: writing pages, index entries (the queued rows' work), reading
+ * input again.
+ *
  * Invariants: no index entry, trigger event or RETURNING row for a row
  * before its page is written (queue.c); pending_full is the count of full
  * pages waiting across the builders, each leaf's share in full_pages.
@@ -123,6 +127,7 @@ dp_load_flush(DPLoad *s, bool drain)
 		s->flushed_once = true;
 		dp_fault("first_batch");
 	}
+	dp_progress_phase(s, DP_PHASE_WRITING, s->rows_in);
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 	{
 		if (leaf->writer)
@@ -131,11 +136,13 @@ dp_load_flush(DPLoad *s, bool drain)
 	}
 	s->pending_full = 0;
 	dp_fault("batch_written");
+	dp_progress_phase(s, DP_PHASE_ENTRIES, s->rows_in);
 	if (s->rejects && s->leaves.toast_wait.writers == 0)
 		dp_rejects_write_queued(s->rejects);
 	dp_queue_process(s->queue, s->leaves.list);
 	if (partial)
 		conflicts_indexed(s);
+	dp_progress_phase(s, DP_PHASE_READING, s->rows_in);
 	dp_fault("batch_done");
 }
 

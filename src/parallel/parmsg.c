@@ -13,7 +13,8 @@
  * it); a row routed to a held leaf, with its COPY input line; and, before
  * a leaf's first page, one row routed there.  When it is done it leaves
  * the fast input's counts in the shared memory for the leader
- * (dp_worker_end).
+ * (dp_worker_end).  Its own row in directpath.progress (common/progress.c)
+ * counts the pages and rows it sends.
  *
  * The leader takes every waiting message (dp_parallel_take_messages, from
  * dp_parallel_receive's loop in parallel.c): a leaf's first row is routed
@@ -45,6 +46,7 @@
 
 #include "access/parallel.h"
 #include "access/table.h"
+#include "common/progress.h"
 #include "executor/executor.h"
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
@@ -96,6 +98,7 @@ send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *prefix,
 static void
 send_page(void *arg, int leaf, Page page)
 {
+	dp_progress_page_sent(PageGetMaxOffsetNumber(page));
 	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, leaf, NULL, 0, page,
 				 BLCKSZ);
 }
@@ -154,6 +157,7 @@ dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 	}
 	/* the leader's lock: a lock group's members do not conflict */
 	w->target = table_open(w->sh->target, ShareRowExclusiveLock);
+	dp_progress_begin_worker(w);
 }
 
 void
@@ -171,6 +175,7 @@ dp_worker_end(DPWorker *w)
 
 	/* the fast input's counts, for the leader's last_copy_input() */
 	dp_input_get_counts(&counts[ParallelWorkerNumber]);
+	dp_progress_end(w);
 	table_close(w->target, ShareRowExclusiveLock);
 	if (w->in != NULL)
 		shm_mq_detach(w->in);

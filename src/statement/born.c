@@ -55,6 +55,7 @@
 
 #include "access/relation.h"
 #include "catalog/namespace.h"
+#include "common/progress.h"
 #include "common/report.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -87,6 +88,7 @@ typedef struct DPBornDest
 	uint64		report_id;		/* refused: our last_statement() entry */
 	Relation	matview;		/* REFRESH: the view (core holds its lock) */
 	uint64		rows;
+	double		plan_rows;		/* the query's estimate, for the progress */
 } DPBornDest;
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
@@ -148,6 +150,7 @@ born_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	d->load = dp_load_begin(d->stmt->kind, d->estate, d->mtstate,
 							d->stmt->hinted, freeze, NULL, NULL, NULL);
 	dp_load_new_relation(d->load);
+	dp_progress_expect_rows(d->load, d->plan_rows);
 	if (d->stmt->matview && d->core->mydest == DestTransientRel)
 	{
 		ListCell   *lc;
@@ -228,6 +231,7 @@ born_executor_run(DP_EXECUTOR_RUN_PARAMS)
 	}
 
 	d = palloc0(sizeof(DPBornDest));
+	d->plan_rows = queryDesc->plannedstmt->planTree->plan_rows;
 	d->pub.receiveSlot = born_receive;
 	d->pub.rStartup = born_startup;
 	d->pub.rShutdown = born_shutdown;

@@ -41,6 +41,7 @@
 
 #include "access/relation.h"
 #include "commands/trigger.h"
+#include "common/progress.h"
 #include "common/report.h"
 #include "common/settings.h"
 #include "executor/executor.h"
@@ -299,6 +300,8 @@ run(DPScanState *s)
 		s->load = dp_load_begin(mt->operation == CMD_MERGE ? "MERGE" : "INSERT",
 								estate, mt, s->hinted,
 								s->freeze_allowed, s->retstore, NULL, NULL);
+		if (outerPlan(mt->ps.plan) != NULL)
+			dp_progress_expect_rows(s->load, outerPlan(mt->ps.plan)->plan_rows);
 		if (s->gather != NULL)
 		{
 			run_gather(s);
