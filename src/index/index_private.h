@@ -42,6 +42,9 @@ struct DPIndexes
 	bool		has_unique;		/* any immediate unique index? */
 	bool		may_wait;		/* may entries wait for the end (no trigger
 								 * could read the leaf before)? indexes.c */
+	bool		empty;			/* DP_INDEX_SORTED: the leaf had no block
+								 * when the load began, and no probe needs
+								 * its keys meanwhile (no ON CONFLICT) */
 	int			entries;		/* entries a row gives (BRIN summarized at
 								 * the end: none), for the progress */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */

@@ -22,7 +22,11 @@
  * 2. Per batch, sorted (dp_indexes_batch, sorted.c; the default where it
  *	  applies).  After the flush, each index's entries for the batch's rows
  *	  are sorted by key, then appended at the index's right edge, written
- *	  run by run into its leaves, or inserted in key order.
+ *	  run by run into its leaves, or inserted in key order.  Some indexes'
+ *	  entries wait for the end of the statement instead (sorted.c's
+ *	  spools): a non-unique btree's, and, on a table that had no block when
+ *	  the load began, a unique one's too, so that a load into an empty
+ *	  table builds each btree once, by one append at its end.
  *
  * 3. Built at the end from entries sorted during the load (DP_INDEX_BUILD:
  *	  dp_indexes_spool, dp_indexes_finish; rebuild.c), when the relation's
@@ -248,6 +252,8 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 		ix->strategy = DP_INDEX_SORTED;
 		ix->sort = palloc(sizeof(bool) * rri->ri_NumIndices);
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
+		ix->empty = !per_batch &&
+			RelationGetNumberOfBlocks(rri->ri_RelationDesc) == 0;
 		ix->spools = dp_sorted_begin_spools(ix);
 		ix->summarize = begin_summaries(ix);
 	}

@@ -36,12 +36,16 @@
  *
  * A non-unique, non-temporary btree whose entries may wait (no trigger
  * could read the leaf through it before the end: DPIndexes.may_wait;
- * directpath.index_merge) may wait instead: its entries go into a sort
- * of its own (a spool) kept for the end of the statement, and are then
- * appended at the right edge, or, when they are many against the entries
- * the index holds, merged into a rewrite of the index (btmerge.c), or
- * inserted in key order.  If the leaf's rows go row by row after all
- * (dp_indexes_row_by_row), the spools are inserted at once.
+ * directpath.index_merge), and a unique one of a table that had no block
+ * when the load began (directpath.index_spool; no ON CONFLICT), may wait
+ * instead: its entries go into a sort of its own (a spool) kept for the
+ * end of the statement, and are then appended at the right edge (for a
+ * table that started empty, a build: the append checks a unique index's
+ * entries against each other, with INSERT's error but no input line), or,
+ * when they are many against the entries the index holds, merged into a
+ * rewrite of a non-unique index (btmerge.c), or inserted in key order.  If
+ * the leaf's rows go row by row after all (dp_indexes_row_by_row), the
+ * spools are inserted at once.
  *
  * Invariants: entries are formed after the flush that wrote their rows'
  * pages, so an index never points at a page that is not on disk yet; for
@@ -301,18 +305,26 @@ dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 
 /*
  * May this index's entries wait for the end of the statement (and then be
- * appended, merged or inserted at once)?  A non-unique btree (no error to
- * name a row for) of a leaf whose triggers could not look the rows up
- * through the index before the end, as they could after their batch.
+ * appended, merged or inserted at once)?  A btree of a leaf whose triggers
+ * could not look the rows up through the index before the end, as they
+ * could after their batch (DPIndexes.may_wait): a non-unique one
+ * (directpath.index_merge), or a unique one of a table that had no block
+ * when the load began (directpath.index_spool): its duplicates can only be
+ * among the load's own rows, and the append at the end finds them, but
+ * names no input line.
  */
 static bool
 can_spool(DPIndexes *ix, int i)
 {
 	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
 
-	return dp_index_merge && ix->may_wait &&
-		idx->rd_rel->relam == BTREE_AM_OID && !idx->rd_index->indisunique &&
-		idx->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
+	if (!ix->may_wait || idx->rd_rel->relam != BTREE_AM_OID ||
+		idx->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return false;
+	if (!idx->rd_index->indisunique)
+		return dp_index_merge;
+	/* the table's own keys: none, and no other writer until we commit */
+	return dp_index_spool && ix->empty && idx->rd_index->indimmediate;
 }
 
 /* The spools of the indexes that may wait, sharing maintenance_work_mem. */
@@ -390,7 +402,8 @@ finish_spool(DPIndexes *ix, int i)
 		;
 	else if (dp_index_append && dp_btree_append(spool, NULL, NULL))
 		ix->used |= 1 << DP_INDEX_APPEND;
-	else if (!IsolationIsSerializable() && worth_merging(idx, spool) &&
+	else if (!idx->rd_index->indisunique && !IsolationIsSerializable() &&
+			 worth_merging(idx, spool) &&
 			 ConditionalLockRelationOid(RelationGetRelid(idx),
 										AccessExclusiveLock))
 	{
