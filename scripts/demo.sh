@@ -20,9 +20,9 @@
 #    primary key, a secondary btree index and a foreign key to a customers
 #    table: plain COPY, /*+ APPEND */ COPY and /*+ APPEND PARALLEL(2) */
 #    COPY.  directpath.last_statement() tells whether the direct loads took
-#    the direct path and whether the parallel one really ran in parallel; if
-#    not (a foreign key keeps a load serial today), the reason is printed
-#    and the row is labelled serial.
+#    the direct path and whether the parallel one really ran in parallel
+#    (its foreign key is checked by the leader as a set at the end); if
+#    not, the reason is printed and the row is labelled serial.
 # 4. A summary: time (load + CHECKPOINT), ratio to plain and WAL per case
 #    and method, and a PNG bar chart of the ratios (scripts/demo_plot.py),
 #    default docs/img/demo.png (--plot PATH); its path is printed last.
