@@ -98,6 +98,35 @@ class Cluster(pgharness.cluster.Cluster):
 
 # -- SQL helpers -----------------------------------------------------------
 
+def error_of(conn, sql):
+    """Run one statement: None when it succeeds, else its error as
+    (SQLSTATE, message, DETAIL, CONTEXT), for comparing two statements'."""
+    try:
+        conn.execute(sql)
+    except psycopg.Error as e:
+        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail, e.diag.context)
+    return None
+
+
+def errors_of_both(conn, how, rows, t_plain, t_direct, path, hint="/*+ APPEND */"):
+    """The errors (error_of) of loading the rows of the SELECT 'rows' into
+    t_plain by the plain statement and into t_direct with 'hint': by
+    INSERT ... SELECT, or (how == "copy") by COPY from a CSV file written to
+    'path' first.  The direct error's names are mapped to t_plain's, so the
+    two compare equal when only the table differs."""
+    if how == "copy":
+        conn.execute(f"COPY ({rows}) TO '{path}' WITH (FORMAT csv)")
+        stmt = "COPY {t} FROM '" + str(path) + "' WITH (FORMAT csv)"
+    else:
+        stmt = "INSERT INTO {t} " + rows
+    plain = error_of(conn, stmt.format(t=t_plain))
+    direct = error_of(conn, hint + " " + stmt.format(t=t_direct))
+    if direct is not None:
+        direct = tuple(x.replace(t_direct, t_plain) if isinstance(x, str) else x
+                       for x in direct)
+    return plain, direct
+
+
 def last_statement(conn):
     """directpath.last_statement() as a dict."""
     row = _last_statement(conn)

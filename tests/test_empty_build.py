@@ -15,10 +15,9 @@ error names no line, as documented).  A table with a block, ON CONFLICT,
 a self-reference or a user's row trigger keep the per-batch work.
 """
 
-import psycopg
 import pytest
 
-from conftest import last_statement, set_gucs, table_digest, verify_table
+from conftest import errors_of_both, last_statement, set_gucs, table_digest, verify_table
 
 pytestmark = pytest.mark.directpath
 
@@ -80,13 +79,6 @@ def index_agrees(conn, t):
         assert by_index == by_heap, (idx, by_index, by_heap)
 
 
-def error_of(conn, sql):
-    try:
-        conn.execute(sql)
-    except psycopg.Error as e:
-        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail, e.diag.context)
-    return None
-
 
 @pytest.mark.parametrize("how", ["insert", "copy"])
 @pytest.mark.parametrize("key", list(KEYS))
@@ -134,15 +126,8 @@ def test_duplicate_like_plain(cluster, tmp_path, index, how):
         for t in (tp, td):
             make_table(conn, t, typ, nnd=True)
         set_gucs(conn, SET)
-        if how == "copy":
-            conn.execute(f"COPY ({rows}) TO '{path}' WITH (FORMAT csv)")
-            stmt = "COPY {t} FROM '" + str(path) + "' WITH (FORMAT csv)"
-        else:
-            stmt = "INSERT INTO {t} " + rows
-        plain = error_of(conn, stmt.format(t=tp))
-        direct = error_of(conn, "/*+ APPEND */ " + stmt.format(t=td))
+        plain, direct = errors_of_both(conn, how, rows, tp, td, path)
         assert plain is not None and plain[0] == "23505", plain
-        direct = tuple(x.replace(td, tp) if isinstance(x, str) else x for x in direct)
         assert direct[:3] == plain[:3]
         # found at the end: no input line (the plain COPY names one)
         assert "line" not in (direct[3] or ""), direct

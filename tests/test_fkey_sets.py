@@ -14,7 +14,7 @@ checked so, with their distinct keys.
 import psycopg
 import pytest
 
-from conftest import Background, last_statement, set_gucs, sqlstate_of, table_digest
+from conftest import Background, errors_of_both, last_statement, set_gucs, sqlstate_of, table_digest
 
 pytestmark = pytest.mark.directpath
 
@@ -50,13 +50,6 @@ def rows_sql(bad=()):
             f"CASE WHEN g % 13 = 0 THEN NULL ELSE 'y' || (({x}) % 7) END "
             f"FROM generate_series(1, 20000) g")
 
-
-def error_of(conn, sql):
-    try:
-        conn.execute(sql)
-    except psycopg.Error as e:
-        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail, e.diag.context)
-    return None
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
@@ -99,16 +92,8 @@ def test_errors_like_plain(cluster, tmp_path, case, how):
         for t in (tp, td):
             make_child(conn, t, p)
         set_gucs(conn, SET)
-        bad = CASES[case]
-        if how == "copy":
-            conn.execute(f"COPY ({rows_sql(bad)}) TO '{path}' WITH (FORMAT csv)")
-            stmt = "COPY {t} FROM '" + str(path) + "' WITH (FORMAT csv)"
-        else:
-            stmt = "INSERT INTO {t} " + rows_sql(bad)
-        plain = error_of(conn, stmt.format(t=tp))
-        direct = error_of(conn, "/*+ APPEND */ " + stmt.format(t=td))
         # the same error but for the table's (and its constraints') name
-        direct = tuple(x.replace(td, tp) if isinstance(x, str) else x for x in direct)
+        plain, direct = errors_of_both(conn, how, rows_sql(CASES[case]), tp, td, path)
         assert plain is not None and plain[0] == "23503"
         if case == "early and late":
             # the early row fails in its batch, which names its line
@@ -171,14 +156,7 @@ def test_keys_in_runs(cluster, tmp_path, how):
         assert "then as a set at the end:" in st["foreign_keys"], st
         assert table_digest(conn, td) == table_digest(conn, tp)
         conn.execute(f"TRUNCATE {tp}, {td}")
-        if how == "copy":
-            conn.execute(f"COPY ({rows}) TO '{path}' WITH (FORMAT csv)")
-            stmt = "COPY {t} FROM '" + str(path) + "' WITH (FORMAT csv)"
-        else:
-            stmt = "INSERT INTO {t} " + rows
-        plain = error_of(conn, stmt.format(t=tp))
-        direct = error_of(conn, "/*+ APPEND */ " + stmt.format(t=td))
-        direct = tuple(x.replace(td, tp) if isinstance(x, str) else x for x in direct)
+        plain, direct = errors_of_both(conn, how, rows, tp, td, path)
         assert plain is not None and plain[0] == "23503"
         assert "(a)=(704100)" in plain[2], plain
         assert direct == plain

@@ -14,7 +14,8 @@ as a serial load locks them; and what still keeps a load serial says so.
 import psycopg
 import pytest
 
-from conftest import Background, last_statement, set_gucs, table_digest
+from conftest import Background, error_of, last_statement, set_gucs, table_digest
+from test_fkey_sets import make_parents
 
 pytestmark = pytest.mark.directpath
 
@@ -23,13 +24,6 @@ ROWS = 120000
 
 def gucs(conn, extra=None):
     set_gucs(conn, dict({"directpath.min_bytes": "0"}, **(extra or {})))
-
-
-def make_parents(conn, p):
-    conn.execute(f"CREATE TABLE {p}_a (id int PRIMARY KEY)")
-    conn.execute(f"INSERT INTO {p}_a SELECT generate_series(1, 5000)")
-    conn.execute(f"CREATE TABLE {p}_b (x int, y text, PRIMARY KEY (x, y))")
-    conn.execute(f"INSERT INTO {p}_b SELECT g, 'y' || (g % 7) FROM generate_series(1, 3000) g")
 
 
 def make_child(conn, t, p, partitioned=False):
@@ -59,13 +53,6 @@ def load_sql(how, t, s, path):
         return f"/*+ APPEND PARALLEL(2) */ COPY {t} FROM '{path}' WITH (FORMAT csv)"
     return f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}"
 
-
-def error_of(conn, sql):
-    try:
-        conn.execute(sql)
-    except psycopg.Error as e:
-        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail)
-    return None
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
@@ -118,8 +105,8 @@ def test_violation_like_plain(cluster, tmp_path, how, bad):
         plain = error_of(conn, stmt)
         par = error_of(conn, load_sql(how, td, s, path))
         assert plain is not None and plain[0] == "23503"
-        par = tuple(x.replace(td, tp) for x in par)
-        assert par == plain
+        par = tuple(x.replace(td, tp) if isinstance(x, str) else x for x in par)
+        assert par[:3] == plain[:3]
         assert conn.execute(f"SELECT count(*) FROM {td}").fetchone()[0] == 0
 
 
