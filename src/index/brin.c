@@ -28,9 +28,9 @@
  *
  * Summaries may wait only where nothing can scan the index between a row's
  * write and the end of the statement: no trigger of the leaf can read it
- * before the end (indexes.c's may_wait, its caller's part: foreign key checks of another
- * table are the only row triggers allowed), and its other index work never
- * reads a BRIN index.
+ * before the end (the caller's part, indexes.c's may_wait: foreign key
+ * checks of another table are the only row triggers allowed), and its
+ * other index work never reads a BRIN index.
  * Meanwhile the new rows sit in ranges without a summary, or in the one
  * range whose summary lacks them, which only this transaction can see
  * rows in.

@@ -43,9 +43,9 @@
  *	  insertion.
  *
  * BRIN indexes take no part in 2 and 3 when their entries may wait (see
- * may_wait): they get no entry per row, and the ranges the load
- * wrote are summarized once at the end (brin.c; directpath.brin_summarize),
- * reported as "summarize".  Other index kinds, and BRIN indexes whose
+ * may_wait): they get no entry per row, and the ranges the load wrote are
+ * summarized once at the end (brin.c; directpath.brin_summarize), reported
+ * as "summarize".  Other index kinds, and BRIN indexes whose
  * entries may not wait, keep 1 (or 4 for new storage).
  *
  * A leaf whose held rows end up inserted on the normal path (a small
@@ -78,9 +78,9 @@
  * the end.  Row triggers could (the end here is before the statement's
  * AFTER triggers fire, but a user's trigger is not ours to reason about),
  * except foreign key checks (RI_FKey_check_ins, checked per batch or as a
- * set by load/fkeys.c): they
- * read the referenced table only, so they are harmless unless the
- * referenced table is the leaf or one of its ancestors.  Triggers on other
+ * set by load/fkeys.c): they read the referenced table only, so they are
+ * harmless unless the referenced table is the leaf or one of its
+ * ancestors.  Triggers on other
  * events, and statement triggers, fire before the load or after the end.
  * The relation's own trigger descriptor is read: the load may swap the
  * result relation's while it checks foreign keys in batches.

@@ -293,6 +293,7 @@ const char *
 dp_fkeys_parallel_refusal(Relation rel)
 {
 	TriggerDesc *td = rel->trigdesc;
+	const char *all_why;
 	const char *why;
 
 	if (td == NULL)
@@ -302,6 +303,7 @@ dp_fkeys_parallel_refusal(Relation rel)
 			(!TRIGGER_FOR_ROW(td->triggers[i].tgtype) ||
 			 td->triggers[i].tgfoid != F_RI_FKEY_CHECK_INS))
 			return "has triggers other than foreign key checks";
+	all_why = why_none(td);
 	for (int i = 0; i < td->numtriggers; i++)
 	{
 		Trigger    *t = &td->triggers[i];
@@ -309,7 +311,7 @@ dp_fkeys_parallel_refusal(Relation rel)
 
 		if (!TRIGGER_FOR_INSERT(t->tgtype))
 			continue;
-		if ((why = why_none(td)) != NULL ||
+		if ((why = all_why) != NULL ||
 			(why = describe(rel, t, &fk, false)) != NULL)
 			return psprintf("has foreign key \"%s\", checked per row (%s)",
 							get_constraint_name(t->tgconstraint), why);

@@ -20,9 +20,10 @@
  * order reference it in a row; its first ordinal is already in).  Reading
  * it back, a key whose bytes equal the previous key's is dropped, so each
  * key is checked once, with the smallest ordinal of its rows: the first
- * row in input order that has it.  (Keys that are equal but differ in bytes, such as
- * 1.0 and 1.00, are both kept: checked twice, never missed.)  A row with a
- * NULL key column is not added: under MATCH SIMPLE it references nothing.
+ * row in input order that has it.  (Keys that are equal but differ in
+ * bytes, such as 1.0 and 1.00, are both kept: checked twice, never
+ * missed.)  A row with a NULL key column is not added: under MATCH SIMPLE
+ * it references nothing.
  *
  * Invariants: the keys come out sorted, each with the smallest ordinal of
  * the rows that added it; memory is the sort's (work_mem) and a chunk's
