@@ -37,6 +37,8 @@ OBJS = \
 	src/load/conflict.o \
 	src/load/upsert.o \
 	src/load/versions.o \
+	src/load/oldpages.o \
+	src/load/rewrite.o \
 	src/remote/shard.o \
 	src/remote/shardcommit.o \
 	src/remote/copyenc.o \

@@ -107,6 +107,7 @@ from dpbench.s15_born import BornScenario  # noqa: E402
 from dpbench.s16_shard import ShardScenario  # noqa: E402
 from dpbench.s17_parpart import ParPartScenario  # noqa: E402
 from dpbench.s18_tpch import TpchScenario  # noqa: E402
+from dpbench.s19_bulkdml import BulkDmlScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -115,7 +116,7 @@ from dpbench.util import BenchError, log, parse_count  # noqa: E402
 SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotScenario,
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
              ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario,
-             BornScenario, ShardScenario, ParPartScenario, TpchScenario]
+             BornScenario, ShardScenario, ParPartScenario, TpchScenario, BulkDmlScenario]
 
 
 def parse_args(argv=None):

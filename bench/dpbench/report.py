@@ -967,6 +967,46 @@ def upsert_text(agg):
     return titled_table("Upsert", UPSERT_HEADER, upsert_rows(agg))
 
 
+# ------------------------------------------------------ bulk DML (19) ----
+
+BULKDML_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "WAL MB", "WAL / plain",
+                  "VACUUM after s", "VACUUM / plain", "rows as plain"]
+
+
+def bulkdml_rows(agg):
+    def twin(a):
+        return agg.get("bulk-dml", "replica", a.twin) if a.twin else None
+
+    def ratio(metric):
+        return lambda a: fmt_stat(run_ratios(a, twin(a), metric)) if twin(a) else "1"
+
+    return load_rows(agg, "bulk-dml",
+                     lambda a: fmt_stat(a.st("wal_bytes"), 0, MiB), ratio("wal_bytes"),
+                     lambda a: fmt_stat(a.st("vac_s")), ratio("vac_s"),
+                     lambda a: ("yes" if a.first("digest") == twin(a).first("digest")
+                                else "NO") if twin(a) else "–")
+
+
+def section_bulkdml(agg, meta, out, figs):
+    cases = agg.cases("bulk-dml", "replica")
+    if not cases:
+        return []
+    n = cases[0].first("rows")
+    return ["## 19. Bulk UPDATE and DELETE", "",
+            f"A settled (vacuumed) {n:,}-row table with a bigint primary key and btrees on "
+            "ts and grp. Backfill: UPDATE of 30% of the rows setting a column no index has; "
+            f"change set: UPDATE ... FROM {n // 5:,} staged rows setting ts, grp and v; purge: "
+            "DELETE of the 30% oldest rows; DELETE ... USING the staged rows. Time is the "
+            "statement plus the CHECKPOINT after it, WAL up to the CHECKPOINT's end; then "
+            "the VACUUM that follows. Ratios against the plain statement of the same run; "
+            "the last column compares the table's contents with the plain statement's.", "",
+            md_table(BULKDML_HEADER, bulkdml_rows(agg)), ""]
+
+
+def bulkdml_text(agg):
+    return titled_table("Bulk UPDATE and DELETE", BULKDML_HEADER, bulkdml_rows(agg))
+
+
 # ----------------------------------------------------------- born (15) ----
 
 BORN_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "WAL / plain",
@@ -1194,7 +1234,7 @@ def summary_text(agg, meta):
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
             upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg) +
-            tpch_text(agg))
+            tpch_text(agg) + bulkdml_text(agg))
     return "\n".join(out)
 
 
@@ -1272,7 +1312,7 @@ def write_all(out, meta, records):
                section_wal, section_indexes, section_fallback, section_etl,
                section_fkeys, section_parallel, section_parse, section_restore,
                section_upsert, section_born, section_shard, section_parpart,
-               section_tpch):
+               section_tpch, section_bulkdml):
         md += fn(agg, meta, out, figs)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",

@@ -221,10 +221,17 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 	DPHint		w;
 
 	*parallel = 0;
+	if (dp_mode == DP_MODE_OFF || parse->resultRelation <= 0)
+		return false;
+	/* UPDATE and DELETE only when hinted (not yet under mode = always) */
+	if (parse->commandType == CMD_UPDATE || parse->commandType == CMD_DELETE)
+	{
+		*hinted = dp_find_hint(source, parse->stmt_location, parse->stmt_len,
+							   NULL) == DP_HINT_APPEND;
+		return *hinted;
+	}
 	/* a MERGE is judged too, so that a hinted one says why it is refused */
-	if (dp_mode == DP_MODE_OFF ||
-		(parse->commandType != CMD_INSERT && parse->commandType != CMD_MERGE) ||
-		parse->resultRelation <= 0)
+	if (parse->commandType != CMD_INSERT && parse->commandType != CMD_MERGE)
 		return false;
 	w = wanted(dp_find_hint(source, parse->stmt_location, parse->stmt_len,
 							parallel),
@@ -276,6 +283,14 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 	a->reason = dp_statement_ineligible(parse, stmt, hinted);
 	if (a->reason != NULL)
 		return;
+	/* a bulk UPDATE or DELETE keeps its statement's lock and privileges */
+	if (mt->operation == CMD_UPDATE || mt->operation == CMD_DELETE)
+	{
+		a->reason = relation_rules(rt_fetch(linitial_int(mt->resultRelations),
+											stmt->rtable)->relid, false);
+		a->direct = a->reason == NULL;
+		return;
+	}
 	rti = linitial_int(mt->resultRelations);
 	relid = rt_fetch(rti, stmt->rtable)->relid;
 	a->reason = values_too_small(parse, relid);

@@ -100,6 +100,9 @@ extern const char *dp_copy_update_ineligible(Oid target, Oid arbiter,
 											 List *copied, List **assigned);
 extern const char *dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt);
 
+/* Why a hinted UPDATE or DELETE cannot be made in bulk, or NULL. */
+extern const char *dp_rewrite_ineligible(PlannedStmt *stmt, ModifyTable *mt);
+
 /* ---------- admission.c ---------- */
 
 /* The decision for one statement. */

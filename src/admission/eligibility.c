@@ -319,6 +319,11 @@ dp_statement_ineligible(Query *parse, PlannedStmt *stmt, bool hinted)
 		why = dp_expr_ineligible((Node *) parse);
 		return why ? why : dp_merge_ineligible(stmt, mt);
 	}
+	if (mt->operation == CMD_UPDATE || mt->operation == CMD_DELETE)
+	{
+		why = dp_expr_ineligible((Node *) parse);
+		return why ? why : dp_rewrite_ineligible(stmt, mt);
+	}
 	if (mt->operation != CMD_INSERT)
 		return "not an INSERT";
 	if (list_length(mt->resultRelations) != 1)

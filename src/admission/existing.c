@@ -412,3 +412,35 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 	r = tree_ineligible(target, deferred_rule, &d);
 	return r ? r : tree_ineligible(target, keys_rule, &keys);
 }
+
+/*
+ * A bulk UPDATE or DELETE (versions.c): one plain table, changed by this
+ * statement alone, no RETURNING, and an UPDATE whose SET assigns no column
+ * of a unique or exclusion index.  Core checks such an update's new key
+ * row by row, against rows the statement has not yet reached (so that
+ * "SET id = id + 1" fails or not by the order of the scan); the bulk path
+ * changes every old version before it adds a new entry, and would accept
+ * what core refuses.
+ */
+const char *
+dp_rewrite_ineligible(PlannedStmt *stmt, ModifyTable *mt)
+{
+	RangeTblEntry *rte;
+	const char *r = NULL;
+
+	if (list_length(mt->resultRelations) != 1)
+		return "more than one target relation (inheritance or partitions)";
+	rte = rt_fetch(linitial_int(mt->resultRelations), stmt->rtable);
+	if (rte->relkind != RELKIND_RELATION)
+		return "the target is not a plain table";
+	if (stmt->hasModifyingCTE)
+		return "the statement has a data-modifying WITH";
+	if (mt->returningLists != NIL)
+		return mt->operation == CMD_UPDATE ? "UPDATE ... RETURNING" :
+			"DELETE ... RETURNING";
+	if (mt->operation == CMD_UPDATE)
+		r = tree_ineligible(rte->relid, keys_rule, &(DPKeyChange) {
+			.assigned = column_names(rte->relid,
+									 linitial(mt->updateColnosLists))});
+	return r;
+}

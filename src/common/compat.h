@@ -110,6 +110,16 @@ typedef char *DPPageArg;
 #define DP_COUNT_HEAP_UPDATE(rel)	pgstat_count_heap_update((rel), false)
 #endif
 
+/*
+ * The columns whose indexes keep an update from being HOT: 16 leaves out
+ * summarizing indexes (BRIN); 15 has only "every indexed column".
+ */
+#if PG_VERSION_NUM >= 160000
+#define DP_INDEX_ATTR_BITMAP_HOT_BLOCKING	INDEX_ATTR_BITMAP_HOT_BLOCKING
+#else
+#define DP_INDEX_ATTR_BITMAP_HOT_BLOCKING	INDEX_ATTR_BITMAP_ALL
+#endif
+
 /* Map that converts a routed row from root format to the partition's. */
 #if PG_VERSION_NUM >= 160000
 #define DP_ROOT_TO_CHILD_MAP(rri, estate)	ExecGetRootToChildMap((rri), (estate))

@@ -236,8 +236,8 @@ Datum
 directpath_last_statement(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13] = {0};
+	Datum		values[14];
+	bool		nulls[14] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -267,7 +267,7 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 		values[10] = CStringGetTextDatum(last.parallel);
 	else
 		nulls[10] = true;
-	/* (the extension's SQL before 0.4 and 0.5 lacks these: not formed) */
+	/* (the extension's SQL before 0.4, 0.5, 0.8 lacks these: not formed) */
 	if (last.foreign_partitions[0])
 		values[11] = CStringGetTextDatum(last.foreign_partitions);
 	else
@@ -276,5 +276,9 @@ directpath_last_statement(PG_FUNCTION_ARGS)
 		values[12] = CStringGetTextDatum(last.statistics);
 	else
 		nulls[12] = true;
+	if (last.updates[0])
+		values[13] = CStringGetTextDatum(last.updates);
+	else
+		nulls[13] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -65,10 +65,11 @@ extern void dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid);
 
 /*
  * The same for the new version of an updated row (HEAP_UPDATED, counted
- * as an update); not on frozen pages.
+ * as an update); not on frozen pages.  'old' is the version it replaces:
+ * the TOAST values they share stay, the old version's others are deleted.
  */
 extern void dp_heap_add_version(DPHeapBuilder *b, HeapTuple tup,
-								ItemPointer tid);
+								HeapTuple old, ItemPointer tid);
 
 /*
  * A parallel worker's builder: no append layer, its pages taken whole by

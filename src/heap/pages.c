@@ -482,8 +482,13 @@ dp_heap_add_slot(DPHeapBuilder *b, TupleTableSlot *slot, ItemPointer tid,
 	return dp_heap_full_pages(b);
 }
 
-void
-dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
+/*
+ * Place a row, toasting it first if it needs it; 'old' is the version an
+ * update replaces, or NULL: TOAST values the row shares with it are kept,
+ * the old version's others deleted (as heap_update toasts).
+ */
+static void
+add_tuple(DPHeapBuilder *b, HeapTuple tup, HeapTuple old, ItemPointer tid)
 {
 	HeapTuple	heaptup = tup;
 	Size		len;
@@ -491,8 +496,9 @@ dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
 	OffsetNumber off;
 
 	dp_tuple_prepare(tup, RelationGetRelid(b->rel), b->xid, b->cid, b->frozen);
-	if (HeapTupleHasExternal(tup) || tup->t_len > TOAST_TUPLE_THRESHOLD)
-		heaptup = heap_toast_insert_or_update(b->rel, tup, NULL,
+	if (HeapTupleHasExternal(tup) || tup->t_len > TOAST_TUPLE_THRESHOLD ||
+		(old != NULL && HeapTupleHasExternal(old)))
+		heaptup = heap_toast_insert_or_update(b->rel, tup, old,
 											  HEAP_INSERT_SKIP_FSM |
 											  (b->frozen ? HEAP_INSERT_FROZEN : 0));
 
@@ -521,13 +527,20 @@ dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
 }
 
 void
-dp_heap_add_version(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
+dp_heap_add(DPHeapBuilder *b, HeapTuple tup, ItemPointer tid)
+{
+	add_tuple(b, tup, NULL, tid);
+}
+
+void
+dp_heap_add_version(DPHeapBuilder *b, HeapTuple tup, HeapTuple old,
+					ItemPointer tid)
 {
 	Page		page;
 	HeapTupleHeader onpage;
 
 	Assert(!b->frozen);
-	dp_heap_add(b, tup, tid);
+	add_tuple(b, tup, old, tid);
 	/* the row is on the last page, as heap_update marks a new version */
 	page = b->pages[b->npages - 1];
 	onpage = (HeapTupleHeader)

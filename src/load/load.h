@@ -8,7 +8,8 @@
  *	  foreign keys per batch (fkeys.c), ON CONFLICT's decisions
  *	  (conflict.c, decide.c), holding and placing rows (place.c), the end
  *	  (finish.c) and the rows left to core's executor after the load
- *	  (upsert.c, versions.c) - share load/load_private.h.
+ *	  (upsert.c, versions.c, oldpages.c) - share load/load_private.h; so
+ *	  does a hinted UPDATE or DELETE made in bulk (rewrite.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -150,6 +151,22 @@ extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
  * (fkeys.c).
  */
 extern const char *dp_fkeys_parallel_refusal(Relation rel);
+
+/* ---------- rewrite.c: a hinted UPDATE or DELETE in bulk ---------- */
+
+typedef struct DPRewrite DPRewrite;
+
+/*
+ * dp_rewrite_begin, once the statement's ModifyTable node ('mt', an UPDATE
+ * or a DELETE of a plain table) is initialised; dp_rewrite_row for each row
+ * of its subplan; dp_rewrite_finish changes the rows (in bulk, or through
+ * the node), counts them in es_processed and publishes the report.
+ */
+extern DPRewrite *dp_rewrite_begin(EState *estate, ModifyTableState *mt,
+								   bool hinted);
+extern void dp_rewrite_row(DPRewrite *r, TupleTableSlot *planSlot);
+extern void dp_rewrite_finish(DPRewrite *r);
+extern const DPReport *dp_rewrite_report(DPRewrite *r);
 
 /* The name under which a COPY's update statement reads its kept rows. */
 #define DP_UPSERT_ROWS "directpath_copy_rows"

@@ -265,7 +265,14 @@ extern void dp_upsert_end(DPUpsert *u);
 /* What the updates did ("" when there were none), for the report. */
 extern void dp_upsert_describe(DPUpsert *u, char *buf, size_t len);
 
-/* ---------- versions.c: DO UPDATE's updates in bulk ---------- */
+/*
+ * Why the kept rows cannot be changed in bulk (versions.c), or NULL; the
+ * pages the bulk changes wrote.
+ */
+extern const char *dp_upsert_refusal(DPUpsert *u);
+extern uint64 dp_upsert_pages(DPUpsert *u);
+
+/* ---------- versions.c: updates and deletes in bulk ---------- */
 
 typedef struct DPVersions DPVersions;
 
@@ -286,7 +293,49 @@ extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
 							 ItemPointer found);
 extern uint64 dp_versions_run(DPVersions *v, Tuplestorestate *rest);
 extern void dp_versions_describe(DPVersions *v, char *buf, size_t len);
+extern uint64 dp_versions_pages(DPVersions *v);
 extern void dp_versions_end(DPVersions *v);
+
+/* ---------- oldpages.c: old versions changed page by page ---------- */
+
+typedef enum DPChangeKind
+{
+	DP_CHANGE_UPDATE,			/* a new version replaces it */
+	DP_CHANGE_LOCK,				/* locked FOR NO KEY UPDATE */
+	DP_CHANGE_DELETE,			/* deleted */
+} DPChangeKind;
+
+/* A change to one old version's header. */
+typedef struct DPChange
+{
+	BlockNumber blkno;
+	OffsetNumber off;
+	DPChangeKind kind;
+	ItemPointerData newtid;		/* the new version (update) */
+} DPChange;
+
+typedef struct DPOldPages DPOldPages;
+
+/*
+ * Changes are added in block order (a page's consecutively);
+ * dp_oldpages_find looks among the current page's.  dp_oldpages_toasted:
+ * a deleted row's TOAST values go when its page is changed.
+ * dp_oldpages_apply: the recorded changes made (VM bits, headers, one image
+ * per page, TOAST deletes), once the new versions they point at are
+ * written; the changes are then forgotten (their counts kept).
+ */
+extern DPOldPages *dp_oldpages_begin(Relation rel, TransactionId xid,
+									 CommandId cid);
+extern DPChange *dp_oldpages_find(DPOldPages *op, BlockNumber blkno,
+								  OffsetNumber off);
+extern DPChange *dp_oldpages_add(DPOldPages *op, BlockNumber blkno,
+								 OffsetNumber off, DPChangeKind kind);
+extern void dp_oldpages_toasted(DPOldPages *op, HeapTuple old);
+extern int	dp_oldpages_count(DPOldPages *op);
+extern void dp_oldpages_apply(DPOldPages *op);
+extern void dp_oldpages_counts(DPOldPages *op, uint64 *updated,
+							   uint64 *locked, uint64 *deleted);
+extern void dp_oldpages_end(DPOldPages *op);
 
 /* ---------- fkeys.c: foreign keys checked per batch ---------- */
 

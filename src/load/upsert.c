@@ -302,3 +302,15 @@ dp_upsert_end(DPUpsert *u)
 		dp_versions_end(u->versions);
 	tuplestore_end(u->rows);
 }
+
+const char *
+dp_upsert_refusal(DPUpsert *u)
+{
+	return u->versions != NULL ? NULL : u->why;
+}
+
+uint64
+dp_upsert_pages(DPUpsert *u)
+{
+	return u->versions != NULL ? dp_versions_pages(u->versions) : 0;
+}

@@ -1,75 +1,77 @@
 /*-------------------------------------------------------------------------
  *
  * versions.c
- *	  INSERT ... ON CONFLICT DO UPDATE's and MERGE's updates in bulk: the
- *	  new versions of the rows that meet a row of the table are placed by
- *	  the page builder and indexed by the sorted index work, and each old
- *	  version's page is changed once, in place, and logged as one full-page
- *	  image.
+ *	  Updates and deletes in bulk: INSERT ... ON CONFLICT DO UPDATE's and
+ *	  MERGE's updates, a hinted UPDATE's and DELETE's (rewrite.c).  New
+ *	  versions are placed by a page builder and indexed by the sorted index
+ *	  work; each old version's page is changed once, in place, and logged
+ *	  as one full-page image (oldpages.c).
  *
- * Core updates a conflicting row on its own: it locks the row (a WAL
- * record), writes the new version where there is room (on a settled table,
- * another page: a second record) and inserts an entry into every index,
- * each a descent of the tree and a record.  Here the rows that conflict
- * (conflict.c keeps them, with the entry that found the row they meet;
- * MERGE's matched rows carry the target row's ctid) are sorted by that
- * TID, so the old versions are visited page by page, in block order, after
- * the load's own rows are written:
+ * Core changes a row on its own: it locks or updates it (a WAL record),
+ * writes the new version where there is room (on a settled table, another
+ * page: a second record) and inserts an entry into every index, each a
+ * descent of the tree and a record; a delete is one record per row.  Here
+ * the rows are kept with the TID of the version they change (conflict.c
+ * keeps DO UPDATE's with the entry that found the row they meet; MERGE's
+ * matched rows and an UPDATE's or DELETE's plan rows carry the target's
+ * ctid), sorted by that TID, so the old versions are visited page by page,
+ * in block order, after the statement's own inserted rows are written:
  *
- *	evaluate	for each row, with its old page pinned: the live version of
- *				the HOT chain the entry points at (a dirty snapshot, as
- *				core's conflict check), then core's own expressions of the
- *				statement's ModifyTable node - DO UPDATE's WHERE clause and
- *				SET projection (EXCLUDED is the proposed row), or MERGE's
- *				first WHEN MATCHED action whose condition holds (an UPDATE's
- *				projection; DO NOTHING changes nothing) - and the table's
+ *	evaluate	for each row, with its old page pinned: DO UPDATE's entry
+ *				leads to the live version of a HOT chain (a dirty snapshot,
+ *				as core's conflict check); a ctid names the very version the
+ *				statement's snapshot saw, which must still be live and
+ *				unlocked.  Then core's own expressions of the statement's
+ *				ModifyTable node - DO UPDATE's WHERE clause and SET
+ *				projection (EXCLUDED is the proposed row), MERGE's first
+ *				WHEN MATCHED action whose condition holds, an UPDATE's
+ *				new-tuple projection; a DELETE has none - and the table's
  *				NOT NULL and CHECK constraints, with core's errors; the new
- *				version goes to a page builder of its own
- *				(xmin this transaction, HEAP_UPDATED, not frozen), its TID
- *				known at once;
+ *				version goes to a page builder of its own (xmin this
+ *				transaction, HEAP_UPDATED, not frozen; TOAST values it
+ *				shares with the old version kept, the others deleted, as
+ *				heap_update does), its TID known at once;
  *	apply		every 16384 rows, at a page boundary: the builder's pages
  *				are written (multi-insert records, as any direct load's),
- *				the old pages' VM bits cleared and logged (visibility.c),
- *				then each old page is locked once and its rows' headers set
- *				as heap_update sets them (xmax, cmax or a combo id, t_ctid
- *				to the new version, no HOT) or, where the WHERE clause was
- *				false, as heap_lock_tuple locks them (FOR NO KEY UPDATE),
- *				PD_ALL_VISIBLE cleared, the page logged as a full image;
- *	index		then the new versions' entries go in through the leaf's
+ *				then the old pages changed (oldpages.c: VM bits, headers
+ *				as heap_update, heap_lock_tuple or heap_delete set them,
+ *				one image per page, a deleted row's TOAST values);
+ *	index		then the new versions' entries go in through the target's
  *				index work (indexes.c: sorted per index, or row by row).
  *
  * Why the outcome is core's.  The rows are decided as core decides them
- * (conflict.c); the same expressions run on the same rows (this command's
- * inserted rows are invisible to its snapshot either way); a row whose
- * key two rows of the statement meet is updated by the first that passes
- * the WHERE clause, and a later one raises core's cardinality error, as
- * when core's tuple lock finds the row updated by this command (MERGE
- * likewise, with its own message; its DO NOTHING takes no lock).  The
- * headers are exactly heap_update's and heap_lock_tuple's for a row no
- * other transaction locks.  The order differs: old versions are visited
- * in TID order, not input order, which only an error can show (the first
- * row that fails, here, is the first in TID order).
+ * (conflict.c, or core's plan); the same expressions run on the same rows
+ * (this command's own rows are invisible to its snapshot either way).  A
+ * row whose old version two rows of the statement meet: DO UPDATE updates
+ * it for the first that passes the WHERE clause and a later one raises
+ * core's cardinality error, as when core's tuple lock finds the row updated
+ * by this command (MERGE likewise, with its own message); an UPDATE or a
+ * DELETE changes it for the first and skips the others, as core does
+ * (TM_SelfModified).  The order differs: old versions are visited in TID
+ * order, not input order, which only an error can show (the first row that
+ * fails, here, is the first in TID order).
  *
- * What makes it safe.  The statement holds ShareRowExclusiveLock; the run
- * takes ExclusiveLock too, if it can at once, so no other transaction can
- * lock a row (FOR SHARE/UPDATE) between the evaluation and the change; if
- * another transaction holds ROW SHARE, every row goes to core's path.  A
- * row another transaction left locked, or this transaction locked before,
- * goes to core's path too (upsert.c runs those after the run), as does
- * one whose live version cannot be found.  WAL: an old page's image is
- * logged after every change to it, its VM bits were cleared and logged
- * before; a new version's page is written and logged before the old
- * version's t_ctid points at it, and before an index entry does; the
- * transaction's commit record comes after all of them, so a crash or a
- * standby replaying an unfinished run sees old versions whose xmax never
- * committed.  Logical decoding could not read images as UPDATEs, so a
- * logically logged table is not taken.
+ * What makes it safe.  The run takes ExclusiveLock, if it can at once, so
+ * no other transaction writes or locks a row (FOR SHARE/UPDATE) between
+ * the evaluation and the change; if another transaction holds a lock that
+ * excludes it (row locks, writes, VACUUM), every row goes to core's path.
+ * A row another transaction changed or left locked, or this transaction
+ * locked before, goes to core's path too (upsert.c runs those after the
+ * run: EvalPlanQual under READ COMMITTED, a serialization failure above),
+ * as does one whose version cannot be found.  WAL: a new version's page is
+ * written and logged before the old version's t_ctid points at it, and
+ * before an index entry does; the transaction's commit record comes after
+ * all of it, so a crash or a standby replaying an unfinished run sees old
+ * versions whose xmax never committed.  Logical decoding could not read
+ * images as UPDATEs or DELETEs, so a logically logged table is not taken.
  *
- * Not taken (the updates are core's, upsert.c, and the report says why):
- * a partitioned table or a partition, row triggers of any kind (foreign
- * keys included), row security or a view's CHECK OPTION, stored generated
- * columns, RETURNING, SERIALIZABLE (predicate locks), an index that is
- * deferrable or an exclusion constraint, MERGE's DELETE and WHEN NOT
+ * Not taken (the rows are core's, upsert.c, and the report says why): a
+ * partitioned table or a partition, row triggers of the statement's kind
+ * (foreign keys included, on either side), row security or a view's CHECK
+ * OPTION, stored generated columns (but for a DELETE), RETURNING,
+ * SERIALIZABLE (predicate locks), for updates an index that is deferrable
+ * or an exclusion constraint, an UPDATE core would make HOT (fillfactor
+ * below 100, no indexed column assigned), MERGE's DELETE and WHEN NOT
  * MATCHED BY SOURCE actions, and directpath.bulk_update off.
  *
  *-------------------------------------------------------------------------
@@ -81,6 +83,7 @@
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/pg_operator_d.h"
@@ -96,20 +99,12 @@
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplesort.h"
 
 /* Rows evaluated between two applications (ended at a page boundary). */
 #define DP_VERSIONS_CHUNK 16384
-
-/* A change to one old version's header. */
-typedef struct DPChange
-{
-	BlockNumber blkno;
-	OffsetNumber off;
-	bool		update;			/* else locked: the WHERE clause was false */
-	ItemPointerData newtid;		/* the new version (update) */
-} DPChange;
 
 struct DPVersions
 {
@@ -126,26 +121,27 @@ struct DPVersions
 	TupleTableSlot *got;		/* ... read back */
 	uint64		kept;
 	/* the run */
-	bool		merge;			/* MERGE's matched rows, else DO UPDATE's */
+	CmdType		op;				/* CMD_INSERT (DO UPDATE), CMD_MERGE,
+								 * CMD_UPDATE or CMD_DELETE */
 	TupleTableSlot *row;		/* a kept row: DO UPDATE's proposed row
-								 * (EXCLUDED), MERGE's subplan row */
-	TupleTableSlot *existing;	/* the old version, for the expressions */
+								 * (EXCLUDED), else the subplan's row */
+	TupleTableSlot *existing;	/* the old version, for the expressions
+								 * (NULL for a DELETE) */
 	TupleTableSlot *heapslot;	/* a new version, for the index work */
 	SnapshotData dirty;
 	DPHeapBuilder *builder;
 	DPIndexes  *indexes;
-	MemoryContext chunk_cxt;	/* the chunk's new versions and changes */
+	DPOldPages *old;			/* the chunk's changes to old versions */
+	MemoryContext chunk_cxt;	/* the chunk's new versions */
 	HeapTuple  *versions;		/* the chunk's new versions, TID order */
 	int			nversions;
-	DPChange   *changes;		/* the chunk's changes, block order */
-	int			nchanges;
-	int			cap;
 	BlockNumber blkno;			/* the old page being evaluated */
 	Buffer		buf;			/* ... pinned, or InvalidBuffer */
-	int			page_first;		/* its first change in 'changes' */
 	/* what happened */
 	uint64		updated;
-	uint64		changed;		/* headers changed (updated or locked) */
+	uint64		locked;
+	uint64		deleted;
+	uint64		pages;			/* new versions' pages written */
 	uint64		to_core;
 	const char *core_why;		/* why rows went to core's path, or NULL */
 };
@@ -166,13 +162,54 @@ merge_refusal(ResultRelInfo *rri)
 	return NULL;
 }
 
+/* The row triggers (or transition tables) the statement's kind would fire. */
+static bool
+has_row_triggers(TriggerDesc *trig, CmdType op)
+{
+	if (trig == NULL)
+		return false;
+	if (op == CMD_DELETE)
+		return trig->trig_delete_before_row || trig->trig_delete_after_row ||
+			trig->trig_delete_instead_row || trig->trig_delete_old_table;
+	if ((op == CMD_INSERT || op == CMD_MERGE) &&
+		(trig->trig_insert_before_row || trig->trig_insert_after_row ||
+		 trig->trig_insert_instead_row || trig->trig_insert_new_table))
+		return true;
+	return trig->trig_update_before_row || trig->trig_update_after_row ||
+		trig->trig_update_instead_row || trig->trig_update_old_table ||
+		trig->trig_update_new_table;
+}
+
+/*
+ * An UPDATE that core would make HOT: the table keeps room on its pages
+ * (fillfactor below 100) and SET assigns no column an index depends on.
+ * Core then writes no index entry at all; the bulk path, which appends the
+ * new versions, would write one per index.
+ */
+static bool
+hot_update_kept(ModifyTableState *mt, Relation rel)
+{
+	List	   *colnos = linitial(((ModifyTable *) mt->ps.plan)->updateColnosLists);
+	Bitmapset  *indexed;
+	ListCell   *lc;
+
+	if (RelationGetFillFactor(rel, HEAP_DEFAULT_FILLFACTOR) >= 100)
+		return false;
+	indexed = RelationGetIndexAttrBitmap(rel, DP_INDEX_ATTR_BITMAP_HOT_BLOCKING);
+	foreach(lc, colnos)
+		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber,
+						  indexed))
+			return false;
+	return true;
+}
+
 const char *
 dp_versions_refusal(ModifyTableState *mt)
 {
 	ResultRelInfo *rri = mt->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
-	TriggerDesc *trig = rel->trigdesc;
 	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
+	CmdType		op = mt->operation;
 	const char *why;
 
 	if (!dp_bulk_update)
@@ -181,26 +218,28 @@ dp_versions_refusal(ModifyTableState *mt)
 		return "the target is partitioned or a partition";
 	if (mt->mt_nrels != 1)
 		return "the statement has more than one result relation";
-	if (mt->operation == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
+	if (op == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
 		return why;
-	if (mt->operation == CMD_INSERT && rri->ri_onConflict == NULL)
+	if (op == CMD_INSERT && rri->ri_onConflict == NULL)
 		return "the statement has no DO UPDATE";
+	if ((op == CMD_UPDATE || op == CMD_DELETE) &&
+		rri->ri_RowIdAttNo == InvalidAttrNumber)
+		return "the statement has no row identity (ctid)";
 	if (RelationIsLogicallyLogged(rel))
-		return "the table is logically logged (logical decoding reads updates from UPDATE records)";
-	if (trig && (trig->trig_insert_before_row || trig->trig_insert_after_row ||
-				 trig->trig_insert_instead_row || trig->trig_update_before_row ||
-				 trig->trig_update_after_row || trig->trig_update_instead_row ||
-				 trig->trig_insert_new_table || trig->trig_update_old_table ||
-				 trig->trig_update_new_table))
+		return "the table is logically logged (logical decoding reads updates and deletes from their own records)";
+	if (has_row_triggers(rel->trigdesc, op))
 		return "the table has row triggers (foreign keys included) or transition tables";
 	if (rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL)
 		return "row security or a view's CHECK OPTION applies";
-	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+	if (op != CMD_DELETE &&
+		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return "the table has stored generated columns";
 	if (plan->returningLists != NIL)
 		return "the statement has RETURNING";
 	if (IsolationIsSerializable())
 		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
+	if (op == CMD_DELETE)
+		return NULL;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
@@ -209,16 +248,48 @@ dp_versions_refusal(ModifyTableState *mt)
 			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
 			return "an index is deferrable or an exclusion constraint";
 	}
+	if (op == CMD_UPDATE && hot_update_kept(mt, rel))
+		return "the table keeps room for HOT updates (fillfactor below 100) and SET assigns no indexed column";
 	return NULL;
+}
+
+/*
+ * The new-tuple projection of an UPDATE, built as core's ModifyTable node
+ * builds it for its first row (and then uses, for the rows left to it): the
+ * subplan's new values of the assigned columns, the old version's others.
+ */
+static void
+update_projection(ModifyTableState *mt, ResultRelInfo *rri)
+{
+	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
+	EState	   *estate = mt->ps.state;
+	Relation	rel = rri->ri_RelationDesc;
+	MemoryContext old;
+
+	if (rri->ri_projectNewInfoValid)
+		return;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	rri->ri_oldTupleSlot = table_slot_create(rel, &estate->es_tupleTable);
+	rri->ri_newTupleSlot = table_slot_create(rel, &estate->es_tupleTable);
+	if (mt->ps.ps_ExprContext == NULL)
+		ExecAssignExprContext(estate, &mt->ps);
+	rri->ri_projectNew =
+		ExecBuildUpdateProjection(outerPlan(plan)->targetlist, false,
+								  linitial(plan->updateColnosLists),
+								  RelationGetDescr(rel), mt->ps.ps_ExprContext,
+								  rri->ri_newTupleSlot, &mt->ps);
+	rri->ri_projectNewInfoValid = true;
+	MemoryContextSwitchTo(old);
 }
 
 DPVersions *
 dp_versions_begin(EState *estate, ModifyTableState *mt)
 {
 	DPVersions *v = palloc0(sizeof(DPVersions));
-	bool		merge = mt->operation == CMD_MERGE;
-	/* MERGE keeps its subplan's rows (junk columns too), DO UPDATE rows */
-	TupleDesc	desc = merge ? ExecGetResultType(outerPlanState(mt)) :
+	CmdType		op = mt->operation;
+
+	/* DO UPDATE keeps rows of the target; the others, subplan rows */
+	TupleDesc	desc = op != CMD_INSERT ? ExecGetResultType(outerPlanState(mt)) :
 		RelationGetDescr(mt->resultRelInfo->ri_RelationDesc);
 	TupleDesc	sortdesc;
 	AttrNumber	keys[2];
@@ -226,7 +297,7 @@ dp_versions_begin(EState *estate, ModifyTableState *mt)
 	Oid			colls[2] = {InvalidOid, InvalidOid};
 	bool		nulls_first[2] = {false, false};
 
-	v->merge = merge;
+	v->op = op;
 	v->rri = mt->resultRelInfo;
 	v->rel = v->rri->ri_RelationDesc;
 	v->estate = estate;
@@ -235,7 +306,7 @@ dp_versions_begin(EState *estate, ModifyTableState *mt)
 	v->cid = GetCurrentCommandId(true);
 	v->natts = desc->natts;
 
-	/* the target's columns, then the entry's TID and the arrival */
+	/* the kept row's columns, then the entry's TID and the arrival */
 	sortdesc = CreateTemplateTupleDesc(v->natts + 2);
 	for (int i = 1; i <= v->natts; i++)
 		TupleDescCopyEntry(sortdesc, i, desc, i);
@@ -248,8 +319,11 @@ dp_versions_begin(EState *estate, ModifyTableState *mt)
 	v->put = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
 	v->got = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
 	v->row = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
-	v->existing = v->merge ? v->rri->ri_oldTupleSlot :
-		v->rri->ri_onConflict->oc_Existing;
+	if (op == CMD_UPDATE)
+		update_projection(mt, v->rri);
+	v->existing = op == CMD_DELETE ? NULL :
+		op == CMD_INSERT ? v->rri->ri_onConflict->oc_Existing :
+		v->rri->ri_oldTupleSlot;
 	v->heapslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(v->rel),
 										  &TTSOpsHeapTuple);
 	return v;
@@ -260,12 +334,12 @@ dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 {
 	if (found == NULL)
 	{
-		/* MERGE: the target row the join matched, by its ctid */
+		/* MERGE, UPDATE, DELETE: the target row the plan found, by ctid */
 		bool		isnull;
 		Datum		ctid = ExecGetJunkAttribute(slot, v->rri->ri_RowIdAttNo,
 												&isnull);
 
-		Assert(v->merge && !isnull);
+		Assert(v->op != CMD_INSERT && !isnull);
 		found = (ItemPointer) DatumGetPointer(ctid);
 	}
 	ExecClearTuple(v->put);
@@ -326,50 +400,47 @@ header_free(HeapTupleHeader h)
 		!TransactionIdIsInProgress(xmax);
 }
 
-/* The change already recorded for an old version of the current page. */
-static DPChange *
-change_of(DPVersions *v, OffsetNumber off)
-{
-	for (int i = v->page_first; i < v->nchanges; i++)
-		if (v->changes[i].off == off)
-			return &v->changes[i];
-	return NULL;
-}
-
-static DPChange *
-add_change(DPVersions *v, OffsetNumber off)
-{
-	DPChange   *c;
-
-	if (v->nchanges == v->cap)
-	{
-		v->cap *= 2;
-		v->changes = repalloc(v->changes, sizeof(DPChange) * v->cap);
-	}
-	c = &v->changes[v->nchanges++];
-	c->blkno = v->blkno;
-	c->off = off;
-	c->update = false;
-	ItemPointerSetInvalid(&c->newtid);
-	return c;
-}
-
 /*
- * The live version of the HOT chain at *tid on the pinned page (*tid moved
- * to it), as core's conflict check sees it; *free: may its header change?
+ * The old version a kept row leads to, on the pinned page; *free: may its
+ * header change?  DO UPDATE's entry leads to a HOT chain, whose live
+ * version counts (a dirty snapshot, as core's conflict check; *tid moves
+ * to it).  A plan's ctid (MERGE, UPDATE, DELETE) names the version the
+ * statement's snapshot saw: that version must still be the live one, or
+ * core's executor takes the row (EvalPlanQual under READ COMMITTED, a
+ * serialization failure above it).
  */
 static bool
 find_old(DPVersions *v, ItemPointer tid, HeapTuple tuple, bool *free)
 {
-	bool		all_dead;
 	bool		found;
 
 	LockBuffer(v->buf, BUFFER_LOCK_SHARE);
-	found = heap_hot_search_buffer(tid, v->rel, v->buf, &v->dirty, tuple,
-								   &all_dead, true);
-	*free = found && header_free(tuple->t_data) &&
-		!TransactionIdIsValid(v->dirty.xmin) &&
-		!TransactionIdIsValid(v->dirty.xmax);
+	if (v->op == CMD_INSERT)
+	{
+		bool		all_dead;
+
+		found = heap_hot_search_buffer(tid, v->rel, v->buf, &v->dirty, tuple,
+									   &all_dead, true);
+		*free = found && header_free(tuple->t_data) &&
+			!TransactionIdIsValid(v->dirty.xmin) &&
+			!TransactionIdIsValid(v->dirty.xmax);
+	}
+	else
+	{
+		Page		page = BufferGetPage(v->buf);
+		OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+		ItemId		lp = PageGetItemId(page, off);
+
+		found = off <= PageGetMaxOffsetNumber(page) && ItemIdIsNormal(lp);
+		if (found)
+		{
+			tuple->t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tuple->t_len = ItemIdGetLength(lp);
+			tuple->t_self = *tid;
+			tuple->t_tableOid = RelationGetRelid(v->rel);
+		}
+		*free = found && header_free(tuple->t_data);
+	}
 	LockBuffer(v->buf, BUFFER_LOCK_UNLOCK);
 	return found;
 }
@@ -422,25 +493,43 @@ merge_matched(DPVersions *v, ExprContext *econtext)
 static void
 affected_twice(DPVersions *v)
 {
+	bool		merge = v->op == CMD_MERGE;
+
 	ereport(ERROR,
 			(errcode(ERRCODE_CARDINALITY_VIOLATION),
 	/* translator: %s is a SQL command name */
 			 errmsg("%s command cannot affect row a second time",
-					v->merge ? "MERGE" : "ON CONFLICT DO UPDATE"),
-			 v->merge ?
+					merge ? "MERGE" : "ON CONFLICT DO UPDATE"),
+			 merge ?
 			 errhint("Ensure that not more than one source row matches any one target row.") :
 			 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
 }
 
+/* The new version's values, or NULL (no update: the row may stay locked). */
+static TupleTableSlot *
+new_values(DPVersions *v, HeapTuple old, bool *lock)
+{
+	ExprContext *econtext = v->mt->ps.ps_ExprContext;
+
+	ResetExprContext(econtext);
+	ExecStoreBufferHeapTuple(old, v->existing, v->buf);
+	if (v->op == CMD_UPDATE)
+		return ExecGetUpdateNewTuple(v->rri, v->row, v->existing);
+	econtext->ecxt_scantuple = v->existing;
+	econtext->ecxt_innertuple = v->row;
+	econtext->ecxt_outertuple = NULL;
+	return v->op == CMD_MERGE ? merge_matched(v, econtext) :
+		on_conflict(v, econtext, lock);
+}
+
 /*
- * One kept row: its old version found on the pinned page, core's DO UPDATE
- * or MERGE expressions run on it, its new version placed (or the row
+ * One kept row: its old version found on the pinned page, then deleted,
+ * or core's expressions run on it and its new version placed (or the row
  * locked).
  */
 static void
 evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 {
-	ExprContext *econtext = v->mt->ps.ps_ExprContext;
 	HeapTupleData tuple;
 	ItemPointerData tid = *entry;
 	bool		free_header;
@@ -455,26 +544,34 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 		to_core(v, rest, "a row's live version was not where its index entry led");
 		return;
 	}
-	c = change_of(v, ItemPointerGetOffsetNumber(&tid));
-	if (c != NULL && c->update)
+	c = dp_oldpages_find(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid));
+	/* UPDATE and DELETE skip a row met again, as core's TM_SelfModified */
+	if (c != NULL && (v->op == CMD_UPDATE || v->op == CMD_DELETE))
+		return;
+	if (c != NULL && c->kind == DP_CHANGE_UPDATE)
 		affected_twice(v);
 	if (!free_header)
 	{
-		to_core(v, rest, "a row was locked by a transaction (or earlier in this one)");
+		to_core(v, rest, "a row was locked or changed by a transaction (or earlier in this one)");
+		return;
+	}
+	if (v->op == CMD_DELETE)
+	{
+		dp_oldpages_add(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid),
+						DP_CHANGE_DELETE);
+		if (HeapTupleHasExternal(&tuple))
+			dp_oldpages_toasted(v->old, &tuple);
+		if (v->mt->canSetTag)
+			v->estate->es_processed++;
 		return;
 	}
 
-	ResetExprContext(econtext);
-	ExecStoreBufferHeapTuple(&tuple, v->existing, v->buf);
-	econtext->ecxt_scantuple = v->existing;
-	econtext->ecxt_innertuple = v->row;
-	econtext->ecxt_outertuple = NULL;
-	newslot = v->merge ? merge_matched(v, econtext) :
-		on_conflict(v, econtext, &lock);
+	newslot = new_values(v, &tuple, &lock);
 	if (newslot == NULL)
 	{
 		if (lock && c == NULL)
-			add_change(v, ItemPointerGetOffsetNumber(&tid));
+			dp_oldpages_add(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid),
+							DP_CHANGE_LOCK);
 		ExecClearTuple(v->existing);
 		return;
 	}
@@ -484,117 +581,33 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 	old = MemoryContextSwitchTo(v->chunk_cxt);
 	newtup = ExecCopySlotHeapTuple(newslot);
 	MemoryContextSwitchTo(old);
-	ExecClearTuple(v->existing);
 	if (c == NULL)
-		c = add_change(v, ItemPointerGetOffsetNumber(&tid));
-	c->update = true;
-	dp_heap_add_version(v->builder, newtup, &c->newtid);
+		c = dp_oldpages_add(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid),
+							DP_CHANGE_UPDATE);
+	c->kind = DP_CHANGE_UPDATE;
+	/* TOAST values the new version keeps are shared, the others deleted */
+	dp_heap_add_version(v->builder, newtup, &tuple, &c->newtid);
+	ExecClearTuple(v->existing);
 	v->versions[v->nversions++] = newtup;
 	if (v->mt->canSetTag)
 		v->estate->es_processed++;
 }
 
-/* Set one old version's header as heap_update or heap_lock_tuple would. */
-static void
-set_header(DPVersions *v, HeapTupleHeader h, DPChange *c, CommandId cmax,
-		   bool iscombo, ItemPointer self)
-{
-	h->t_infomask &= ~HEAP_XMAX_BITS;
-	h->t_infomask2 &= ~HEAP_KEYS_UPDATED;
-	HeapTupleHeaderClearHotUpdated(h);
-	HeapTupleHeaderSetXmax(h, v->xid);
-	if (c->update)
-	{
-		h->t_infomask &= ~HEAP_MOVED;
-		HeapTupleHeaderSetCmax(h, cmax, iscombo);
-		h->t_ctid = c->newtid;
-	}
-	else
-	{
-		/* FOR NO KEY UPDATE: SET assigns no column of a unique index */
-		h->t_infomask |= HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
-		h->t_ctid = *self;
-	}
-}
-
-/* The changes [first, end) of one old page, made and logged. */
-static void
-apply_page(DPVersions *v, int first, int end)
-{
-	BlockNumber blkno = v->changes[first].blkno;
-	Buffer		buf = ReadBuffer(v->rel, blkno);
-	Page		page;
-	CommandId  *cmax = palloc(sizeof(CommandId) * (end - first));
-	bool	   *iscombo = palloc(sizeof(bool) * (end - first));
-	bool		any_update = false;
-
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	page = BufferGetPage(buf);
-	/* combo command ids are allocated outside the critical section */
-	for (int i = first; i < end; i++)
-	{
-		HeapTupleHeader h = (HeapTupleHeader)
-			PageGetItem(page, PageGetItemId(page, v->changes[i].off));
-
-		cmax[i - first] = v->cid;
-		iscombo[i - first] = false;
-		if (v->changes[i].update)
-		{
-			HeapTupleHeaderAdjustCmax(h, &cmax[i - first], &iscombo[i - first]);
-			any_update = true;
-		}
-	}
-	START_CRIT_SECTION();
-	for (int i = first; i < end; i++)
-	{
-		ItemPointerData self;
-		HeapTupleHeader h = (HeapTupleHeader)
-			PageGetItem(page, PageGetItemId(page, v->changes[i].off));
-
-		ItemPointerSet(&self, blkno, v->changes[i].off);
-		set_header(v, h, &v->changes[i], cmax[i - first], iscombo[i - first],
-				   &self);
-	}
-	if (any_update)
-		PageSetPrunable(page, v->xid);
-	PageClearAllVisible(page);
-	MarkBufferDirty(buf);
-	if (RelationNeedsWAL(v->rel))
-		log_newpage_buffer(buf, true);
-	END_CRIT_SECTION();
-	UnlockReleaseBuffer(buf);
-	dp_fault("versions_page");
-	pfree(cmax);
-	pfree(iscombo);
-}
-
 /*
- * The chunk's changes made: new versions written, the old pages' VM bits
- * cleared, each old page changed and logged, then the new versions'
- * index entries.
+ * The chunk's changes made: new versions written, the old versions'
+ * pages changed (oldpages.c), then the new versions' index entries.
  */
 static void
 apply_chunk(DPVersions *v)
 {
-	BlockNumber *blocks;
-	int			nblocks = 0;
-	int			first = 0;
-
-	if (v->nchanges == 0)
+	if (dp_oldpages_count(v->old) == 0)
 		return;
-	dp_heap_flush(v->builder, true);
-	blocks = MemoryContextAlloc(v->chunk_cxt, sizeof(BlockNumber) * v->nchanges);
-	for (int i = 0; i < v->nchanges; i++)
-		if (nblocks == 0 || blocks[nblocks - 1] != v->changes[i].blkno)
-			blocks[nblocks++] = v->changes[i].blkno;
-	dp_vm_clear_logged(v->rel, blocks, nblocks);
-	for (int i = 1; i <= v->nchanges; i++)
-		if (i == v->nchanges || v->changes[i].blkno != v->changes[first].blkno)
-		{
-			apply_page(v, first, i);
-			first = i;
-		}
-	if (dp_indexes_strategy(v->indexes) == DP_INDEX_SORTED)
+	if (v->builder)
+		dp_heap_flush(v->builder, true);
+	dp_oldpages_apply(v->old);
+	if (v->indexes == NULL || v->nversions == 0)
+		;
+	else if (dp_indexes_strategy(v->indexes) == DP_INDEX_SORTED)
 		dp_indexes_batch(v->indexes, v->estate, v->heapslot, v->versions,
 						 NULL, v->nversions, NULL);
 	else if (dp_indexes_strategy(v->indexes) == DP_INDEX_ROW)
@@ -604,14 +617,9 @@ apply_chunk(DPVersions *v)
 			dp_indexes_row(v->indexes, v->heapslot, v->estate, NULL);
 			ExecClearTuple(v->heapslot);
 		}
-	for (int i = 0; i < v->nchanges; i++)
-		v->updated += v->changes[i].update;
-	v->changed += v->nchanges;
 	v->nversions = 0;
-	v->nchanges = 0;
 	MemoryContextReset(v->chunk_cxt);
 	v->versions = MemoryContextAlloc(v->chunk_cxt, sizeof(HeapTuple) * DP_VERSIONS_CHUNK);
-	v->changes = MemoryContextAlloc(v->chunk_cxt, sizeof(DPChange) * v->cap);
 }
 
 /* Leave the current old page; apply the chunk when it is full. */
@@ -623,24 +631,25 @@ leave_page(DPVersions *v)
 	v->buf = InvalidBuffer;
 	v->blkno = InvalidBlockNumber;
 	if (v->nversions >= DP_VERSIONS_CHUNK - MaxHeapTuplesPerPage ||
-		v->nchanges >= DP_VERSIONS_CHUNK - MaxHeapTuplesPerPage)
+		dp_oldpages_count(v->old) >= DP_VERSIONS_CHUNK - MaxHeapTuplesPerPage)
 		apply_chunk(v);
-	v->page_first = v->nchanges;
 }
 
-/* The run's page builder, index work and first chunk. */
+/* The run's page builder and index work (none for a DELETE). */
 static void
 start_run(DPVersions *v)
 {
-	v->builder = dp_heap_begin(v->rel, false, v->xid, v->cid, NULL);
-	v->indexes = dp_indexes_begin(v->rri, false, true);
+	v->old = dp_oldpages_begin(v->rel, v->xid, v->cid);
+	if (v->op != CMD_DELETE)
+	{
+		v->builder = dp_heap_begin(v->rel, false, v->xid, v->cid, NULL);
+		v->indexes = dp_indexes_begin(v->rri, false, true);
+	}
 	InitDirtySnapshot(v->dirty);
 	v->chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "directpath new versions",
 										 ALLOCSET_DEFAULT_SIZES);
-	v->cap = DP_VERSIONS_CHUNK;
 	v->versions = MemoryContextAlloc(v->chunk_cxt, sizeof(HeapTuple) * DP_VERSIONS_CHUNK);
-	v->changes = MemoryContextAlloc(v->chunk_cxt, sizeof(DPChange) * v->cap);
 }
 
 uint64
@@ -668,7 +677,7 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 		read_row(v, &entry);
 		if (!bulk)
 		{
-			to_core(v, rest, "another transaction holds ROW SHARE on the table (row locks)");
+			to_core(v, rest, "another transaction holds a lock on the table that excludes EXCLUSIVE (row locks, writes or VACUUM)");
 			continue;
 		}
 		if (ItemPointerGetBlockNumber(&entry) != v->blkno)
@@ -683,8 +692,12 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 	{
 		leave_page(v);
 		apply_chunk(v);
-		dp_heap_finish(v->builder);
-		dp_indexes_finish(v->indexes);
+		dp_oldpages_counts(v->old, &v->updated, &v->locked, &v->deleted);
+		if (v->builder)
+			v->pages = dp_heap_finish(v->builder);
+		if (v->indexes)
+			dp_indexes_finish(v->indexes);
+		dp_oldpages_end(v->old);
 		MemoryContextDelete(v->chunk_cxt);
 	}
 	if (v->mt->ps.instrument)
@@ -698,15 +711,26 @@ dp_versions_run(DPVersions *v, Tuplestorestate *rest)
 void
 dp_versions_describe(DPVersions *v, char *buf, size_t len)
 {
-	int			n = snprintf(buf, len, "%llu in bulk",
-							 (unsigned long long) v->updated);
+	int			n;
 
-	if (v->changed > v->updated && n < (int) len)
+	if (v->op == CMD_UPDATE || v->op == CMD_DELETE)
+		n = snprintf(buf, len, "%llu rows %s in bulk",
+					 (unsigned long long) (v->updated + v->deleted),
+					 v->op == CMD_UPDATE ? "updated" : "deleted");
+	else
+		n = snprintf(buf, len, "%llu in bulk", (unsigned long long) v->updated);
+	if (v->locked > 0 && n < (int) len)
 		n += snprintf(buf + n, len - n, " (%llu more locked: WHERE false)",
-					  (unsigned long long) (v->changed - v->updated));
+					  (unsigned long long) v->locked);
 	if (v->to_core > 0 && n < (int) len)
 		snprintf(buf + n, len - n, ", %llu rows by core's executor: %s",
 				 (unsigned long long) v->to_core, v->core_why);
+}
+
+uint64
+dp_versions_pages(DPVersions *v)
+{
+	return v->pages;
 }
 
 void

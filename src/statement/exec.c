@@ -3,7 +3,8 @@
  * exec.c
  *	  The DirectPath executor node, which runs an INSERT's (or a MERGE's
  *	  WHEN NOT MATCHED inserts') rows through a direct-path load (load.c),
- *	  and the executor hooks around it.
+ *	  or a hinted UPDATE's or DELETE's rows through the bulk changes
+ *	  (rewrite.c), and the executor hooks around it.
  *
  * The node sits on top of the INSERT's ModifyTable (plan.c) and initialises
  * it as usual, so result relations, partition routing, WITH CHECK options,
@@ -12,7 +13,9 @@
  * ModifyTable's subplan itself and feeds them to the load, firing the
  * statement-level triggers as ExecModifyTable would.  RETURNING rows come
  * back from the load in batches, through a tuplestore, and are returned
- * one per call.  A MERGE's rows are sorted as ExecModifyTable sorts them:
+ * one per call.  An UPDATE's or DELETE's plan rows are all handed over,
+ * then changed at once (no RETURNING: refused at plan time).  A MERGE's
+ * rows are sorted as ExecModifyTable sorts them:
  * a row not matched with a target row gets its WHEN NOT MATCHED action
  * here (an insert goes to the load), a matched one is left, with every
  * action on it, to the ModifyTable node after the load (upsert.c).  A
@@ -68,6 +71,7 @@ typedef struct DPScanState
 	TupleTableSlot *rowslot;
 	bool		done;
 	DPLoad	   *load;			/* NULL until the first call */
+	DPRewrite  *rewrite;		/* an UPDATE's or DELETE's, instead */
 	Tuplestorestate *retstore;	/* RETURNING rows of the last batch */
 	TupleTableSlot *retslot;
 } DPScanState;
@@ -125,6 +129,23 @@ dp_create_scan_state(CustomScan *cscan)
 	return (Node *) s;
 }
 
+/* The statement's kind, as reports name it. */
+static const char *
+kind_of(ModifyTableState *mt)
+{
+	switch (mt->operation)
+	{
+		case CMD_MERGE:
+			return "MERGE";
+		case CMD_UPDATE:
+			return "UPDATE";
+		case CMD_DELETE:
+			return "DELETE";
+		default:
+			return "INSERT";
+	}
+}
+
 static bool
 is_directpath_state(PlanState *ps)
 {
@@ -146,8 +167,7 @@ dp_begin(CustomScanState *node, EState *estate, int eflags)
 	if (s->refused.reason[0] != '\0')
 	{
 		dp_report_normal(&s->refused, s->hinted && !s->small,
-						 s->mtstate->operation == CMD_MERGE ? "MERGE" : "INSERT",
-						 s->refused.reason);
+						 kind_of(s->mtstate), s->refused.reason);
 		s->report_id = dp_report_publish(&s->refused);
 		return;
 	}
@@ -183,6 +203,10 @@ fire_before_statement(EState *estate, ModifyTableState *mt)
 		if (merge & MERGE_DELETE)
 			ExecBSDeleteTriggers(estate, root);
 	}
+	else if (mt->operation == CMD_UPDATE)
+		ExecBSUpdateTriggers(estate, root);
+	else if (mt->operation == CMD_DELETE)
+		ExecBSDeleteTriggers(estate, root);
 	else
 	{
 		ExecBSInsertTriggers(estate, root);
@@ -207,6 +231,16 @@ fire_after_statement(EState *estate, ModifyTableState *mt)
 			ExecASUpdateTriggers(estate, root, mt->mt_transition_capture);
 		if (merge & MERGE_INSERT)
 			ExecASInsertTriggers(estate, root, mt->mt_transition_capture);
+		return;
+	}
+	if (mt->operation == CMD_UPDATE)
+	{
+		ExecASUpdateTriggers(estate, root, mt->mt_transition_capture);
+		return;
+	}
+	if (mt->operation == CMD_DELETE)
+	{
+		ExecASDeleteTriggers(estate, root, mt->mt_transition_capture);
 		return;
 	}
 	if (do_update(mt))
@@ -285,6 +319,37 @@ run_gather(DPScanState *s)
 								   s->no_parallel));
 }
 
+/*
+ * A hinted UPDATE or DELETE: every row of the plan kept, then the rows
+ * changed in bulk (rewrite.c).  No RETURNING (refused at plan time).
+ */
+static void
+run_rewrite(DPScanState *s)
+{
+	EState	   *estate = s->css.ss.ps.state;
+	ModifyTableState *mt = s->mtstate;
+	PlanState  *subplan = outerPlanState(mt);
+
+	if (mt->fireBSTriggers)
+		fire_before_statement(estate, mt);
+	s->rewrite = dp_rewrite_begin(estate, mt, s->hinted);
+	for (;;)
+	{
+		TupleTableSlot *planSlot;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(estate);
+		planSlot = ExecProcNode(subplan);
+		if (TupIsNull(planSlot))
+			break;
+		dp_rewrite_row(s->rewrite, planSlot);
+	}
+	dp_rewrite_finish(s->rewrite);
+	fire_after_statement(estate, mt);
+	mt->mt_done = true;
+	s->done = true;
+}
+
 /* Pull input rows until RETURNING output is ready or the input ends. */
 static void
 run(DPScanState *s)
@@ -293,6 +358,11 @@ run(DPScanState *s)
 	ModifyTableState *mt = s->mtstate;
 	PlanState  *subplan = s->rows ? NULL : outerPlanState(mt);
 
+	if (mt->operation == CMD_UPDATE || mt->operation == CMD_DELETE)
+	{
+		run_rewrite(s);
+		return;
+	}
 	if (s->load == NULL)
 	{
 		if (mt->fireBSTriggers)
@@ -383,7 +453,7 @@ dp_end(CustomScanState *node)
 static void
 dp_rescan(CustomScanState *node)
 {
-	elog(ERROR, "directpath: an INSERT cannot be rescanned");
+	elog(ERROR, "directpath: a DirectPath node cannot be rescanned");
 }
 
 static void
@@ -395,6 +465,8 @@ dp_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		dp_report_explain(&s->refused, false, es);
 	else if (s->load != NULL && es->analyze)
 		dp_report_explain(dp_load_report(s->load), true, es);
+	else if (s->rewrite != NULL && es->analyze)
+		dp_report_explain(dp_rewrite_report(s->rewrite), true, es);
 	else
 		dp_report_explain(&s->refused, false, es);
 }

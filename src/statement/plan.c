@@ -2,7 +2,8 @@
  *
  * plan.c
  *	  Parse-analysis and planner hooks: an INSERT that takes the direct path
- *	  gets its lock early and a DirectPath node on top of its plan.
+ *	  gets its lock early and a DirectPath node on top of its plan; so does
+ *	  a hinted UPDATE or DELETE made in bulk (with its own lock).
  *
  * Parse analysis asks admission.c to take the strong lock at once (see
  * there why it must be early).  After the standard planner, an INSERT that

@@ -1,0 +1,418 @@
+"""A hinted UPDATE or DELETE made in bulk, against the plain statement.
+
+`/*+ APPEND */ UPDATE` and `/*+ APPEND */ DELETE` keep the rows their plan
+finds, sort them by TID and change each old page once (src/load/rewrite.c,
+versions.c, oldpages.c); an UPDATE's new versions go to new pages and
+their index entries in sorted bulk.  A version left out of an index, or an
+old version still reachable, shows only through an index, so after every
+statement these tests compare the table with a twin changed by the plain
+statement (contents, the command's row count, pgstat's counters) and read
+every index in full by a forced index scan against a sequential scan, then
+run amcheck (heapallindexed) and pg_visibility, before and after VACUUM.
+
+Shapes are drawn from fixed seeds (key types, column types with NULL
+shares, secondary, partial, expression and two-column indexes; tables
+vacuumed, frozen or fresh; autocommit, chained, savepoints), as the bulk
+updates of upserts are tested (test_update_access_paths).  Beside them:
+what is left to core and why (RETURNING, a unique key assigned, row
+triggers and foreign keys, HOT-minded tables, SERIALIZABLE, inheritance),
+core's errors, a row met twice, rows another transaction changed or locks,
+TOAST values (none leaked: the TOAST table after VACUUM is the plain
+statement's), and a crash in the middle.
+"""
+
+import psycopg
+import pytest
+
+from conftest import (Background, crash_backend, crash_immediate, fault_gucs, last_statement,
+                      set_gucs, sqlstate_of, table_digest, verify_table, wait_fault_sleep)
+from test_update_access_paths import Shape, check_table
+
+pytestmark = pytest.mark.directpath
+
+STATEMENTS = ["update from", "update where", "delete using", "delete where"]
+
+
+def dml(shape, statement, t, s):
+    """The statement on 't' (alias x), from source 's' where it has one."""
+    on = " AND ".join(f"x.{k} = s.{k}" for k in shape.key_cols)
+    some = "abs(hashtext(x::text)) % 3 <> 0"
+    if statement == "update from":
+        sets = ", ".join(f"{c} = s.{c}" for c in shape.cols)
+        return f"UPDATE {t} x SET {sets} FROM {s} s WHERE {on}"
+    if statement == "update where":
+        # every column assigned, half of them to another value
+        sets = ", ".join(f"{c} = {c}" if i % 2 else f"{c} = NULL"
+                         for i, c in enumerate(shape.cols))
+        return f"UPDATE {t} x SET {sets} WHERE {some}"
+    if statement == "delete using":
+        return f"DELETE FROM {t} x USING {s} s WHERE {on}"
+    return f"DELETE FROM {t} x WHERE {some}"
+
+
+def run_one(conn, shape, statement, t, s, direct):
+    sql = dml(shape, statement, t, s)
+    if not direct:
+        return conn.execute(sql).rowcount
+    cur = conn.execute("/*+ APPEND */ " + sql)
+    rep = last_statement(conn)
+    assert rep["path"] == "direct", (shape, rep)
+    assert "in bulk" in rep["updates"] and "by core" not in rep["updates"], (shape, rep)
+    return cur.rowcount
+
+
+def run_steps(conn, shape, statements, t, s, direct):
+    """Two statements in the shape's transaction context; their row counts."""
+    counts = []
+
+    def one(st):
+        counts.append(run_one(conn, shape, st, t, s, direct))
+
+    ctx = shape.context
+    if ctx == "autocommit":
+        for st in statements:
+            one(st)
+        return counts
+    conn.execute("BEGIN")
+    if ctx == "chained":
+        for st in statements:
+            one(st)
+    elif ctx == "savepoint rolled back":
+        one(statements[0])
+        conn.execute("SAVEPOINT a")
+        one(statements[1])
+        conn.execute("ROLLBACK TO SAVEPOINT a")
+        one(statements[1])
+    else:
+        conn.execute("SAVEPOINT a")
+        one(statements[0])
+        conn.execute("RELEASE SAVEPOINT a")
+        one(statements[1])
+    conn.execute("COMMIT")
+    return counts
+
+
+def pgstat(conn, t):
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    return conn.execute("SELECT n_tup_upd, n_tup_del, n_tup_hot_upd FROM pg_stat_user_tables "
+                        "WHERE relname = %s", (t,)).fetchone()
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_shapes_against_plain(cluster, seed):
+    shape = Shape(seed)
+    statements = [STATEMENTS[seed % 4], STATEMENTS[(seed // 4 + seed + 1) % 4]]
+    tp, td, s = f"bd_p_{seed}", f"bd_d_{seed}", f"bd_s_{seed}"
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        for t in (tp, td):
+            shape.create(conn, t)
+        shape.source(conn, s, 1)
+        conn.execute(f"ANALYZE {s}")
+        plain = run_steps(conn, shape, statements, tp, s, direct=False)
+        direct = run_steps(conn, shape, statements, td, s, direct=True)
+        where = (shape, statements)
+        assert direct == plain, where
+        assert table_digest(conn, td) == table_digest(conn, tp), where
+        assert pgstat(conn, td)[:2] == pgstat(conn, tp)[:2], where
+        for t in (tp, td):
+            check_table(conn, t)
+        conn.execute(f"VACUUM {td}")
+        check_table(conn, td)
+        assert table_digest(conn, td) == table_digest(conn, tp), where
+
+
+def twins(conn, name, ddl, fill, extra=()):
+    """A table and its twin, both filled and vacuumed; returns the names."""
+    tp, td = f"{name}_p", f"{name}_d"
+    for t in (tp, td):
+        conn.execute(ddl.format(t=t))
+        conn.execute(fill.format(t=t))
+        for e in extra:
+            conn.execute(e.format(t=t))
+        conn.execute(f"VACUUM ANALYZE {t}")
+    return tp, td
+
+
+def both(conn, sql, tp, td):
+    """The plain statement on tp, the hinted one on td: their row counts,
+    the hinted one's report; the tables must agree."""
+    n_plain = conn.execute(sql.format(t=tp)).rowcount
+    n_direct = conn.execute("/*+ APPEND */ " + sql.format(t=td)).rowcount
+    rep = last_statement(conn)
+    assert n_direct == n_plain, (sql, n_direct, n_plain)
+    assert table_digest(conn, td) == table_digest(conn, tp), sql
+    return rep
+
+
+BASE = "CREATE TABLE {t} (k int PRIMARY KEY, u int UNIQUE, a int, b text)"
+FILL = ("INSERT INTO {t} SELECT g, g + 1000000, g % 100, md5(g::text) "
+        "FROM generate_series(1, 20000) g")
+
+
+def test_report_and_explain(cluster):
+    with cluster.conn() as conn:
+        tp, td = twins(conn, "bd_r", BASE, FILL, ["CREATE INDEX ON {t} (a)"])
+        rep = both(conn, "UPDATE {t} SET a = a + 1, b = 'x' || k WHERE k % 4 = 0", tp, td)
+        assert rep["path"] == "direct" and rep["rows_inserted"] == 5000, rep
+        plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) /*+ APPEND */ "
+                            f"DELETE FROM {td} WHERE k % 4 = 1").fetchone()[0][0]["Plan"]
+        conn.execute(f"DELETE FROM {tp} WHERE k % 4 = 1")
+        assert plan["Updates"] == "5000 rows deleted in bulk", plan
+        plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) /*+ APPEND */ "
+                            f"UPDATE {td} SET b = 'y' WHERE k % 4 = 2").fetchone()[0][0]["Plan"]
+        conn.execute(f"UPDATE {tp} SET b = 'y' WHERE k % 4 = 2")
+        assert plan["Updates"] == "5000 rows updated in bulk", plan
+        assert plan["Pages Written"] > 0, plan
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        check_table(conn, td)
+
+
+# statement, the reason last_statement() gives (a part of it), extra DDL
+REFUSED = {
+    "returning": ("UPDATE {t} SET a = 1 WHERE k < 100 RETURNING k", "RETURNING", []),
+    "unique key assigned": ("UPDATE {t} SET u = u + 10000000 WHERE k < 100",
+                            'assigns column "u" of the unique index', []),
+    "primary key assigned": ("UPDATE {t} SET k = k + 100000 WHERE k < 100",
+                             'assigns column "k" of the unique index', []),
+    "row trigger": ("UPDATE {t} SET a = 1 WHERE k < 100", "row triggers",
+                    ["CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS "
+                     "$$BEGIN NEW.b := 'trig'; RETURN NEW; END$$",
+                     "CREATE TRIGGER {t}_tr BEFORE UPDATE ON {t} FOR EACH ROW "
+                     "EXECUTE FUNCTION {t}_f()"]),
+    "delete trigger": ("DELETE FROM {t} WHERE k < 100", "row triggers",
+                       ["CREATE TABLE {t}_log (k int)",
+                        "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS "
+                        "$$BEGIN INSERT INTO {t}_log VALUES (OLD.k); RETURN OLD; END$$",
+                        "CREATE TRIGGER {t}_tr AFTER DELETE ON {t} FOR EACH ROW "
+                        "EXECUTE FUNCTION {t}_f()"]),
+    "referenced by a foreign key": ("DELETE FROM {t} WHERE k > 19000", "row triggers",
+                                    ["CREATE TABLE {t}_c (r int REFERENCES {t} "
+                                     "ON DELETE CASCADE)",
+                                     "INSERT INTO {t}_c SELECT g FROM "
+                                     "generate_series(19000, 19100) g"]),
+    "hot-minded table": ("UPDATE {t} SET b = 'hot' WHERE k < 5000", "HOT",
+                         ["ALTER TABLE {t} SET (fillfactor = 70)"]),
+    "stored generated column": ("UPDATE {t} SET a = a + 1 WHERE k < 100", "generated",
+                                ["ALTER TABLE {t} ADD COLUMN g int "
+                                 "GENERATED ALWAYS AS (a * 2) STORED"]),
+    "row security": ("UPDATE {t} SET a = 7 WHERE k < 100", "row security",
+                     ["ALTER TABLE {t} ENABLE ROW LEVEL SECURITY",
+                      "ALTER TABLE {t} FORCE ROW LEVEL SECURITY",
+                      "CREATE POLICY {t}_p ON {t} USING (k % 2 = 0)"]),
+    "inheritance": ("UPDATE {t} SET a = 3 WHERE k < 100", "more than one target",
+                    ["CREATE TABLE {t}_child () INHERITS ({t})",
+                     "INSERT INTO {t}_child SELECT 50 + g, NULL, 0, 'c' "
+                     "FROM generate_series(1, 10) g"]),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_left_to_core_with_the_reason(cluster, case):
+    """What the bulk path does not take runs as the plain statement does
+    (same rows, same count, same table) and says why."""
+    sql, why, extra = REFUSED[case]
+    n = list(REFUSED).index(case)
+    with cluster.conn() as conn:
+        tp, td = twins(conn, f"bd_x{n}", BASE, FILL, extra)
+        if case == "returning":
+            plain = sorted(conn.execute(sql.format(t=tp)).fetchall())
+            direct = sorted(conn.execute("/*+ APPEND */ " + sql.format(t=td)).fetchall())
+            assert direct == plain
+            rep = last_statement(conn)
+        else:
+            rep = both(conn, sql, tp, td)
+        text = (rep["reason"] or "") + " " + (rep.get("updates") or "")
+        assert why in text, (case, rep)
+        assert not (rep["path"] == "direct" and "in bulk" in (rep.get("updates") or "")
+                    and "by core" not in rep["updates"]), rep
+        if case == "delete trigger":
+            assert table_digest(conn, f"{td}_log") == table_digest(conn, f"{tp}_log")
+        if case == "referenced by a foreign key":
+            assert table_digest(conn, f"{td}_c") == table_digest(conn, f"{tp}_c")
+        check_table(conn, td)
+
+
+def test_serializable_left_to_core(cluster):
+    with cluster.conn() as conn:
+        tp, td = twins(conn, "bd_ser", BASE, FILL)
+        conn.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        rep = both(conn, "UPDATE {t} SET a = -a WHERE k % 10 = 0", tp, td)
+        conn.execute("COMMIT")
+        assert rep["path"] == "normal" and "SERIALIZABLE" in rep["reason"], rep
+
+
+@pytest.mark.parametrize("error", ["check", "not null", "division"])
+@pytest.mark.parametrize("statement", ["update", "update from"])
+def test_errors_are_cores(cluster, error, statement):
+    """A row that fails gives the plain statement's SQLSTATE and message,
+    and the table is left as it was."""
+    n = ["check", "not null", "division"].index(error) * 2 + (statement == "update from")
+    with cluster.conn() as conn:
+        tp, td = twins(conn, f"bd_e{n}",
+                       "CREATE TABLE {t} (k int PRIMARY KEY, a int CHECK (a >= 0), "
+                       "b text NOT NULL)", "INSERT INTO {t} SELECT g, g, 'b' "
+                       "FROM generate_series(1, 20000) g")
+        conn.execute(f"CREATE TABLE bd_e{n}_s AS SELECT g AS k FROM generate_series(1, 20000, 3) g")
+        sets = {"check": "a = CASE WHEN x.k = 7777 THEN -1 ELSE a + 1 END",
+                "not null": "b = CASE WHEN x.k = 7777 THEN NULL ELSE 'c' END",
+                "division": "a = abs(1 / (x.k - 7777))"}[error]
+        sql = (f"UPDATE {{t}} x SET {sets}" + (f" FROM bd_e{n}_s s WHERE s.k = x.k"
+                                               if statement == "update from" else ""))
+        before = table_digest(conn, td)
+        errs = []
+        for t, hint in ((tp, ""), (td, "/*+ APPEND */ ")):
+            try:
+                conn.execute(hint + sql.format(t=t))
+                errs.append(None)
+            except psycopg.Error as e:
+                errs.append((e.sqlstate, e.diag.message_primary.replace(td, tp)))
+        assert errs[0] is not None and errs[1] == errs[0], errs
+        assert table_digest(conn, td) == before
+        check_table(conn, td)
+
+
+def test_row_met_twice_changes_once(cluster):
+    """UPDATE ... FROM whose join meets a target row twice changes it once
+    (core skips the second: TM_SelfModified), DELETE ... USING likewise."""
+    with cluster.conn() as conn:
+        tp, td = twins(conn, "bd_tw", BASE, FILL)
+        conn.execute("CREATE TABLE bd_tw_s AS SELECT g % 5000 + 1 AS k, g AS v "
+                     "FROM generate_series(1, 15000) g")
+        conn.execute("ANALYZE bd_tw_s")
+        n_plain = conn.execute(f"UPDATE {tp} x SET a = -1 FROM bd_tw_s s WHERE s.k = x.k").rowcount
+        n_direct = conn.execute("/*+ APPEND */ UPDATE " + td +
+                                " x SET a = -1 FROM bd_tw_s s WHERE s.k = x.k").rowcount
+        assert n_direct == n_plain == 5000
+        assert "5000 rows updated in bulk" in last_statement(conn)["updates"]
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        rep = both(conn, "DELETE FROM {t} x USING bd_tw_s s WHERE s.k = x.k", tp, td)
+        assert "5000 rows deleted in bulk" in rep["updates"], rep
+        check_table(conn, td)
+
+
+def test_row_changed_by_another_transaction(cluster):
+    """REPEATABLE READ: a row another transaction updated after the
+    snapshot goes to core, which raises core's serialization failure."""
+    with cluster.conn() as a, cluster.conn() as b:
+        tp, td = twins(a, "bd_rr", BASE, FILL)
+        for t in (tp, td):
+            a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            a.execute(f"SELECT count(*) FROM {t}")
+            b.execute(f"UPDATE {t} SET a = 999 WHERE k = 12345")
+            hint = "/*+ APPEND */ " if t == td else ""
+            state = sqlstate_of(a, hint + f"UPDATE {t} SET a = a + 1")
+            a.execute("ROLLBACK")
+            assert state == "40001", (t, state)
+        assert table_digest(a, td) == table_digest(a, tp)
+
+
+def test_rows_locked_by_another_session(cluster):
+    """Another session's row locks keep the bulk path off (it cannot take
+    EXCLUSIVE): every row goes to core, after the lock is released."""
+    with cluster.conn() as a, cluster.conn() as b:
+        tp, td = twins(a, "bd_lk", BASE, FILL)
+        b.execute("BEGIN")
+        b.execute(f"SELECT * FROM {td} WHERE k = 5 FOR SHARE")
+        b.execute(f"SELECT * FROM {tp} WHERE k = 5 FOR SHARE")
+        n_plain = a.execute(f"DELETE FROM {tp} WHERE k BETWEEN 100 AND 200").rowcount
+        n_direct = a.execute(f"/*+ APPEND */ DELETE FROM {td} WHERE k BETWEEN 100 AND 200").rowcount
+        rep = last_statement(a)
+        b.execute("COMMIT")
+        assert n_direct == n_plain == 101
+        assert "by core's executor" in rep["updates"], rep
+        assert table_digest(a, td) == table_digest(a, tp)
+
+
+def toast_live(conn, t):
+    toast = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = %s",
+                         (t,)).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM {toast}").fetchone()[0]
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE {t} SET b = repeat(md5(k::text || 'n'), 200) WHERE k % 3 = 0",
+    "UPDATE {t} SET a = a + 1 WHERE k % 3 = 0",
+    "DELETE FROM {t} WHERE k % 3 = 0",
+    "INSERT INTO {t} SELECT g, g + 1000000, 0, repeat(md5(g::text || 'u'), 200) "
+    "FROM generate_series(1, 600, 2) g ON CONFLICT (k) DO UPDATE SET b = excluded.b",
+])
+def test_toast_values_not_leaked(cluster, statement):
+    """TOAST values the new version shares stay, the others go, as with
+    core's heap_update and heap_delete: after VACUUM the TOAST table holds
+    what the plain statement's does."""
+    n = abs(hash(statement)) % 100000
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        tp, td = twins(conn, f"bd_t{n}", BASE,
+                       "INSERT INTO {t} SELECT g, g + 1000000, 0, "
+                       "repeat(md5(g::text), 200) FROM generate_series(1, 600) g")
+        rep = both(conn, statement, tp, td)
+        assert "in bulk" in (rep.get("updates") or ""), rep
+        for t in (tp, td):
+            conn.execute(f"VACUUM {t}")
+        assert toast_live(conn, td) == toast_live(conn, tp)
+        verify_table(conn, td)
+
+
+def make_crash_table(conn, t):
+    conn.execute(BASE.format(t=t))
+    conn.execute(f"CREATE INDEX ON {t} (a)")
+    conn.execute(FILL.format(t=t))
+    conn.execute(f"VACUUM {t}")
+
+
+@pytest.mark.parametrize("how", ["kill backend", "immediate stop"])
+@pytest.mark.parametrize("statement", ["UPDATE {t} SET a = a + 1, b = 'n'",
+                                       "DELETE FROM {t} WHERE k % 2 = 0"])
+def test_crash_in_the_middle(make_cluster, statement, how):
+    """Killed with some old pages changed and logged: after recovery the
+    table is as before the statement, and sound; the statement then runs."""
+    c = make_cluster(name="bd_crash_" + how.split()[0] + statement.split()[0])
+    with c.conn() as conn:
+        make_crash_table(conn, "bd_c")
+        conn.execute("CHECKPOINT")
+        before = table_digest(conn, "bd_c")
+    off = c.log_size()
+    settings = dict({"directpath.min_bytes": "0"}, **fault_gucs("versions_page", hit=20))
+    with Background(c, "/*+ APPEND */ " + statement.format(t="bd_c"), settings) as bg:
+        bg.start()
+        wait_fault_sleep(c, bg, "versions_page", off)
+        if how == "kill backend":
+            crash_backend(c, bg.pid)
+        else:
+            crash_immediate(c)
+    with c.conn() as conn:
+        assert table_digest(conn, "bd_c") == before
+        verify_table(conn, "bd_c")
+        conn.execute("/*+ APPEND */ " + statement.format(t="bd_c"))
+        assert "in bulk" in last_statement(conn)["updates"]
+        verify_table(conn, "bd_c")
+
+
+def test_standby_replays_bulk_update_and_delete(make_cluster, tmp_path):
+    """The old pages' images, the VM bits cleared and the new versions'
+    pages replay: the standby's rows and its index-only scans (which trust
+    the VM) match the primary's."""
+    primary = make_cluster(name="bd_primary")
+    standby = primary.make_standby(tmp_path)
+    q = "SELECT count(*), sum(k) FROM bd_sb WHERE k > 0"
+    with primary.conn() as conn:
+        make_crash_table(conn, "bd_sb")
+        conn.execute("CHECKPOINT")
+        conn.execute("/*+ APPEND */ UPDATE bd_sb SET a = a + 1, b = 'n' WHERE k % 3 = 0")
+        conn.execute("/*+ APPEND */ DELETE FROM bd_sb WHERE k % 5 = 0")
+        assert "in bulk" in last_statement(conn)["updates"]
+        digest = table_digest(conn, "bd_sb")
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        rows = conn.execute(q).fetchone()
+        primary.wait_replay(standby)
+    with standby.conn() as s:
+        assert table_digest(s, "bd_sb") == digest
+        s.execute("SET enable_seqscan = off")
+        s.execute("SET enable_bitmapscan = off")
+        plan = "\n".join(r[0] for r in s.execute("EXPLAIN " + q).fetchall())
+        assert "Index Only Scan" in plan, plan
+        assert s.execute(q).fetchone() == rows
+        verify_table(s, "bd_sb")
