@@ -283,15 +283,19 @@ typedef struct DPVersions DPVersions;
 extern const char *dp_versions_refusal(ModifyTableState *mt);
 
 /*
- * dp_versions_keep: a row (target's format) whose key met the row whose
- * index entry is 'found'.  dp_versions_run, once the load's pages are
- * written and its index work done: every kept row updated or locked in
- * bulk, or put into 'rest' for core's executor (returns how many).
+ * dp_versions_keep: a row whose key met the row whose index entry is
+ * 'found' (DO UPDATE: the target's format), or, 'found' NULL, a subplan
+ * row with the target's ctid (MERGE, UPDATE, DELETE).  dp_versions_run,
+ * once the load's pages are written and its index work done: every kept
+ * row updated, locked or deleted in bulk, or put into 'rest' for core's
+ * executor (returns how many).  An UPDATE's or DELETE's rows arriving in
+ * TID order are changed as they come, before dp_versions_run.
  */
-extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt);
+extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt,
+									 Tuplestorestate *rest);
 extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
 							 ItemPointer found);
-extern uint64 dp_versions_run(DPVersions *v, Tuplestorestate *rest);
+extern uint64 dp_versions_run(DPVersions *v);
 extern void dp_versions_describe(DPVersions *v, char *buf, size_t len);
 extern uint64 dp_versions_pages(DPVersions *v);
 extern void dp_versions_end(DPVersions *v);

@@ -180,7 +180,7 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	 */
 	open_target_indexes(estate, mtstate->resultRelInfo);
 	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
-		u->versions = dp_versions_begin(estate, mtstate);
+		u->versions = dp_versions_begin(estate, mtstate, u->rows);
 	return u;
 }
 
@@ -241,7 +241,7 @@ dp_upsert_run(DPUpsert *u)
 	PlanState  *subplan = outerPlanState(mt);
 
 	if (u->versions != NULL)
-		u->kept += dp_versions_run(u->versions, u->rows);
+		u->kept += dp_versions_run(u->versions);
 	if (u->kept == 0)
 		return;
 	u->core_rows += u->kept;

@@ -39,6 +39,11 @@
  *	index		then the new versions' entries go in through the target's
  *				index work (indexes.c: sorted per index, or row by row).
  *
+ * An UPDATE's or a DELETE's rows need not wait for the plan to end: while
+ * they arrive in TID order (a sequential or bitmap scan gives them so),
+ * each is evaluated as it comes (stream_row), and only the rows after the
+ * first one out of order are sorted.
+ *
  * Why the outcome is core's.  The rows are decided as core decides them
  * (conflict.c, or core's plan); the same expressions run on the same rows
  * (this command's own rows are invisible to its snapshot either way).  A
@@ -137,6 +142,12 @@ struct DPVersions
 	int			nversions;
 	BlockNumber blkno;			/* the old page being evaluated */
 	Buffer		buf;			/* ... pinned, or InvalidBuffer */
+	Tuplestorestate *rest;		/* rows for core's path (upsert.c) */
+	/* an UPDATE's or DELETE's rows, changed as they arrive in TID order */
+	bool		stream;			/* may still stream */
+	bool		streamed;		/* the run began while the plan ran */
+	bool		bulk;			/* the run holds ExclusiveLock */
+	ItemPointerData last;		/* the last row streamed */
 	/* what happened */
 	uint64		updated;
 	uint64		locked;
@@ -145,6 +156,8 @@ struct DPVersions
 	uint64		to_core;
 	const char *core_why;		/* why rows went to core's path, or NULL */
 };
+
+static bool stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid);
 
 /* MERGE's own reasons (its actions), or NULL. */
 static const char *
@@ -283,7 +296,7 @@ update_projection(ModifyTableState *mt, ResultRelInfo *rri)
 }
 
 DPVersions *
-dp_versions_begin(EState *estate, ModifyTableState *mt)
+dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 {
 	DPVersions *v = palloc0(sizeof(DPVersions));
 	CmdType		op = mt->operation;
@@ -298,6 +311,9 @@ dp_versions_begin(EState *estate, ModifyTableState *mt)
 	bool		nulls_first[2] = {false, false};
 
 	v->op = op;
+	v->rest = rest;
+	v->stream = op == CMD_UPDATE || op == CMD_DELETE;
+	ItemPointerSetMin(&v->last);
 	v->rri = mt->resultRelInfo;
 	v->rel = v->rri->ri_RelationDesc;
 	v->estate = estate;
@@ -342,6 +358,8 @@ dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 		Assert(v->op != CMD_INSERT && !isnull);
 		found = (ItemPointer) DatumGetPointer(ctid);
 	}
+	if (v->stream && stream_row(v, slot, found))
+		return;
 	ExecClearTuple(v->put);
 	slot_getallattrs(slot);
 	memcpy(v->put->tts_values, slot->tts_values, sizeof(Datum) * v->natts);
@@ -652,22 +670,88 @@ start_run(DPVersions *v)
 	v->versions = MemoryContextAlloc(v->chunk_cxt, sizeof(HeapTuple) * DP_VERSIONS_CHUNK);
 }
 
-uint64
-dp_versions_run(DPVersions *v, Tuplestorestate *rest)
+/*
+ * The run's start: ExclusiveLock, if it can be had at once (no row locks
+ * from now on: see the header comment), and the run's state.
+ */
+static void
+begin_run(DPVersions *v)
 {
-	bool		bulk;
+	v->bulk = ConditionalLockRelation(v->rel, ExclusiveLock);
+	if (v->bulk)
+		start_run(v);
+	v->buf = InvalidBuffer;
+	v->blkno = InvalidBlockNumber;
+}
+
+/*
+ * An UPDATE's or DELETE's row as the plan gives it: while the rows arrive
+ * in TID order (a sequential or bitmap scan's), each is evaluated at once,
+ * with no sort and no second pass - core changes rows while its plan runs
+ * too, and neither this command's changes nor its new pages are visible to
+ * the plan's snapshot.  The first row out of order ends the stream: the
+ * chunk so far is applied, and that row and every later one are sorted
+ * (a row of the stream met again is then found changed: core's path skips
+ * it, as TM_SelfModified).  False: the caller keeps the row for the sort.
+ */
+static bool
+stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid)
+{
+	MemoryContext caller;
+
+	if (!v->streamed)
+	{
+		caller = MemoryContextSwitchTo(GetMemoryChunkContext(v));
+		begin_run(v);
+		MemoryContextSwitchTo(caller);
+		v->streamed = true;
+		if (!v->bulk)
+		{
+			v->stream = false;
+			return false;
+		}
+	}
+	caller = MemoryContextSwitchTo(GetMemoryChunkContext(v));
+	if (ItemPointerCompare(tid, &v->last) < 0)
+	{
+		leave_page(v);
+		apply_chunk(v);
+		v->stream = false;
+		MemoryContextSwitchTo(caller);
+		return false;
+	}
+	v->last = *tid;
+	slot_getallattrs(slot);
+	ExecClearTuple(v->row);
+	memcpy(v->row->tts_values, slot->tts_values, sizeof(Datum) * v->natts);
+	memcpy(v->row->tts_isnull, slot->tts_isnull, sizeof(bool) * v->natts);
+	ExecStoreVirtualTuple(v->row);
+	v->row->tts_tableOid = RelationGetRelid(v->rel);
+	if (ItemPointerGetBlockNumber(tid) != v->blkno)
+	{
+		leave_page(v);
+		v->blkno = ItemPointerGetBlockNumber(tid);
+		v->buf = ReadBuffer(v->rel, v->blkno);
+	}
+	evaluate_row(v, tid, v->rest);
+	MemoryContextSwitchTo(caller);
+	return true;
+}
+
+uint64
+dp_versions_run(DPVersions *v)
+{
 	ItemPointerData entry;
+	Tuplestorestate *rest = v->rest;
+	bool		bulk;
 
 	/* the run's state (builder, index work, chunks) lives with v's */
 	MemoryContext caller = MemoryContextSwitchTo(GetMemoryChunkContext(v));
 
 	tuplesort_performsort(v->sort);
-	/* no row locks from now on: see the header comment */
-	bulk = ConditionalLockRelation(v->rel, ExclusiveLock);
-	if (bulk)
-		start_run(v);
-	v->buf = InvalidBuffer;
-	v->blkno = InvalidBlockNumber;
+	if (!v->streamed)
+		begin_run(v);
+	bulk = v->bulk;
 	/* EXPLAIN ANALYZE: the node ran, as when core's executor takes the rows */
 	if (v->mt->ps.instrument)
 		InstrStartNode(v->mt->ps.instrument);
