@@ -39,6 +39,7 @@ OBJS = \
 	src/load/versions.o \
 	src/load/oldpages.o \
 	src/load/rewrite.o \
+	src/load/bulkrules.o \
 	src/remote/shard.o \
 	src/remote/shardcommit.o \
 	src/remote/copyenc.o \

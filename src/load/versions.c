@@ -70,14 +70,8 @@
  * versions whose xmax never committed.  Logical decoding could not read
  * images as UPDATEs or DELETEs, so a logically logged table is not taken.
  *
- * Not taken (the rows are core's, upsert.c, and the report says why): a
- * partitioned table or a partition, row triggers of the statement's kind
- * (foreign keys included, on either side), row security or a view's CHECK
- * OPTION, stored generated columns (but for a DELETE), RETURNING,
- * SERIALIZABLE (predicate locks), for updates an index that is deferrable
- * or an exclusion constraint, an UPDATE core would make HOT (fillfactor
- * below 100, no indexed column assigned), MERGE's DELETE and WHEN NOT
- * MATCHED BY SOURCE actions, and directpath.bulk_update off.
+ * Not taken (the rows are core's, upsert.c, and the report says why): what
+ * bulkrules.c refuses.
  *
  *-------------------------------------------------------------------------
  */
@@ -159,113 +153,6 @@ struct DPVersions
 
 static bool stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid);
 
-/* MERGE's own reasons (its actions), or NULL. */
-static const char *
-merge_refusal(ResultRelInfo *rri)
-{
-	ListCell   *lc;
-
-	if (DP_MERGE_BY_SOURCE_ACTIONS(rri) != NIL)
-		return "MERGE has WHEN NOT MATCHED BY SOURCE actions";
-	foreach(lc, DP_MERGE_MATCHED_ACTIONS(rri))
-		if (((MergeActionState *) lfirst(lc))->mas_action->commandType == CMD_DELETE)
-			return "MERGE deletes matched rows";
-	if (rri->ri_oldTupleSlot == NULL || rri->ri_RowIdAttNo == InvalidAttrNumber)
-		return "MERGE has no matched action";
-	return NULL;
-}
-
-/* The row triggers (or transition tables) the statement's kind would fire. */
-static bool
-has_row_triggers(TriggerDesc *trig, CmdType op)
-{
-	if (trig == NULL)
-		return false;
-	if (op == CMD_DELETE)
-		return trig->trig_delete_before_row || trig->trig_delete_after_row ||
-			trig->trig_delete_instead_row || trig->trig_delete_old_table;
-	if ((op == CMD_INSERT || op == CMD_MERGE) &&
-		(trig->trig_insert_before_row || trig->trig_insert_after_row ||
-		 trig->trig_insert_instead_row || trig->trig_insert_new_table))
-		return true;
-	return trig->trig_update_before_row || trig->trig_update_after_row ||
-		trig->trig_update_instead_row || trig->trig_update_old_table ||
-		trig->trig_update_new_table;
-}
-
-/*
- * An UPDATE that core would make HOT: the table keeps room on its pages
- * (fillfactor below 100) and SET assigns no column an index depends on.
- * Core then writes no index entry at all; the bulk path, which appends the
- * new versions, would write one per index.
- */
-static bool
-hot_update_kept(ModifyTableState *mt, Relation rel)
-{
-	List	   *colnos = linitial(((ModifyTable *) mt->ps.plan)->updateColnosLists);
-	Bitmapset  *indexed;
-	ListCell   *lc;
-
-	if (RelationGetFillFactor(rel, HEAP_DEFAULT_FILLFACTOR) >= 100)
-		return false;
-	indexed = RelationGetIndexAttrBitmap(rel, DP_INDEX_ATTR_BITMAP_HOT_BLOCKING);
-	foreach(lc, colnos)
-		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber,
-						  indexed))
-			return false;
-	return true;
-}
-
-const char *
-dp_versions_refusal(ModifyTableState *mt)
-{
-	ResultRelInfo *rri = mt->resultRelInfo;
-	Relation	rel = rri->ri_RelationDesc;
-	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
-	CmdType		op = mt->operation;
-	const char *why;
-
-	if (!dp_bulk_update)
-		return "directpath.bulk_update is off";
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
-		return "the target is partitioned or a partition";
-	if (mt->mt_nrels != 1)
-		return "the statement has more than one result relation";
-	if (op == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
-		return why;
-	if (op == CMD_INSERT && rri->ri_onConflict == NULL)
-		return "the statement has no DO UPDATE";
-	if ((op == CMD_UPDATE || op == CMD_DELETE) &&
-		rri->ri_RowIdAttNo == InvalidAttrNumber)
-		return "the statement has no row identity (ctid)";
-	if (RelationIsLogicallyLogged(rel))
-		return "the table is logically logged (logical decoding reads updates and deletes from their own records)";
-	if (has_row_triggers(rel->trigdesc, op))
-		return "the table has row triggers (foreign keys included) or transition tables";
-	if (rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL)
-		return "row security or a view's CHECK OPTION applies";
-	if (op != CMD_DELETE &&
-		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
-		return "the table has stored generated columns";
-	if (plan->returningLists != NIL)
-		return "the statement has RETURNING";
-	if (IsolationIsSerializable())
-		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
-	if (op == CMD_DELETE)
-		return NULL;
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-	{
-		Relation	idx = rri->ri_IndexRelationDescs[i];
-
-		if (!idx->rd_index->indimmediate ||
-			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
-			return "an index is deferrable or an exclusion constraint";
-	}
-	if (op == CMD_UPDATE && hot_update_kept(mt, rel))
-		return "the table keeps room for HOT updates (fillfactor below 100) and SET assigns no indexed column";
-	return NULL;
-}
-
 /*
  * The new-tuple projection of an UPDATE, built as core's ModifyTable node
  * builds it for its first row (and then uses, for the rows left to it): the
@@ -313,7 +200,7 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 	v->op = op;
 	v->rest = rest;
 	v->stream = op == CMD_UPDATE || op == CMD_DELETE;
-	ItemPointerSetMin(&v->last);
+	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
 	v->rri = mt->resultRelInfo;
 	v->rel = v->rri->ri_RelationDesc;
 	v->estate = estate;

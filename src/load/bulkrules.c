@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ *
+ * bulkrules.c
+ *	  Which statements may have their updates and deletes made in bulk
+ *	  (versions.c), judged once the statement's ModifyTable node is
+ *	  initialised; the reason, for the report, when not.
+ *
+ * The bulk path writes headers as heap_update, heap_lock_tuple and
+ * heap_delete do, and nothing else: whatever core does per row beyond that
+ * must be absent for the statement's kind of change - row triggers and
+ * transition tables (foreign keys are triggers, on either side), row
+ * security and a view's CHECK OPTION, stored generated columns an update
+ * recomputes, RETURNING, SERIALIZABLE's predicate locks, logical decoding
+ * (which reads changes from their own records), a partitioned target or a
+ * partition (rows that move between partitions), and, where new versions
+ * get index entries, deferrable and exclusion indexes.  An UPDATE core
+ * would make HOT is left to it too: on a table whose fillfactor keeps room
+ * and whose SET assigns no column an index depends on, core writes no
+ * index entry at all, which appending new versions cannot match.
+ *
+ * Rules judged at plan time instead (existing.c): a unique key assigned,
+ * data-modifying WITH, inheritance.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "load/load_private.h"
+
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "commands/trigger.h"
+#include "common/settings.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+
+/* MERGE's own reasons (its actions), or NULL. */
+static const char *
+merge_refusal(ResultRelInfo *rri)
+{
+	ListCell   *lc;
+
+	if (DP_MERGE_BY_SOURCE_ACTIONS(rri) != NIL)
+		return "MERGE has WHEN NOT MATCHED BY SOURCE actions";
+	foreach(lc, DP_MERGE_MATCHED_ACTIONS(rri))
+		if (((MergeActionState *) lfirst(lc))->mas_action->commandType == CMD_DELETE)
+			return "MERGE deletes matched rows";
+	if (rri->ri_oldTupleSlot == NULL || rri->ri_RowIdAttNo == InvalidAttrNumber)
+		return "MERGE has no matched action";
+	return NULL;
+}
+
+/* The row triggers (or transition tables) the statement's kind would fire. */
+static bool
+has_row_triggers(TriggerDesc *trig, CmdType op)
+{
+	if (trig == NULL)
+		return false;
+	if (op == CMD_DELETE)
+		return trig->trig_delete_before_row || trig->trig_delete_after_row ||
+			trig->trig_delete_instead_row || trig->trig_delete_old_table;
+	if ((op == CMD_INSERT || op == CMD_MERGE) &&
+		(trig->trig_insert_before_row || trig->trig_insert_after_row ||
+		 trig->trig_insert_instead_row || trig->trig_insert_new_table))
+		return true;
+	return trig->trig_update_before_row || trig->trig_update_after_row ||
+		trig->trig_update_instead_row || trig->trig_update_old_table ||
+		trig->trig_update_new_table;
+}
+
+/*
+ * An UPDATE that core would make HOT: the table keeps room on its pages
+ * (fillfactor below 100) and SET assigns no column an index depends on.
+ * Core then writes no index entry at all; the bulk path, which appends the
+ * new versions, would write one per index.
+ */
+static bool
+hot_update_kept(ModifyTableState *mt, Relation rel)
+{
+	List	   *colnos = linitial(((ModifyTable *) mt->ps.plan)->updateColnosLists);
+	Bitmapset  *indexed;
+	ListCell   *lc;
+
+	if (RelationGetFillFactor(rel, HEAP_DEFAULT_FILLFACTOR) >= 100)
+		return false;
+	indexed = RelationGetIndexAttrBitmap(rel, DP_INDEX_ATTR_BITMAP_HOT_BLOCKING);
+	foreach(lc, colnos)
+		if (bms_is_member(lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber,
+						  indexed))
+			return false;
+	return true;
+}
+
+const char *
+dp_versions_refusal(ModifyTableState *mt)
+{
+	ResultRelInfo *rri = mt->resultRelInfo;
+	Relation	rel = rri->ri_RelationDesc;
+	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
+	CmdType		op = mt->operation;
+	const char *why;
+
+	if (!dp_bulk_update)
+		return "directpath.bulk_update is off";
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
+		return "the target is partitioned or a partition";
+	if (mt->mt_nrels != 1)
+		return "the statement has more than one result relation";
+	if (op == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
+		return why;
+	if (op == CMD_INSERT && rri->ri_onConflict == NULL)
+		return "the statement has no DO UPDATE";
+	if ((op == CMD_UPDATE || op == CMD_DELETE) &&
+		rri->ri_RowIdAttNo == InvalidAttrNumber)
+		return "the statement has no row identity (ctid)";
+	if (RelationIsLogicallyLogged(rel))
+		return "the table is logically logged (logical decoding reads updates and deletes from their own records)";
+	if (has_row_triggers(rel->trigdesc, op))
+		return "the table has row triggers (foreign keys included) or transition tables";
+	if (rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL)
+		return "row security or a view's CHECK OPTION applies";
+	if (op != CMD_DELETE &&
+		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+		return "the table has stored generated columns";
+	if (plan->returningLists != NIL)
+		return "the statement has RETURNING";
+	if (IsolationIsSerializable())
+		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
+	if (op == CMD_DELETE)
+		return NULL;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	idx = rri->ri_IndexRelationDescs[i];
+
+		if (!idx->rd_index->indimmediate ||
+			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
+			return "an index is deferrable or an exclusion constraint";
+	}
+	if (op == CMD_UPDATE && hot_update_kept(mt, rel))
+		return "the table keeps room for HOT updates (fillfactor below 100) and SET assigns no indexed column";
+	return NULL;
+}
