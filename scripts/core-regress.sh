@@ -52,6 +52,11 @@
 #          WARNING, PANIC, FATAL, assertion failure or lost connection fails,
 #          and so does a crash in the direct run's server log.
 #
+# DP_CORE_EXTRA, when set, is one more line of every run's configuration
+# (an experiment: DP_CORE_EXTRA='directpath.bulk_dml_min_rows = 0' sends
+# every UPDATE and DELETE of the direct runs to the bulk path; the list of
+# differences is for the defaults).
+#
 # PostgreSQL refuses to run as root: as root, the servers run as the system
 # user $DP_TEST_USER (default dptest; created if missing, scripts/lib.sh) and
 # what it needs is made readable to it.  Installs dpkg-dev when run as root without it.
@@ -411,6 +416,7 @@ for m in "${majors[@]}"; do
 			directpath.min_bytes = 0
 			directpath.load_statistics = off
 			fsync = off
+			${DP_CORE_EXTRA:-}
 		EOF
 		dp_log "pg_regress parallel_schedule, directpath.mode = $mode, parallel_workers = $workers ($rd)"
 		t1=$(date +%s)

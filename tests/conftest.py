@@ -491,6 +491,21 @@ def crash_immediate(cluster):
     assert "not properly shut down" in cluster.log(off)
 
 
+def crash_at_fault(cluster, sql, point, hit, how, settings=None):
+    """Run 'sql' in the background with fault point 'point' sleeping at its
+    hit-th pass, then crash there: "kill backend" (SIGKILL, crash restart)
+    or "immediate stop" (pg_ctl stop -m immediate, start)."""
+    off = cluster.log_size()
+    gucs = dict(settings or {}, **fault_gucs(point, hit=hit))
+    with Background(cluster, sql, gucs) as bg:
+        bg.start()
+        wait_fault_sleep(cluster, bg, point, off)
+        if how == "kill backend":
+            crash_backend(cluster, bg.pid)
+        else:
+            crash_immediate(cluster)
+
+
 def checksums_roundtrip(cluster):
     """Clean stop, pg_checksums --check, start again."""
     cluster.stop("fast")

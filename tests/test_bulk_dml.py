@@ -24,8 +24,8 @@ statement's), and a crash in the middle.
 import psycopg
 import pytest
 
-from conftest import (Background, crash_backend, crash_immediate, fault_gucs, last_statement,
-                      set_gucs, sqlstate_of, table_digest, verify_table, wait_fault_sleep)
+from conftest import (crash_at_fault, last_statement, set_gucs, sqlstate_of, table_digest,
+                      verify_table)
 from test_update_access_paths import Shape, check_table
 
 pytestmark = pytest.mark.directpath
@@ -291,23 +291,23 @@ def test_row_met_twice_changes_once(cluster):
         check_table(conn, td)
 
 
-# plan settings: the rows arrive in TID order (streamed), out of it (sorted),
-# or in order first and then not (streamed, then the rest sorted)
+# plan settings: a scan of the target gives the rows in TID order (changed
+# as they come); an index scan, a join or a union does not (sorted first)
 PLANS = {
     "seq scan": [],
     "bitmap scan": ["enable_seqscan = off", "enable_indexscan = off"],
     "index scan": ["enable_seqscan = off", "enable_bitmapscan = off"],
     "nested loop, source in random order": ["enable_hashjoin = off", "enable_mergejoin = off",
                                             "enable_seqscan = off", "enable_bitmapscan = off"],
-    "in order, then not": [],
+    "a union of the table and the source": [],
 }
 
 
 @pytest.mark.parametrize("plan", list(PLANS))
 @pytest.mark.parametrize("kind", ["update", "delete"])
 def test_rows_in_any_order(cluster, plan, kind):
-    """Rows in TID order are changed as they arrive, the rest sorted first;
-    a target row the plan meets twice, on either side of that boundary, is
+    """Rows a scan of the target gives in TID order are changed as they
+    arrive, others sorted first; a target row the plan meets twice is
     changed once; every way gives the plain statement's table."""
     n = list(PLANS).index(plan) * 2 + (kind == "delete")
     with cluster.conn() as conn:
@@ -316,7 +316,7 @@ def test_rows_in_any_order(cluster, plan, kind):
         conn.execute(f"CREATE TABLE bd_o{n}_s AS SELECT (g * 7919) % 6000 + 1 AS k "
                      f"FROM generate_series(1, 9000) g ORDER BY hashint4(g)")
         conn.execute(f"ANALYZE bd_o{n}_s")
-        if plan == "in order, then not":
+        if plan == "a union of the table and the source":
             # a UNION ALL: the table's rows in TID order, then the source's
             src = (f"(SELECT k FROM {{t}} WHERE k % 7 = 0 UNION ALL "
                    f"SELECT k FROM bd_o{n}_s) s")
@@ -421,15 +421,7 @@ def test_crash_in_the_middle(make_cluster, statement, how):
         make_crash_table(conn, "bd_c")
         conn.execute("CHECKPOINT")
         before = table_digest(conn, "bd_c")
-    off = c.log_size()
-    settings = dict({"directpath.min_bytes": "0"}, **fault_gucs("versions_page", hit=20))
-    with Background(c, "/*+ APPEND */ " + statement.format(t="bd_c"), settings) as bg:
-        bg.start()
-        wait_fault_sleep(c, bg, "versions_page", off)
-        if how == "kill backend":
-            crash_backend(c, bg.pid)
-        else:
-            crash_immediate(c)
+    crash_at_fault(c, "/*+ APPEND */ " + statement.format(t="bd_c"), "versions_page", 20, how)
     with c.conn() as conn:
         assert table_digest(conn, "bd_c") == before
         verify_table(conn, "bd_c")
@@ -464,3 +456,29 @@ def test_standby_replays_bulk_update_and_delete(make_cluster, tmp_path):
         assert "Index Only Scan" in plan, plan
         assert s.execute(q).fetchone() == rows
         verify_table(s, "bd_sb")
+
+
+def test_mode_always_takes_large_statements(cluster):
+    """Under directpath.mode = always an UPDATE or DELETE the planner
+    expects to change at least directpath.bulk_dml_min_rows rows is made
+    in bulk; a smaller one, a NOAPPEND one and every one with the setting
+    at -1 stay core's (and publish no report)."""
+    with cluster.conn() as conn:
+        tp, td = twins(conn, "bd_al", BASE, FILL)
+        set_gucs(conn, {"directpath.mode": "always", "directpath.bulk_dml_min_rows": "1000"})
+        rep = both(conn, "UPDATE {t} SET a = a + 1 WHERE k <= 5000", tp, td)
+        assert rep["path"] == "direct" and "5000 rows updated in bulk" in rep["updates"], rep
+        rep = both(conn, "DELETE FROM {t} WHERE k > 15000", tp, td)
+        assert "5000 rows deleted in bulk" in rep["updates"], rep
+        for sql in ("UPDATE {t} SET a = 0 WHERE k <= 10",
+                    "/*+ NOAPPEND */ UPDATE {t} SET a = 1 WHERE k <= 5000"):
+            n_plain = conn.execute(sql.format(t=tp)).rowcount
+            n_direct = conn.execute(sql.format(t=td)).rowcount
+            assert n_direct == n_plain
+            assert last_statement(conn) == rep, sql
+        set_gucs(conn, {"directpath.bulk_dml_min_rows": "-1"})
+        conn.execute(f"DELETE FROM {td} WHERE k <= 5000")
+        conn.execute(f"DELETE FROM {tp} WHERE k <= 5000")
+        assert last_statement(conn) == rep
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        check_table(conn, td)

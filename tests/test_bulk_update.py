@@ -14,8 +14,7 @@ SHARE), and errors (CHECK on the new version, a key twice).
 import psycopg
 import pytest
 
-from conftest import (Background, crash_backend, crash_immediate, fault_gucs, set_gucs,
-                      sqlstate_of, table_digest, verify_table, wait_fault_sleep)
+from conftest import crash_at_fault, set_gucs, sqlstate_of, table_digest, verify_table
 
 pytestmark = pytest.mark.directpath
 
@@ -220,16 +219,8 @@ def test_crash_during_the_updates(make_cluster, how):
         make_tables(conn, "bu_k", "bu_ks", rows=20000)
         conn.execute("CHECKPOINT")
         before = table_digest(conn, "bu_k")
-    off = c.log_size()
-    settings = dict({"directpath.min_bytes": "0"}, **fault_gucs("versions_page", hit=20))
-    with Background(c, "/*+ APPEND */ " + UPSERT.format(t="bu_k", s="bu_ks"),
-                    settings) as bg:
-        bg.start()
-        wait_fault_sleep(c, bg, "versions_page", off)
-        if how == "kill backend":
-            crash_backend(c, bg.pid)
-        else:
-            crash_immediate(c)
+    crash_at_fault(c, "/*+ APPEND */ " + UPSERT.format(t="bu_k", s="bu_ks"), "versions_page",
+                   20, how, {"directpath.min_bytes": "0"})
     with c.conn() as conn:
         assert table_digest(conn, "bu_k") == before
         verify_table(conn, "bu_k")

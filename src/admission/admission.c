@@ -55,6 +55,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/copy.h"
+#include "common/report.h"
 #include "common/settings.h"
 #include "miscadmin.h"
 #include "parser/parsetree.h"
@@ -223,12 +224,13 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 	*parallel = 0;
 	if (dp_mode == DP_MODE_OFF || parse->resultRelation <= 0)
 		return false;
-	/* UPDATE and DELETE only when hinted (not yet under mode = always) */
+	/* UPDATE and DELETE: hinted, or large enough under mode = always */
 	if (parse->commandType == CMD_UPDATE || parse->commandType == CMD_DELETE)
 	{
-		*hinted = dp_find_hint(source, parse->stmt_location, parse->stmt_len,
-							   NULL) == DP_HINT_APPEND;
-		return *hinted;
+		w = dp_find_hint(source, parse->stmt_location, parse->stmt_len, NULL);
+		*hinted = w == DP_HINT_APPEND;
+		return *hinted || (w == DP_HINT_NONE && dp_mode == DP_MODE_ALWAYS &&
+						   dp_bulk_dml_min_rows >= 0);
 	}
 	/* a MERGE is judged too, so that a hinted one says why it is refused */
 	if (parse->commandType != CMD_INSERT && parse->commandType != CMD_MERGE)
@@ -286,6 +288,15 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 	/* a bulk UPDATE or DELETE keeps its statement's lock and privileges */
 	if (mt->operation == CMD_UPDATE || mt->operation == CMD_DELETE)
 	{
+		double		rows = outerPlan(mt)->plan_rows;
+
+		if (!hinted && rows < dp_bulk_dml_min_rows)
+		{
+			a->small = true;
+			a->reason = dp_report_reason("expected to change %.0f rows, fewer than directpath.bulk_dml_min_rows",
+										 rows);
+			return;
+		}
 		a->reason = relation_rules(rt_fetch(linitial_int(mt->resultRelations),
 											stmt->rtable)->relid, false);
 		a->direct = a->reason == NULL;

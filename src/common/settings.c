@@ -33,6 +33,7 @@ bool		dp_index_rebuild = true;
 bool		dp_index_sort = true;
 bool		dp_index_key_sort = true;
 bool		dp_bulk_update = true;
+int			dp_bulk_dml_min_rows = 100000;
 bool		dp_index_append = true;
 bool		dp_index_merge = true;
 bool		dp_brin_summarize = true;
@@ -195,9 +196,14 @@ define_other_settings(void)
 							 "on: each postgres_fdw partition's rows go to its server as one COPY over postgres_fdw's connection, all servers at once; off: the wrapper's batched INSERTs.",
 							 &dp_foreign_copy, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("directpath.bulk_dml_min_rows",
+							"Under directpath.mode = always, an UPDATE or DELETE the planner expects to change fewer rows stays on the normal path.",
+							"A hinted statement is taken whatever its size; -1 leaves every unhinted UPDATE and DELETE to the normal path.",
+							&dp_bulk_dml_min_rows, 100000, -1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.bulk_update",
-							 "Makes ON CONFLICT DO UPDATE's updates of a direct load in bulk: new versions on appended pages, old pages changed once.",
-							 "Off: core's executor updates each row after the load.",
+							 "Makes the updates of a direct ON CONFLICT DO UPDATE or MERGE, and a direct UPDATE's or DELETE's changes, in bulk: new versions on appended pages, old pages changed once.",
+							 "Off: core's executor changes each row.",
 							 &dp_bulk_update, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.fkey_batches",

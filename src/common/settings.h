@@ -32,6 +32,7 @@ extern bool dp_index_rebuild;
 extern bool dp_index_sort;
 extern bool dp_index_key_sort;
 extern bool dp_bulk_update;
+extern int	dp_bulk_dml_min_rows;
 extern bool dp_index_append;
 extern bool dp_index_runs;
 extern bool dp_index_leaf_merge;

@@ -39,10 +39,11 @@
  *	index		then the new versions' entries go in through the target's
  *				index work (indexes.c: sorted per index, or row by row).
  *
- * An UPDATE's or a DELETE's rows need not wait for the plan to end: while
- * they arrive in TID order (a sequential or bitmap scan gives them so),
- * each is evaluated as it comes (stream_row), and only the rows after the
- * first one out of order are sorted.
+ * An UPDATE's or a DELETE's rows need not wait for the plan to end when
+ * the plan is a scan of the target that gives them in TID order
+ * (scan_in_tid_order): each is evaluated as it comes (stream_row), and
+ * only rows after one out of order (a synchronized scan's wrap-around)
+ * are sorted.
  *
  * Why the outcome is core's.  The rows are decided as core decides them
  * (conflict.c, or core's plan); the same expressions run on the same rows
@@ -182,6 +183,25 @@ update_projection(ModifyTableState *mt, ResultRelInfo *rri)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * Does the plan give the target's rows in TID order?  A sequential, bitmap
+ * or TID range scan of the target itself does (a synchronized sequential
+ * scan starts mid-table and wraps around once: the stream then ends once,
+ * and no page is visited twice).  A join's order follows its outer side
+ * only while its hash table fits in one batch, so a plan that is not a
+ * scan of the target is sorted: streaming it would visit, and log, pages
+ * twice.
+ */
+static bool
+scan_in_tid_order(PlanState *ps, Relation target)
+{
+	if (!IsA(ps, SeqScanState) && !IsA(ps, BitmapHeapScanState) &&
+		!IsA(ps, TidRangeScanState))
+		return false;
+	return RelationGetRelid(((ScanState *) ps)->ss_currentRelation) ==
+		RelationGetRelid(target);
+}
+
 DPVersions *
 dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 {
@@ -199,7 +219,8 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 
 	v->op = op;
 	v->rest = rest;
-	v->stream = op == CMD_UPDATE || op == CMD_DELETE;
+	v->stream = (op == CMD_UPDATE || op == CMD_DELETE) &&
+		scan_in_tid_order(outerPlanState(mt), mt->resultRelInfo->ri_RelationDesc);
 	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
 	v->rri = mt->resultRelInfo;
 	v->rel = v->rri->ri_RelationDesc;
@@ -572,8 +593,8 @@ begin_run(DPVersions *v)
 }
 
 /*
- * An UPDATE's or DELETE's row as the plan gives it: while the rows arrive
- * in TID order (a sequential or bitmap scan's), each is evaluated at once,
+ * An UPDATE's or DELETE's row as a scan of the target gives it: while the
+ * rows arrive in TID order, each is evaluated at once,
  * with no sort and no second pass - core changes rows while its plan runs
  * too, and neither this command's changes nor its new pages are visible to
  * the plan's snapshot.  The first row out of order ends the stream: the
@@ -601,6 +622,10 @@ stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid)
 	caller = MemoryContextSwitchTo(GetMemoryChunkContext(v));
 	if (ItemPointerCompare(tid, &v->last) < 0)
 	{
+		ereport(DEBUG1,
+				(errmsg_internal("directpath: rows stopped arriving in TID order after (%u,%u): the rest are sorted",
+								 ItemPointerGetBlockNumber(&v->last),
+								 ItemPointerGetOffsetNumber(&v->last))));
 		leave_page(v);
 		apply_chunk(v);
 		v->stream = false;

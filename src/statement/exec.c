@@ -330,9 +330,18 @@ run_rewrite(DPScanState *s)
 	ModifyTableState *mt = s->mtstate;
 	PlanState  *subplan = outerPlanState(mt);
 
+	s->rewrite = dp_rewrite_begin(estate, mt, s->hinted);
+	if (!dp_rewrite_report(s->rewrite)->direct)
+	{
+		/* refused at execution: core's executor, as the plain statement */
+		while (!TupIsNull(ExecProcNode(&mt->ps)))
+			;
+		dp_rewrite_finish(s->rewrite);
+		s->done = true;
+		return;
+	}
 	if (mt->fireBSTriggers)
 		fire_before_statement(estate, mt);
-	s->rewrite = dp_rewrite_begin(estate, mt, s->hinted);
 	for (;;)
 	{
 		TupleTableSlot *planSlot;
