@@ -13,7 +13,9 @@ after the statement, after an error, or after a savepoint's rollback.
 """
 
 import os
+import re
 
+import psycopg
 import pytest
 
 from conftest import (SMALL_BATCHES, Background, connect_as, fault_gucs,
@@ -365,3 +367,55 @@ def test_not_preloaded(make_cluster):
         bg.join()
         assert bg.error is None, bg.error
         assert last_statement(bg.conn)["path"] == "direct"
+    # the log line needs no shared memory
+    with c.conn() as conn:
+        conn.execute("LOAD 'directpath'")
+        conn.execute("SET directpath.log_min_rows = 1000")
+        off = c.log_size()
+        conn.execute("/*+ APPEND */ INSERT INTO pr_load SELECT g, g FROM generate_series(1, 5000) g")
+        assert 'directpath: INSERT "public.pr_load": 5000 rows' in c.log(off)
+
+
+LOG_LINE = re.compile(r'LOG:  directpath: (?P<kind>[A-Z ]+) "public\.(?P<rel>\w+)": (?P<rows>\d+) rows, '
+                      r'(?P<pages>\d+) pages written, (?P<entries>\d+) index entries, '
+                      r'WAL (?P<wal>\d+) bytes, (?P<secs>[0-9.]+) s: (?P<phases>.*)')
+
+
+def test_log_line(cluster):
+    """directpath.log_min_rows: one LOG line at the end of a direct
+    statement of at least that many rows, with its rows, pages, index
+    entries, WAL and time per phase (the phases' times adding up to the
+    total); none below it, none when -1 (the default), none for a
+    statement that fails; a superuser's setting."""
+    with cluster.conn() as conn:
+        conn.execute("DROP TABLE IF EXISTS pr_log")
+        conn.execute("CREATE TABLE pr_log (a int PRIMARY KEY, b text)")
+        conn.execute("SET directpath.min_bytes = 0")
+        conn.execute("SET directpath.log_min_rows = 1000")
+        conn.execute("DROP ROLE IF EXISTS pr_nobody_log")
+        conn.execute("CREATE ROLE pr_nobody_log LOGIN")
+        off = cluster.log_size()
+        conn.execute("/*+ APPEND */ INSERT INTO pr_log SELECT g, md5(g::text) "
+                     "FROM generate_series(1, 50000) g")
+        conn.execute("/*+ APPEND */ INSERT INTO pr_log SELECT g, 'x' "
+                     "FROM generate_series(50001, 50010) g")
+        conn.execute("/*+ APPEND */ UPDATE pr_log SET b = 'y' WHERE a % 2 = 0")
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute("/*+ APPEND */ INSERT INTO pr_log SELECT g, 'z' "
+                         "FROM generate_series(1, 5000) g")
+        conn.execute("RESET directpath.log_min_rows")
+        conn.execute("/*+ APPEND */ DELETE FROM pr_log WHERE a % 3 = 0")
+        lines = [m.groupdict() for m in LOG_LINE.finditer(cluster.log(off))]
+    assert [(x["kind"], x["rel"], int(x["rows"])) for x in lines] == \
+        [("INSERT", "pr_log", 50000), ("UPDATE", "pr_log", 25005)], lines
+    ins, upd = lines
+    assert int(ins["pages"]) > 0 and int(ins["entries"]) == 50000 and int(ins["wal"]) > 0, ins
+    assert int(upd["pages"]) > 0 and int(upd["entries"]) == 25005, upd
+    for x in lines:
+        times = {p.rsplit(" ", 2)[0]: float(p.rsplit(" ", 2)[1])
+                 for p in x["phases"].split(", ")}
+        assert set(times) <= PHASES and "reading input" in times, x
+        assert abs(sum(times.values()) - float(x["secs"])) < 0.01, x
+    with connect_as(cluster, "pr_nobody_log") as other:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            other.execute("SET directpath.log_min_rows = 0")

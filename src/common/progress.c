@@ -40,6 +40,12 @@
  * rate so far, while rows are read and only where a total is known and
  * not yet reached.
  *
+ * The log line.  With directpath.log_min_rows set, the same calls also time
+ * each phase (at a change of phase only) and note the WAL this process
+ * wrote, whether or not the library has shared memory; a load that ends
+ * (not one that fails) with at least that many rows logs one line, as
+ * autovacuum does: its rows, pages, index entries, WAL and time per phase.
+ *
  * Invariant: a slot with pid 0 is free; a process owns at most one row.
  *
  *-------------------------------------------------------------------------
@@ -52,6 +58,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "executor/instrument.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -63,6 +70,7 @@
 #include "utils/acl.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #define DP_PROGRESS_KIND_LEN 32
@@ -129,6 +137,12 @@ static int	owner_level = 0;
 static bool owner_is_worker = false;
 static DPProgressRow mine;
 
+/* The log line's figures (directpath.log_min_rows): time per phase, WAL. */
+static bool logging = false;
+static TimestampTz phase_since;
+static int64 phase_us[DP_PHASE_FINISHING + 1];
+static uint64 wal_at_start;
+
 static Size
 progress_shmem_size(void)
 {
@@ -180,6 +194,8 @@ publish(void)
 	}
 	mine.pages = dp_progress_counts.pages;
 	mine.entries = dp_progress_counts.entries;
+	if (slot == NULL)
+		return;
 
 	START_CRIT_SECTION();
 	slot->changecount++;
@@ -199,6 +215,7 @@ clear(void)
 	publish();
 	owner = NULL;
 	owner_is_worker = false;
+	logging = false;
 	my_slot = NULL;
 }
 
@@ -234,14 +251,15 @@ progress_subxact_callback(SubXactEvent event, SubTransactionId sub,
 void
 dp_progress_init(void)
 {
+	/* a row's owner (shown, or only logged) goes with its transaction */
+	RegisterXactCallback(progress_xact_callback, NULL);
+	RegisterSubXactCallback(progress_subxact_callback, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	prev_shmem_request = shmem_request_hook;
 	shmem_request_hook = progress_shmem_request;
 	prev_shmem_startup = shmem_startup_hook;
 	shmem_startup_hook = progress_shmem_startup;
-	RegisterXactCallback(progress_xact_callback, NULL);
-	RegisterSubXactCallback(progress_subxact_callback, NULL);
 }
 
 /* A consistent copy of slot i (see the file header). */
@@ -263,17 +281,24 @@ read_slot(int i, DPProgressRow *row)
 	}
 }
 
-/* Take this process's slot for 'who'; false if it may not. */
+/*
+ * Take this process's row for 'who': its slot, when the row is shown, and
+ * the log line's figures, when one may be logged; false if neither.
+ */
 static bool
 take_slot(const void *who)
 {
 	int			i = DP_MY_PROC_INDEX();
+	bool		show = slots != NULL && dp_progress && i >= 0 && i < nslots;
 
-	if (slots == NULL || !dp_progress || owner != NULL || i < 0 || i >= nslots)
+	if (owner != NULL || (!show && dp_log_min_rows < 0))
 		return false;
 	owner = who;
 	owner_level = GetCurrentTransactionNestLevel();
-	my_slot = &slots[i];
+	my_slot = show ? &slots[i] : NULL;
+	logging = dp_log_min_rows >= 0;
+	memset(phase_us, 0, sizeof(phase_us));
+	wal_at_start = pgWalUsage.wal_bytes;
 	memset(&mine, 0, sizeof(mine));
 	memset(&dp_progress_counts, 0, sizeof(dp_progress_counts));
 	mine.pid = MyProcPid;
@@ -281,6 +306,7 @@ take_slot(const void *who)
 	mine.userid = GetSessionUserId();
 	mine.bytes = -1;
 	mine.started = GetCurrentTimestamp();
+	phase_since = mine.started;
 	return true;
 }
 
@@ -321,6 +347,13 @@ dp_progress_phase(const void *who, DPProgressPhase phase, uint64 rows)
 {
 	if (who != owner || owner == NULL)
 		return;
+	if (logging && phase != mine.phase)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		phase_us[mine.phase] += now - phase_since;
+		phase_since = now;
+	}
 	mine.phase = phase;
 	mine.rows = rows;
 	publish();
@@ -332,11 +365,43 @@ dp_progress_rows(const void *who, uint64 rows)
 	dp_progress_phase(who, mine.phase, rows);
 }
 
+/*
+ * The log line: directpath: KIND "schema.table": N rows, ..., T s: phase
+ * t s, ... (the phases in the pipeline's order, those that took time).
+ */
+static void
+log_load(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	char	   *rel = OidIsValid(mine.relid) ? get_rel_name(mine.relid) : NULL;
+	char	   *nsp = rel ? get_namespace_name(get_rel_namespace(mine.relid)) : NULL;
+	StringInfoData buf;
+
+	phase_us[mine.phase] += now - phase_since;
+	initStringInfo(&buf);
+	for (int p = 0; p <= DP_PHASE_FINISHING; p++)
+		if (phase_us[p] > 0)
+			appendStringInfo(&buf, "%s%s %.3f s", buf.len > 0 ? ", " : "",
+							 phase_names[p], phase_us[p] / 1000000.0);
+	ereport(LOG,
+			(errmsg("directpath: %s \"%s.%s\": %lld rows, %lld pages written, %lld index entries, WAL %llu bytes, %.3f s: %s",
+					mine.kind, nsp ? nsp : "?", rel ? rel : "?",
+					(long long) mine.rows, (long long) mine.pages,
+					(long long) mine.entries,
+					(unsigned long long) (pgWalUsage.wal_bytes - wal_at_start),
+					(now - mine.started) / 1000000.0, buf.data),
+			 errhidestmt(true)));
+}
+
 void
 dp_progress_end(const void *who)
 {
 	if (who != owner || owner == NULL)
 		return;
+	mine.pages = dp_progress_counts.pages;
+	mine.entries = dp_progress_counts.entries;
+	if (logging && !owner_is_worker && mine.rows >= dp_log_min_rows)
+		log_load();
 	clear();
 }
 

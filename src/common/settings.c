@@ -50,6 +50,7 @@ bool		dp_load_statistics = true;
 bool		dp_foreign_copy = true;
 bool		dp_shard_two_phase = false;
 bool		dp_progress = true;
+int			dp_log_min_rows = -1;
 
 static const struct config_enum_entry fast_input_options[] = {
 	{"on", DP_FASTIN_ON, false},
@@ -216,6 +217,11 @@ define_other_settings(void)
 							"The distinct keys of the later rows are sorted and checked in large chunks after the last row; 0 keeps the checks per batch.",
 							&dp_fkey_set_rows, 100000, 0, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("directpath.log_min_rows",
+							"Logs one line at the end of a direct statement of at least this many rows: rows, pages, index entries, WAL, time per phase.",
+							"-1 (the default) logs none; 0 logs every direct statement.",
+							&dp_log_min_rows, -1, -1, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.progress",
 							 "Shows a direct statement's progress in directpath.progress while it runs.",
 							 "Needs shared_preload_libraries; off: the statement has no row there.",

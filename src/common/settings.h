@@ -57,6 +57,7 @@ extern bool dp_foreign_copy;	/* directpath.foreign_copy (remote/shard.c) */
 extern bool dp_shard_two_phase; /* directpath.shard_two_phase
 								 * (remote/shardcommit.c) */
 extern bool dp_progress;		/* directpath.progress (common/progress.c) */
+extern int	dp_log_min_rows;	/* directpath.log_min_rows (common/progress.c) */
 extern int	dp_wal_format;
 
 /* Define every setting above (from _PG_init). */
