@@ -184,19 +184,22 @@ update_projection(ModifyTableState *mt, ResultRelInfo *rri)
 }
 
 /*
- * Does the plan give the target's rows in TID order?  A sequential, bitmap
+ * May the plan give the target's rows in TID order?  A sequential, bitmap
  * or TID range scan of the target itself does (a synchronized sequential
  * scan starts mid-table and wraps around once: the stream then ends once,
- * and no page is visited twice).  A join's order follows its outer side
- * only while its hash table fits in one batch, so a plan that is not a
- * scan of the target is sorted: streaming it would visit, and log, pages
- * twice.
+ * and no page is visited twice), and an index scan of it does where the
+ * index follows the table's order (a purge by a timestamp the rows were
+ * appended in); where it does not, the stream ends at its first step back
+ * and a page is visited at most twice, once streamed and once sorted.  A
+ * join's order follows its outer side only while its hash table fits in
+ * one batch, so a plan that is not a scan of the target is sorted:
+ * streaming it could visit, and log, every page twice.
  */
 static bool
 scan_in_tid_order(PlanState *ps, Relation target)
 {
 	if (!IsA(ps, SeqScanState) && !IsA(ps, BitmapHeapScanState) &&
-		!IsA(ps, TidRangeScanState))
+		!IsA(ps, TidRangeScanState) && !IsA(ps, IndexScanState))
 		return false;
 	return RelationGetRelid(((ScanState *) ps)->ss_currentRelation) ==
 		RelationGetRelid(target);
