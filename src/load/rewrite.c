@@ -9,26 +9,31 @@
  * The DirectPath node (exec.c) pulls the ModifyTable's subplan rows - an
  * UPDATE's new values of the assigned columns, a DELETE's nothing, both
  * with the target row's ctid and the junk columns EvalPlanQual needs - and
- * hands each to dp_rewrite_row.  Nothing is changed while the plan runs,
- * so the plan reads the table as its snapshot sees it, as core's does (a
- * command never sees its own changes).  At dp_rewrite_finish:
+ * hands each to dp_rewrite_row.  The plan reads the table as its snapshot
+ * sees it, as core's does: a command never sees its own changes, so rows
+ * may be changed while the plan still runs.  The bulk changes:
  *
- *	1. the kept rows are sorted by TID (then by arrival), so every old page
- *	   is visited once and the rows of one target row are together, the
- *	   first to arrive first (core changes a row for the first plan row
- *	   that reaches it and skips the others: TM_SelfModified);
+ *	1. rows a scan of the target gives in TID order are changed as they
+ *	   arrive; the others are kept and sorted by TID (then by arrival), so
+ *	   every old page is visited once and the rows of one target row are
+ *	   together, the first to arrive first (core changes a row for the
+ *	   first plan row that reaches it and skips the others:
+ *	   TM_SelfModified);
  *	2. versions.c takes ExclusiveLock if it can at once (no other session
  *	   then writes or locks rows of the table until the end of the
  *	   transaction), evaluates each row on its pinned old page - an UPDATE
  *	   projects its new version with core's own projection and checks NOT
  *	   NULL and CHECK constraints; the new versions go to new pages - and
  *	   changes the old versions' headers one page at a time;
- *	3. the rows it could not take (a row locked or changed by another
- *	   transaction since the snapshot, or every row when the lock was not
- *	   free or the statement is refused at execution: triggers, row
- *	   security, SERIALIZABLE, ...) run through core's ModifyTable node,
- *	   which does for them what a plain UPDATE or DELETE does (EvalPlanQual
- *	   included).
+ *	3. at dp_rewrite_finish, the rows it could not take (a row locked or
+ *	   changed by another transaction since the snapshot, or every row
+ *	   when the lock was not free) run through core's ModifyTable node,
+ *	   which does for them what a plain UPDATE or DELETE does
+ *	   (EvalPlanQual included).
+ *
+ * A statement refused at execution (triggers, row security, SERIALIZABLE,
+ * ...: bulkrules.c) keeps nothing: the DirectPath node (exec.c) lets core's
+ * ModifyTable node run it as the plain statement, and the report says why.
  *
  * Why the outcome is core's: the same plan finds the same rows with the
  * same values; the headers written are heap_update's and heap_delete's;
@@ -37,7 +42,7 @@
  * differs: which failing row's error comes first (TID order here, plan
  * order in core), and an UPDATE's new versions are never HOT (a table whose
  * fillfactor leaves room for HOT and whose SET assigns no indexed column is
- * left to core: versions.c).
+ * left to core: bulkrules.c).
  *
  *-------------------------------------------------------------------------
  */
