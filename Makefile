@@ -40,6 +40,7 @@ OBJS = \
 	src/load/oldpages.o \
 	src/load/rewrite.o \
 	src/load/bulkrules.o \
+	src/load/newvalues.o \
 	src/remote/shard.o \
 	src/remote/shardcommit.o \
 	src/remote/copyenc.o \

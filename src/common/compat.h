@@ -120,6 +120,15 @@ typedef char *DPPageArg;
 #define DP_INDEX_ATTR_BITMAP_HOT_BLOCKING	INDEX_ATTR_BITMAP_ALL
 #endif
 
+/* The next Datum of a datum sort, forward (16 added 'copy'). */
+#if PG_VERSION_NUM >= 160000
+#define DP_TUPLESORT_GETDATUM(state, val, isnull) \
+	tuplesort_getdatum((state), true, false, (val), (isnull), NULL)
+#else
+#define DP_TUPLESORT_GETDATUM(state, val, isnull) \
+	tuplesort_getdatum((state), true, (val), (isnull), NULL)
+#endif
+
 /* Map that converts a routed row from root format to the partition's. */
 #if PG_VERSION_NUM >= 160000
 #define DP_ROOT_TO_CHILD_MAP(rri, estate)	ExecGetRootToChildMap((rri), (estate))

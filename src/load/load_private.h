@@ -300,6 +300,22 @@ extern void dp_versions_describe(DPVersions *v, char *buf, size_t len);
 extern uint64 dp_versions_pages(DPVersions *v);
 extern void dp_versions_end(DPVersions *v);
 
+/* ---------- newvalues.c: a changed row's new version, by core's expressions ---------- */
+
+/*
+ * dp_update_projection: an UPDATE's new-tuple projection, as core builds it
+ * (and marked valid for core's executor).  dp_new_values: the new version
+ * of the old version 'old' (on the pinned 'buf') for the kept 'row', stored
+ * in 'existing' first; NULL when the statement changes nothing (DO
+ * UPDATE's WHERE false sets *lock: the row stays locked).
+ * dp_affected_twice: core's error for a row this command already updated.
+ */
+extern void dp_update_projection(ModifyTableState *mt, ResultRelInfo *rri);
+extern TupleTableSlot *dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
+									 TupleTableSlot *existing, HeapTuple old,
+									 Buffer buf, bool *lock);
+extern void dp_affected_twice(CmdType op);
+
 /* ---------- oldpages.c: old versions changed page by page ---------- */
 
 typedef enum DPChangeKind

@@ -143,6 +143,13 @@ struct DPVersions
 	bool		streamed;		/* the run began while the plan ran */
 	bool		bulk;			/* the run holds ExclusiveLock */
 	ItemPointerData last;		/* the last row streamed */
+	/* a DELETE's rows: their TIDs sorted alone, the rows kept aside */
+	Tuplesortstate *tids;		/* packed TIDs (int8) */
+	Tuplestorestate *plan_rows; /* the rows, in arrival order, for core */
+	TupleTableSlot *planslot;	/* ... read back */
+	int64	   *core_tids;		/* TIDs whose rows go to core, ascending */
+	int			ncore;
+	int			core_cap;
 	/* what happened */
 	uint64		updated;
 	uint64		locked;
@@ -153,35 +160,6 @@ struct DPVersions
 };
 
 static bool stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid);
-
-/*
- * The new-tuple projection of an UPDATE, built as core's ModifyTable node
- * builds it for its first row (and then uses, for the rows left to it): the
- * subplan's new values of the assigned columns, the old version's others.
- */
-static void
-update_projection(ModifyTableState *mt, ResultRelInfo *rri)
-{
-	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
-	EState	   *estate = mt->ps.state;
-	Relation	rel = rri->ri_RelationDesc;
-	MemoryContext old;
-
-	if (rri->ri_projectNewInfoValid)
-		return;
-	old = MemoryContextSwitchTo(estate->es_query_cxt);
-	rri->ri_oldTupleSlot = table_slot_create(rel, &estate->es_tupleTable);
-	rri->ri_newTupleSlot = table_slot_create(rel, &estate->es_tupleTable);
-	if (mt->ps.ps_ExprContext == NULL)
-		ExecAssignExprContext(estate, &mt->ps);
-	rri->ri_projectNew =
-		ExecBuildUpdateProjection(outerPlan(plan)->targetlist, false,
-								  linitial(plan->updateColnosLists),
-								  RelationGetDescr(rel), mt->ps.ps_ExprContext,
-								  rri->ri_newTupleSlot, &mt->ps);
-	rri->ri_projectNewInfoValid = true;
-	MemoryContextSwitchTo(old);
-}
 
 /*
  * May the plan give the target's rows in TID order?  A sequential, bitmap
@@ -247,13 +225,46 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 	v->got = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
 	v->row = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
 	if (op == CMD_UPDATE)
-		update_projection(mt, v->rri);
+		dp_update_projection(mt, v->rri);
 	v->existing = op == CMD_DELETE ? NULL :
 		op == CMD_INSERT ? v->rri->ri_onConflict->oc_Existing :
 		v->rri->ri_oldTupleSlot;
 	v->heapslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(v->rel),
 										  &TTSOpsHeapTuple);
+	if (op == CMD_DELETE)
+	{
+		/* a sort of int8s, in memory where a wide one would spill */
+		v->tids = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
+										false, Max(work_mem, maintenance_work_mem),
+										NULL, TUPLESORT_NONE);
+		v->plan_rows = tuplestore_begin_heap(false, false, work_mem);
+		v->planslot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	}
 	return v;
+}
+
+/* A TID as one int8, in TID order. */
+static inline int64
+pack_tid(ItemPointer tid)
+{
+	return ((int64) ItemPointerGetBlockNumber(tid) << 16) |
+		ItemPointerGetOffsetNumber(tid);
+}
+
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static inline void
+unpack_tid(int64 packed, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (packed >> 16),
+				   (OffsetNumber) (packed & 0xFFFF));
 }
 
 void
@@ -271,13 +282,19 @@ dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 	}
 	if (v->stream && stream_row(v, slot, found))
 		return;
+	if (v->tids != NULL)
+	{
+		/* a DELETE needs no column of the row: only core might (EPQ) */
+		tuplestore_puttupleslot(v->plan_rows, slot);
+		tuplesort_putdatum(v->tids, Int64GetDatum(pack_tid(found)), false);
+		v->kept++;
+		return;
+	}
 	ExecClearTuple(v->put);
 	slot_getallattrs(slot);
 	memcpy(v->put->tts_values, slot->tts_values, sizeof(Datum) * v->natts);
 	memcpy(v->put->tts_isnull, slot->tts_isnull, sizeof(bool) * v->natts);
-	v->put->tts_values[v->natts] =
-		Int64GetDatum(((int64) ItemPointerGetBlockNumber(found) << 16) |
-					  ItemPointerGetOffsetNumber(found));
+	v->put->tts_values[v->natts] = Int64GetDatum(pack_tid(found));
 	v->put->tts_values[v->natts + 1] = Int64GetDatum((int64) v->kept++);
 	v->put->tts_isnull[v->natts] = v->put->tts_isnull[v->natts + 1] = false;
 	ExecStoreVirtualTuple(v->put);
@@ -297,19 +314,29 @@ read_row(DPVersions *v, ItemPointer entry)
 	ExecStoreVirtualTuple(v->row);
 	v->row->tts_tableOid = RelationGetRelid(v->rel);
 	packed = DatumGetInt64(v->got->tts_values[v->natts]);
-	ItemPointerSet(entry, (BlockNumber) (packed >> 16),
-				   (OffsetNumber) (packed & 0xFFFF));
+	unpack_tid(packed, entry);
 }
 
 /* A row for core's path (upsert.c runs it after the run). */
 static void
-to_core(DPVersions *v, Tuplestorestate *rest, const char *why)
+row_to_core(DPVersions *v, TupleTableSlot *row, const char *why)
 {
-	tuplestore_puttupleslot(rest, v->row);
+	tuplestore_puttupleslot(v->rest, row);
 	v->to_core++;
 	if (v->core_why == NULL)
 		v->core_why = why;
 }
+
+static void
+to_core(DPVersions *v, Tuplestorestate *rest, const char *why)
+{
+	Assert(rest == v->rest);
+	row_to_core(v, v->row, why);
+}
+
+#define WHY_GONE "a row's version was not where the plan or its index entry found it"
+#define WHY_LOCKED "a row was locked or changed by a transaction (or earlier in this one)"
+#define WHY_NO_LOCK "another transaction holds a lock on the table that excludes EXCLUSIVE (row locks, writes or VACUUM)"
 
 /*
  * May the bulk path change this old version's header?  Only if no other
@@ -374,81 +401,16 @@ find_old(DPVersions *v, ItemPointer tid, HeapTuple tuple, bool *free)
 	return found;
 }
 
-/*
- * DO UPDATE's expressions, as ExecOnConflictUpdate runs them once the row
- * is locked: the new version's values, or NULL when the WHERE clause is
- * false (the row stays locked, *lock).
- */
-static TupleTableSlot *
-on_conflict(DPVersions *v, ExprContext *econtext, bool *lock)
-{
-	OnConflictSetState *oc = v->rri->ri_onConflict;
-
-	InstrCountTuples2(&v->mt->ps, 1);
-	if (!ExecQual(oc->oc_WhereClause, econtext))
-	{
-		InstrCountFiltered1(&v->mt->ps, 1);
-		*lock = true;
-		return NULL;
-	}
-	return ExecProject(oc->oc_ProjInfo);
-}
-
-/*
- * MERGE's WHEN MATCHED actions, as ExecMergeMatched picks one: the first
- * whose condition holds; its UPDATE's new values, or NULL (DO NOTHING, or
- * no action; neither locks the row).
- */
-static TupleTableSlot *
-merge_matched(DPVersions *v, ExprContext *econtext)
-{
-	ListCell   *lc;
-
-	foreach(lc, DP_MERGE_MATCHED_ACTIONS(v->rri))
-	{
-		MergeActionState *action = lfirst(lc);
-
-		if (!ExecQual(action->mas_whenqual, econtext))
-			continue;
-		if (action->mas_action->commandType != CMD_UPDATE)
-			return NULL;
-		v->mt->mt_merge_updated += 1;
-		return ExecProject(action->mas_proj);
-	}
-	return NULL;
-}
-
-/* Core's error for a row this command already updated. */
+/* A row found live and free on the current page, deleted. */
 static void
-affected_twice(DPVersions *v)
+delete_found(DPVersions *v, HeapTuple tuple)
 {
-	bool		merge = v->op == CMD_MERGE;
-
-	ereport(ERROR,
-			(errcode(ERRCODE_CARDINALITY_VIOLATION),
-	/* translator: %s is a SQL command name */
-			 errmsg("%s command cannot affect row a second time",
-					merge ? "MERGE" : "ON CONFLICT DO UPDATE"),
-			 merge ?
-			 errhint("Ensure that not more than one source row matches any one target row.") :
-			 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
-}
-
-/* The new version's values, or NULL (no update: the row may stay locked). */
-static TupleTableSlot *
-new_values(DPVersions *v, HeapTuple old, bool *lock)
-{
-	ExprContext *econtext = v->mt->ps.ps_ExprContext;
-
-	ResetExprContext(econtext);
-	ExecStoreBufferHeapTuple(old, v->existing, v->buf);
-	if (v->op == CMD_UPDATE)
-		return ExecGetUpdateNewTuple(v->rri, v->row, v->existing);
-	econtext->ecxt_scantuple = v->existing;
-	econtext->ecxt_innertuple = v->row;
-	econtext->ecxt_outertuple = NULL;
-	return v->op == CMD_MERGE ? merge_matched(v, econtext) :
-		on_conflict(v, econtext, lock);
+	dp_oldpages_add(v->old, v->blkno, ItemPointerGetOffsetNumber(&tuple->t_self),
+					DP_CHANGE_DELETE);
+	if (HeapTupleHasExternal(tuple))
+		dp_oldpages_toasted(v->old, tuple);
+	if (v->mt->canSetTag)
+		v->estate->es_processed++;
 }
 
 /*
@@ -470,7 +432,7 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 
 	if (!find_old(v, &tid, &tuple, &free_header))
 	{
-		to_core(v, rest, "a row's live version was not where its index entry led");
+		to_core(v, rest, WHY_GONE);
 		return;
 	}
 	c = dp_oldpages_find(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid));
@@ -478,24 +440,19 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 	if (c != NULL && (v->op == CMD_UPDATE || v->op == CMD_DELETE))
 		return;
 	if (c != NULL && c->kind == DP_CHANGE_UPDATE)
-		affected_twice(v);
+		dp_affected_twice(v->op);
 	if (!free_header)
 	{
-		to_core(v, rest, "a row was locked or changed by a transaction (or earlier in this one)");
+		to_core(v, rest, WHY_LOCKED);
 		return;
 	}
 	if (v->op == CMD_DELETE)
 	{
-		dp_oldpages_add(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid),
-						DP_CHANGE_DELETE);
-		if (HeapTupleHasExternal(&tuple))
-			dp_oldpages_toasted(v->old, &tuple);
-		if (v->mt->canSetTag)
-			v->estate->es_processed++;
+		delete_found(v, &tuple);
 		return;
 	}
 
-	newslot = new_values(v, &tuple, &lock);
+	newslot = dp_new_values(v->mt, v->row, v->existing, &tuple, v->buf, &lock);
 	if (newslot == NULL)
 	{
 		if (lock && c == NULL)
@@ -653,6 +610,78 @@ stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid)
 	return true;
 }
 
+/*
+ * A DELETE's sorted TIDs: each deleted once (a TID met again is skipped,
+ * as core's TM_SelfModified skips it), or noted for core when its version
+ * is gone, locked or changed since the snapshot (delete_rows_to_core then
+ * hands core every row with that TID).
+ */
+static void
+delete_by_tid(DPVersions *v)
+{
+	Datum		d;
+	bool		isnull;
+	int64		prev = -1;
+
+	if (!v->bulk)
+		return;					/* every row goes to core */
+	tuplesort_performsort(v->tids);
+	while (DP_TUPLESORT_GETDATUM(v->tids, &d, &isnull))
+	{
+		int64		packed = DatumGetInt64(d);
+		ItemPointerData tid;
+		HeapTupleData tuple;
+		bool		free_header;
+
+		CHECK_FOR_INTERRUPTS();
+		if (packed == prev)
+			continue;
+		prev = packed;
+		unpack_tid(packed, &tid);
+		if (ItemPointerGetBlockNumber(&tid) != v->blkno)
+		{
+			leave_page(v);
+			v->blkno = ItemPointerGetBlockNumber(&tid);
+			v->buf = ReadBuffer(v->rel, v->blkno);
+		}
+		if (find_old(v, &tid, &tuple, &free_header) && free_header)
+		{
+			delete_found(v, &tuple);
+			continue;
+		}
+		if (v->ncore == v->core_cap)
+		{
+			v->core_cap = Max(64, v->core_cap * 2);
+			v->core_tids = v->core_tids == NULL ?
+				palloc(sizeof(int64) * v->core_cap) :
+				repalloc(v->core_tids, sizeof(int64) * v->core_cap);
+		}
+		v->core_tids[v->ncore++] = packed;
+	}
+}
+
+/*
+ * The rows for core, read back in arrival order: every one without the
+ * run's lock, else those of the TIDs noted.
+ */
+static void
+delete_rows_to_core(DPVersions *v)
+{
+	if (v->bulk && v->ncore == 0)
+		return;
+	while (tuplestore_gettupleslot(v->plan_rows, true, false, v->planslot))
+	{
+		bool		isnull;
+		int64		packed = pack_tid((ItemPointer) DatumGetPointer(
+			ExecGetJunkAttribute(v->planslot, v->rri->ri_RowIdAttNo, &isnull)));
+
+		if (!v->bulk)
+			row_to_core(v, v->planslot, WHY_NO_LOCK);
+		else if (bsearch(&packed, v->core_tids, v->ncore, sizeof(int64), int64_cmp))
+			row_to_core(v, v->planslot, WHY_LOCKED);
+	}
+}
+
 uint64
 dp_versions_run(DPVersions *v)
 {
@@ -676,7 +705,7 @@ dp_versions_run(DPVersions *v)
 		read_row(v, &entry);
 		if (!bulk)
 		{
-			to_core(v, rest, "another transaction holds a lock on the table that excludes EXCLUSIVE (row locks, writes or VACUUM)");
+			to_core(v, rest, WHY_NO_LOCK);
 			continue;
 		}
 		if (ItemPointerGetBlockNumber(&entry) != v->blkno)
@@ -687,6 +716,8 @@ dp_versions_run(DPVersions *v)
 		}
 		evaluate_row(v, &entry, rest);
 	}
+	if (v->tids != NULL)
+		delete_by_tid(v);
 	if (bulk)
 	{
 		leave_page(v);
@@ -699,6 +730,8 @@ dp_versions_run(DPVersions *v)
 		dp_oldpages_end(v->old);
 		MemoryContextDelete(v->chunk_cxt);
 	}
+	if (v->tids != NULL)
+		delete_rows_to_core(v);
 	if (v->mt->ps.instrument)
 		InstrStopNode(v->mt->ps.instrument, 0);
 	tuplesort_end(v->sort);
@@ -737,6 +770,12 @@ dp_versions_end(DPVersions *v)
 {
 	if (v->sort)
 		tuplesort_end(v->sort);
+	if (v->tids)
+	{
+		tuplesort_end(v->tids);
+		tuplestore_end(v->plan_rows);
+		ExecDropSingleTupleTableSlot(v->planslot);
+	}
 	ExecDropSingleTupleTableSlot(v->put);
 	ExecDropSingleTupleTableSlot(v->got);
 }
