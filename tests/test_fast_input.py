@@ -295,8 +295,8 @@ def test_off_and_counts(cluster, tmp_path):
 def test_update_from_0_1(cluster):
     """A database created at 0.1 updates to the current version and gains
     last_copy_input() (0.2), last_copy_reader() (0.3) and last_statement()'s
-    foreign_partitions (0.4), statistics (0.5), resolve_shards() (0.6) and the
-    view progress (0.7); at
+    foreign_partitions (0.4), statistics (0.5), resolve_shards() (0.6), the
+    view progress (0.7) and last_statement()'s updates (0.8); at
     0.3, last_statement()
     (11 columns) works with the current library."""
     with cluster.conn() as conn:
@@ -312,13 +312,17 @@ def test_update_from_0_1(cluster):
         assert len(row) == 11 and row[0] == "direct" and row[2] == 5000, row
         conn.execute("ALTER EXTENSION directpath UPDATE")
         assert conn.execute("SELECT extversion FROM pg_extension "
-                            "WHERE extname = 'directpath'").fetchone()[0] == "0.7"
+                            "WHERE extname = 'directpath'").fetchone()[0] == "0.8"
         assert conn.execute("SELECT to_regprocedure('directpath.resolve_shards()')"
                             ).fetchone()[0] is not None
         assert conn.execute("SELECT count(*) FROM directpath.progress").fetchone()[0] == 0
-        row = conn.execute("SELECT path, foreign_partitions, statistics "
+        row = conn.execute("SELECT path, foreign_partitions, statistics, updates "
                            "FROM directpath.last_statement()").fetchone()
-        assert row == ("direct", None, "gathered for 1 relation from 5000 sample rows"), row
+        assert row == ("direct", None, "gathered for 1 relation from 5000 sample rows",
+                       None), row
+        conn.execute("/*+ APPEND */ DELETE FROM up_t WHERE a <= 100")
+        assert conn.execute("SELECT updates FROM directpath.last_statement()"
+                            ).fetchone() == ("100 rows deleted in bulk",)
         assert conn.execute("SELECT formed, core FROM directpath.last_copy_reader()").fetchone() == (0, 0)
         assert conn.execute("SELECT count(*) FROM directpath.last_copy_input()").fetchone()[0] == 0
 
