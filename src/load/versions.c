@@ -328,9 +328,8 @@ row_to_core(DPVersions *v, TupleTableSlot *row, const char *why)
 }
 
 static void
-to_core(DPVersions *v, Tuplestorestate *rest, const char *why)
+to_core(DPVersions *v, const char *why)
 {
-	Assert(rest == v->rest);
 	row_to_core(v, v->row, why);
 }
 
@@ -419,7 +418,7 @@ delete_found(DPVersions *v, HeapTuple tuple)
  * locked).
  */
 static void
-evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
+evaluate_row(DPVersions *v, ItemPointer entry)
 {
 	HeapTupleData tuple;
 	ItemPointerData tid = *entry;
@@ -432,7 +431,7 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 
 	if (!find_old(v, &tid, &tuple, &free_header))
 	{
-		to_core(v, rest, WHY_GONE);
+		to_core(v, WHY_GONE);
 		return;
 	}
 	c = dp_oldpages_find(v->old, v->blkno, ItemPointerGetOffsetNumber(&tid));
@@ -443,7 +442,7 @@ evaluate_row(DPVersions *v, ItemPointer entry, Tuplestorestate *rest)
 		dp_affected_twice(v->op);
 	if (!free_header)
 	{
-		to_core(v, rest, WHY_LOCKED);
+		to_core(v, WHY_LOCKED);
 		return;
 	}
 	if (v->op == CMD_DELETE)
@@ -605,7 +604,7 @@ stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid)
 		v->blkno = ItemPointerGetBlockNumber(tid);
 		v->buf = ReadBuffer(v->rel, v->blkno);
 	}
-	evaluate_row(v, tid, v->rest);
+	evaluate_row(v, tid);
 	MemoryContextSwitchTo(caller);
 	return true;
 }
@@ -686,7 +685,6 @@ uint64
 dp_versions_run(DPVersions *v)
 {
 	ItemPointerData entry;
-	Tuplestorestate *rest = v->rest;
 	bool		bulk;
 
 	/* the run's state (builder, index work, chunks) lives with v's */
@@ -705,7 +703,7 @@ dp_versions_run(DPVersions *v)
 		read_row(v, &entry);
 		if (!bulk)
 		{
-			to_core(v, rest, WHY_NO_LOCK);
+			to_core(v, WHY_NO_LOCK);
 			continue;
 		}
 		if (ItemPointerGetBlockNumber(&entry) != v->blkno)
@@ -714,7 +712,7 @@ dp_versions_run(DPVersions *v)
 			v->blkno = ItemPointerGetBlockNumber(&entry);
 			v->buf = ReadBuffer(v->rel, v->blkno);
 		}
-		evaluate_row(v, &entry, rest);
+		evaluate_row(v, &entry);
 	}
 	if (v->tids != NULL)
 		delete_by_tid(v);
