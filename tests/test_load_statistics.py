@@ -228,10 +228,14 @@ def test_many_partitions_share_the_sample(cluster, kind):
             errors = rank_errors(conn, leaf)
             assert len(errors) == 101
             # a bound of a 3750-row sample strays about 0.008 (one standard
-            # deviation at the median); a sample leaning to the leaf's first
-            # or last rows moves all of them one way
+            # deviation at the median), and the mean of the 101 errors about
+            # 0.0045 (sqrt(1 / (12 * 3750)), as a simulation of uniform
+            # samples confirms): the bounds below are 5.6 standard deviations
+            # or more, so that 16 leaves a run, four majors a CI run, do not
+            # fail by chance (0.015 did, once); a sample leaning to the leaf's
+            # first or last rows moves all of them one way, by far more
             assert max(abs(e) for e in errors) < 0.045, (leaf, errors)
-            assert abs(sum(errors) / len(errors)) < 0.015, (leaf, errors)
+            assert abs(sum(errors) / len(errors)) < 0.025, (leaf, errors)
             assert analyzed_counters(conn, leaf) == (rows, rows, 0)
         conn.execute("DROP TABLE ls_sh")
 
