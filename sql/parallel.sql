@@ -241,6 +241,7 @@ SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id = 1 RETURNING id;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 CREATE FUNCTION par_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+-- a statement trigger fires in the leader: the load stays parallel
 CREATE TRIGGER par_noop AFTER INSERT ON par_big FOR EACH STATEMENT EXECUTE FUNCTION par_noop();
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_big SELECT id, v FROM par_src;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();

@@ -55,8 +55,8 @@
  *
  * A parallel load's leader receives pages in parallel mode, where no query
  * may run: there every constraint goes to the set from the first row, and
- * a target whose INSERT triggers are not all constraints that can go
- * (dp_fkeys_parallel_refusal) runs serially.  The set is checked at the
+ * a target with a constraint that cannot go (dp_fkeys_parallel_refusal)
+ * runs serially.  The set is checked at the
  * end, after the workers, as a serial load's; the first violation is then
  * the first in the order the pages arrived, not in input order.
  *
@@ -298,19 +298,15 @@ dp_fkeys_parallel_refusal(Relation rel)
 
 	if (td == NULL)
 		return NULL;
-	for (int i = 0; i < td->numtriggers; i++)
-		if (TRIGGER_FOR_INSERT(td->triggers[i].tgtype) &&
-			(!TRIGGER_FOR_ROW(td->triggers[i].tgtype) ||
-			 td->triggers[i].tgfoid != F_RI_FKEY_CHECK_INS))
-			return "has triggers other than foreign key checks";
 	all_why = why_none(td);
 	for (int i = 0; i < td->numtriggers; i++)
 	{
 		Trigger    *t = &td->triggers[i];
 		DPForeignKey fk = {0};
 
-		if (!TRIGGER_FOR_INSERT(t->tgtype))
-			continue;
+		if (!TRIGGER_FOR_INSERT(t->tgtype) || !TRIGGER_FOR_ROW(t->tgtype) ||
+			t->tgfoid != F_RI_FKEY_CHECK_INS)
+			continue;			/* other triggers: parcheck.c's */
 		if ((why = all_why) != NULL ||
 			(why = describe(rel, t, &fk, false)) != NULL)
 			return psprintf("has foreign key \"%s\", checked per row (%s)",

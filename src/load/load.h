@@ -145,10 +145,10 @@ extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
 extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
 
 /*
- * Why a parallel load cannot take 'rel' for its triggers, as a phrase
- * ("has ..."), or NULL: every INSERT trigger must be a foreign key check
- * that the leader checks as a set at the end, out of parallel mode
- * (fkeys.c).
+ * Why a parallel load cannot take 'rel' for its foreign keys, as a phrase
+ * ("has ..."), or NULL: each must be one the leader checks as a set at
+ * the end, out of parallel mode (fkeys.c).  Other triggers are not
+ * judged here.
  */
 extern const char *dp_fkeys_parallel_refusal(Relation rel);
 

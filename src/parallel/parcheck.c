@@ -49,6 +49,7 @@
 #include "access/xact.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "optimizer/clauses.h"
@@ -83,6 +84,41 @@ checks_parallel_safe(Relation rel)
 }
 
 /*
+ * Why the INSERT triggers of a relation keep a worker from placing its
+ * rows, as a phrase ("has ..."), or NULL.  Statement triggers fire in the
+ * leader before and after the load, as in a serial one.  A row's AFTER
+ * ROW events and its place in a transition table are queued by the
+ * leader when it takes the row's page, as a serial load queues them once
+ * the row's page is written (load/queue.c), and they fire at the end of
+ * the statement, as core's do: in the order the pages reached the
+ * leader, which is one a serial load of the rows in that order gives.
+ * The leader queues them in parallel mode, where an event's WHEN
+ * condition is evaluated: it must be parallel safe.  A BEFORE ROW
+ * trigger would have to run in the worker that forms the row.  (Foreign
+ * key checks are dp_fkeys_parallel_refusal's.)
+ */
+static const char *
+triggers_refusal(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	if (td == NULL)
+		return NULL;
+	if (td->trig_insert_before_row || td->trig_insert_instead_row)
+		return "has BEFORE ROW INSERT triggers";
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (TRIGGER_FOR_INSERT(t->tgtype) && TRIGGER_FOR_ROW(t->tgtype) &&
+			t->tgqual != NULL && !dp_expr_parallel_safe(stringToNode(t->tgqual)))
+			return psprintf("has trigger \"%s\", whose WHEN condition is not parallel safe",
+							t->tgname);
+	}
+	return NULL;
+}
+
+/*
  * Why a worker cannot place the rows of a heap it would write (the target,
  * or a leaf of it), or NULL.  'what' names it in the reason.
  */
@@ -95,7 +131,8 @@ heap_refusal(Relation rel, const char *what)
 		return psprintf("%s is a foreign table", what);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		return psprintf("%s is not a plain table", what);
-	if ((why = dp_fkeys_parallel_refusal(rel)) != NULL)
+	if ((why = triggers_refusal(rel)) != NULL ||
+		(why = dp_fkeys_parallel_refusal(rel)) != NULL)
 		return psprintf("%s %s", what, why);
 	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return psprintf("%s has stored generated columns", what);
@@ -220,7 +257,8 @@ dp_parallel_target_refusal(DPParallel *par, ModifyTableState *mt, bool may_hold)
 		return "the target's partition constraint is not parallel safe";
 	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		return heap_refusal(rel, "the target");
-	if ((why = dp_fkeys_parallel_refusal(rel)) != NULL)
+	if ((why = triggers_refusal(rel)) != NULL ||
+		(why = dp_fkeys_parallel_refusal(rel)) != NULL)
 		return psprintf("the target %s", why);
 	return list_leaves(par, rel, may_hold);
 }
