@@ -9,7 +9,8 @@ same transition table, statement triggers once each; a WHEN condition
 filters as core's; an error raised by a trigger fails the statement and
 leaves nothing.  A WHEN condition that is not parallel safe keeps the
 load serial and says so (a BEFORE ROW trigger keeps any load on the normal
-path).
+path).  An AFTER STATEMENT trigger that reads pg_stat_progress_copy sees
+a parallel COPY's rows processed and excluded as the plain COPY's.
 """
 
 import pytest
@@ -188,3 +189,33 @@ def test_trigger_error_leaves_nothing(cluster, tmp_path, how):
         for t in (tp, td):
             assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
             assert events(conn, t) == ([], [])
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv"])
+def test_copy_progress_at_the_end(cluster, tmp_path, fmt):
+    """pg_stat_progress_copy as an AFTER STATEMENT trigger reads it at the
+    end of a COPY with WHERE (core's copy test does so): a parallel COPY
+    counts the rows its processes excluded, as the plain COPY does."""
+    n = int(fmt == "csv")
+    t, path = f"pt_prog{n}", tmp_path / "rows.txt"
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        conn.execute(f"CREATE TABLE {t} (id int, v text)")
+        conn.execute(f"CREATE TABLE {t}_seen (processed bigint, excluded bigint)")
+        conn.execute(f"""CREATE FUNCTION {t}_seen() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              INSERT INTO {t}_seen SELECT tuples_processed, tuples_excluded
+                FROM pg_stat_progress_copy WHERE pid = pg_backend_pid();
+              RETURN NULL;
+            END $$""")
+        conn.execute(f"CREATE TRIGGER seen AFTER INSERT ON {t} FOR EACH STATEMENT "
+                     f"EXECUTE FUNCTION {t}_seen()")
+        conn.execute(f"COPY (SELECT g, repeat('v', 50) FROM generate_series(1, 200000) g) "
+                     f"TO '{path}' WITH (FORMAT {fmt})")
+        copy = f"COPY {t} FROM '{path}' WITH (FORMAT {fmt}) WHERE id % 7 <> 0"
+        conn.execute(copy)
+        conn.execute(f"/*+ APPEND PARALLEL(2) */ {copy}")
+        st = last_statement(conn)
+        assert st["parallel_workers"] >= 1, st
+        seen = conn.execute(f"SELECT processed, excluded FROM {t}_seen").fetchall()
+        assert seen == [(200000 - 28571, 28571)] * 2, seen

@@ -158,6 +158,7 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 											  sizeof(DPInputCounts) * pcxt->nworkers);
 
 	*shared = *sh;
+	pg_atomic_init_u64(&shared->rows_excluded, 0);
 	memset(counts, 0, sizeof(DPInputCounts) * pcxt->nworkers);
 	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)

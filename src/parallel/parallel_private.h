@@ -49,6 +49,8 @@ typedef struct DPParallelShared
 								 * relid (in their own chunk), else 0 */
 	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
 	Size		out_queue_size; /* bytes of each worker's queue to the leader */
+	pg_atomic_uint64 rows_excluded; /* COPY: rows its WHERE clause excluded,
+									 * in every process */
 } DPParallelShared;
 
 /*

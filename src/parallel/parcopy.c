@@ -58,7 +58,9 @@
  * What differs from a serial COPY: rows reach the table in another order;
  * when several rows are bad, the one reported is the first one a process
  * reaches, not necessarily the first in the file; pg_stat_progress_copy
- * counts bytes read and rows written, not rows excluded by WHERE.
+ * counts bytes read to within a chunk.  Rows excluded by WHERE are counted
+ * by each process per chunk in the shared state, which the leader reads
+ * into the progress row.
  *
  *-------------------------------------------------------------------------
  */
@@ -108,6 +110,7 @@ typedef struct DPChunkParser
 	List	   *options;		/* its options, core's only, ENCODING set */
 	int			client_encoding;	/* the leader's, for binary input */
 	ExprState  *qual;			/* its WHERE clause, or NULL */
+	pg_atomic_uint64 *excluded; /* the shared count of rows it excluded */
 	TupleTableSlot *slot;
 	DPPlacer	placer;
 	/* text and CSV: the row former and the COPY state it forms rows for */
@@ -294,6 +297,7 @@ form_chunk(DPChunkParser *p, const DPChunkHeader *h, const char *data,
 	ErrorContextCallback errcallback;
 	ErrorContextCallback enccallback;
 	int			client_encoding;
+	uint64		excluded = 0;
 
 	errcallback.callback = dp_rowform_error_callback;
 	errcallback.arg = (void *) p->rf;
@@ -325,10 +329,15 @@ form_chunk(DPChunkParser *p, const DPChunkHeader *h, const char *data,
 		p->slot->tts_tableOid = RelationGetRelid(p->target);
 		econtext->ecxt_scantuple = p->slot;
 		if (p->qual != NULL && !ExecQual(p->qual, econtext))
+		{
+			excluded++;
 			continue;
+		}
 		dp_placer_add(&p->placer, p->slot);
 	}
 	error_context_stack = errcallback.previous;
+	if (excluded > 0)
+		pg_atomic_fetch_add_u64(p->excluded, excluded);
 }
 
 /*
@@ -344,6 +353,7 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 	ErrorContextCallback enccallback;
 	CopyFromState cstate;
 	int			client_encoding;
+	uint64		excluded = 0;
 
 	memcpy(&h, msg, sizeof(h));
 	if (p->rf)
@@ -372,10 +382,15 @@ parse_chunk(DPChunkParser *p, const char *msg, Size len)
 		CHECK_FOR_INTERRUPTS();
 		econtext->ecxt_scantuple = p->slot;
 		if (p->qual != NULL && !ExecQual(p->qual, econtext))
+		{
+			excluded++;
 			continue;
+		}
 		dp_placer_add(&p->placer, p->slot);
 	}
 	error_context_stack = errcallback.previous;
+	if (excluded > 0)
+		pg_atomic_fetch_add_u64(p->excluded, excluded);
 	p->placer.lineno = NULL;
 	EndCopyFrom(cstate);
 	if (p->restore_progress)
@@ -392,6 +407,7 @@ dp_parcopy_main(dsm_segment *seg, shm_toc *toc)
 	dp_worker_begin(&w, seg, toc);
 	dp_placer_begin_worker(&p.placer, &w);
 	parser_begin(&p, w.target, (List *) stringToNode(w.payload));
+	p.excluded = &w.sh->rows_excluded;
 	for (;;)
 	{
 		Size		len;
@@ -418,21 +434,23 @@ typedef struct DPCopyFeed
 	DPChunkParser own;
 	DPLoad	   *load;
 	Oid			relid;
-	int64		progress[5];	/* pg_stat_progress_copy's, to restore */
+	int64		progress[6];	/* pg_stat_progress_copy's, to restore */
 } DPCopyFeed;
 
-static const int progress_index[5] = {
+static const int progress_index[6] = {
 	PROGRESS_COPY_COMMAND, PROGRESS_COPY_TYPE, PROGRESS_COPY_BYTES_TOTAL,
-	PROGRESS_COPY_BYTES_PROCESSED, PROGRESS_COPY_TUPLES_PROCESSED
+	PROGRESS_COPY_BYTES_PROCESSED, PROGRESS_COPY_TUPLES_PROCESSED,
+	PROGRESS_COPY_TUPLES_EXCLUDED
 };
 
-/* Bytes read and rows loaded, in pg_stat_progress_copy. */
+/* Bytes read, rows loaded and rows excluded, in pg_stat_progress_copy. */
 static void
 update_progress(DPCopyFeed *f)
 {
 	f->progress[3] = dp_chunker_consumed(f->ch);
 	f->progress[4] = dp_load_report(f->load)->rows;
-	pgstat_progress_update_multi_param(2, progress_index + 3, f->progress + 3);
+	f->progress[5] = (int64) pg_atomic_read_u64(f->own.excluded);
+	pgstat_progress_update_multi_param(3, progress_index + 3, f->progress + 3);
 }
 
 /*
@@ -578,10 +596,14 @@ run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 	f->pending_len = palloc0(sizeof(Size) * n);
 	dp_placer_begin_leader(&f->own.placer, par);
 	parser_begin(&f->own, target, payload);
+	f->own.excluded = &((DPParallelShared *)
+						shm_toc_lookup(dp_parallel_toc(par), DP_KEY_SHARED,
+									   false))->rows_excluded;
 	f->own.restore_progress = restore_progress;
 	f->own.progress_arg = f;
 	restore_progress(f);		/* parser_begin's BeginCopyFrom reset it */
 	dp_parallel_receive(par, &share);
+	update_progress(f);			/* every chunk parsed: all rows excluded */
 	parser_end(&f->own);
 }
 
@@ -683,5 +705,8 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 	load_held_and_end(par, load, cstate);
 	dp_load_note_parallel(load, launched, dp_parallel_note(par));
 	*processed = dp_load_report(load)->rows;
+	/* the last rows, held or on the last pages, counted as core counts them */
+	f.progress[4] = (int64) *processed;
+	pgstat_progress_update_multi_param(2, progress_index + 4, f.progress + 4);
 	return true;
 }
