@@ -8,7 +8,11 @@ end of a statement, no COPY line), wherever the violations are; NULL keys
 (MATCH SIMPLE) and composite keys; a partitioned target whose leaves share
 the input order; the referenced rows locked FOR KEY SHARE (a parent DELETE
 waits); nothing left after an error.  The report names the constraints
-checked so, with their distinct keys.
+checked so, with their distinct keys.  Integer keys (one or two columns
+of int2, int4, int8, oid, date, timestamptz), which the set keeps as an
+array of integers, kept in memory, compacted in a small one, moved to the
+tuplesort when it overflows, or sorted by the tuplesort from the start:
+the same rows and errors as plain.
 """
 
 import psycopg
@@ -159,5 +163,70 @@ def test_keys_in_runs(cluster, tmp_path, how):
         plain, direct = errors_of_both(conn, how, rows, tp, td, path)
         assert plain is not None and plain[0] == "23503"
         assert "(a)=(704100)" in plain[2], plain
+        assert direct == plain
+        assert conn.execute(f"SELECT count(*) FROM {td}").fetchone()[0] == 0
+
+
+# Integer keys (fkset.c keeps them as integer entries): the key columns'
+# types, and each key number i's values.
+INT_KEYS = {
+    "int4": (["int"], ["{i}"]),
+    "int2, int8": (["smallint", "bigint"], ["({i} % 300 - 150)::smallint",
+                                            "({i} - 20000)::bigint * 1000000007"]),
+    "date, timestamptz": (["date", "timestamptz"],
+                          ["date '2000-01-01' + {i} % 400",
+                           "timestamptz '2020-01-01 00:00+00' + {i} * interval '1 second'"]),
+    "oid": (["oid"], ["({i}::bigint + 3000000000)::oid"]),
+}
+# how the set keeps them: every entry in memory; in a small memory with
+# few distinct keys (sorted and compacted in place); with more distinct
+# keys than it holds (moved to the tuplesort); the tuplesort from the start
+INT_MODES = {
+    "memory": ({}, 3000),
+    "compacted": ({"maintenance_work_mem": "1MB", "work_mem": "64kB"}, 3000),
+    "spilled": ({"maintenance_work_mem": "1MB", "work_mem": "64kB"}, 50000),
+    "tuplesort": ({"directpath.index_key_sort": "off"}, 3000),
+}
+
+
+@pytest.mark.parametrize("mode", list(INT_MODES))
+@pytest.mark.parametrize("types", list(INT_KEYS))
+def test_integer_keys_like_plain(cluster, types, mode):
+    """60,000 rows whose keys come in a scattered order, against the plain
+    INSERT: the same rows, and with two missing keys (the larger one in an
+    earlier row) the plain statement's error, naming the earlier row's."""
+    n = 10 * list(INT_KEYS).index(types) + list(INT_MODES).index(mode)
+    p, tp, td = f"fi_p{n}", f"fi_plain{n}", f"fi_direct{n}"
+    coltypes, exprs = INT_KEYS[types]
+    settings, distinct = INT_MODES[mode]
+    cols = ", ".join(f"k{j}" for j in range(len(coltypes)))
+
+    def keys(i):
+        return ", ".join(e.format(i=i) for e in exprs)
+
+    with cluster.conn() as conn:
+        conn.execute(f"CREATE TABLE {p} ("
+                     + ", ".join(f"k{j} {t}" for j, t in enumerate(coltypes))
+                     + f", PRIMARY KEY ({cols}))")
+        conn.execute(f"INSERT INTO {p} SELECT {keys('i')} FROM generate_series(0, {distinct - 1}) i")
+        for t in (tp, td):
+            conn.execute(f"CREATE TABLE {t} (n int, "
+                         + ", ".join(f"k{j} {c}" for j, c in enumerate(coltypes))
+                         + f", FOREIGN KEY ({cols}) REFERENCES {p})")
+        set_gucs(conn, dict(SET, **settings))
+        i = f"((g * 7919) % {distinct})"
+        good = f"SELECT g, {keys(i)} FROM generate_series(1, 60000) g"
+        conn.execute(f"INSERT INTO {tp} {good}")
+        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {good}")
+        st = last_statement(conn)
+        assert st["path"] == "direct", st
+        assert f"{td}_{cols.replace(', ', '_')}_fkey ({distinct} keys)" in st["foreign_keys"], st
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        conn.execute(f"TRUNCATE {tp}, {td}")
+        bad = (f"(CASE WHEN g = 41000 THEN {distinct} + 9 WHEN g = 52000 THEN {distinct} + 4 "
+               f"ELSE {i} END)")
+        rows = f"SELECT g, {keys(bad)} FROM generate_series(1, 60000) g"
+        plain, direct = errors_of_both(conn, "insert", rows, tp, td, None)
+        assert plain is not None and plain[0] == "23503"
         assert direct == plain
         assert conn.execute(f"SELECT count(*) FROM {td}").fetchone()[0] == 0

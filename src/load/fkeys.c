@@ -603,8 +603,10 @@ goes_to_set(DPForeignKeys *f, int k, int ntuples, bool all)
 	if (!IsInParallelMode() &&
 		(dp_fkey_set_rows <= 0 || f->rows + ntuples <= (uint64) dp_fkey_set_rows))
 		return false;
+	/* the leaf's sets share maintenance_work_mem, as its index spools do */
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(f));
-	fk->set = dp_fkset_begin(f->rri->ri_RelationDesc, fk->nkeys, fk->fkatts);
+	fk->set = dp_fkset_begin(f->rri->ri_RelationDesc, fk->nkeys, fk->fkatts,
+							 Max(work_mem, maintenance_work_mem / f->nkeys));
 	MemoryContextSwitchTo(old);
 	return true;
 }

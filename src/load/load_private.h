@@ -405,8 +405,9 @@ extern void dp_fkeys_report_found(DPFkeyFound *found);
 
 extern bool dp_fkset_possible(Relation leaf, int nkeys,
 							  const AttrNumber *fkatts);
+/* A set that keeps its keys within 'sortmem' kB before it spills. */
 extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
-								 const AttrNumber *fkatts);
+								 const AttrNumber *fkatts, int sortmem);
 
 /* Add a row's key (a key with a NULL column is not added) and ordinal. */
 extern void dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal);
