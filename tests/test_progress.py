@@ -419,3 +419,44 @@ def test_log_line(cluster):
     with connect_as(cluster, "pr_nobody_log") as other:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             other.execute("SET directpath.log_min_rows = 0")
+
+
+def test_pg_stat_io(cluster, tmp_path):
+    """pg_stat_io (16+) counts a direct load's appended pages as extends of
+    relations in the bulkwrite context, as it counts a plain COPY's: the
+    pages extended grow by the pages written (the heap's alone: no index),
+    within 1%, as they do by a plain COPY's pages.  (Before 18 'extends'
+    counts pages; from 18 it counts calls, and 'extend_bytes' the bytes.)"""
+    with cluster.conn() as conn:
+        if conn.info.server_version < 160000:
+            pytest.skip("pg_stat_io is PostgreSQL 16's")
+        conn.execute("SET directpath.min_bytes = 0")
+        conn.execute("SET stats_fetch_consistency = none")
+
+        pages = "extend_bytes / 8192" if conn.info.server_version >= 180000 else "extends"
+
+        def extends(obj, ctx):
+            conn.execute("SELECT pg_stat_force_next_flush()")
+            conn.execute("SELECT 1")        # a transaction's end flushes
+            return conn.execute(
+                f"SELECT sum({pages}) FROM pg_stat_io WHERE backend_type = 'client backend' "
+                "AND object = %s AND context = %s", (obj, ctx)).fetchone()[0] or 0
+
+        conn.execute("CREATE TABLE pr_io (a int, b text)")
+        before = extends("relation", "bulkwrite")
+        conn.execute("/*+ APPEND */ INSERT INTO pr_io SELECT g, md5(g::text) "
+                     "FROM generate_series(1, 200000) g")
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["pages_written"] > 1000, st
+        grown = extends("relation", "bulkwrite") - before
+        assert abs(grown - st["pages_written"]) <= st["pages_written"] / 100, \
+            (grown, st["pages_written"])
+        # the plain COPY of the same rows: its ring's extends, one a page
+        conn.execute(f"COPY pr_io TO '{tmp_path / 'rows.txt'}'")
+        conn.execute("CREATE TABLE pr_io_plain (LIKE pr_io)")
+        conn.execute("SET directpath.mode = off")
+        before = extends("relation", "bulkwrite")
+        conn.execute(f"COPY pr_io_plain FROM '{tmp_path / 'rows.txt'}'")
+        size = conn.execute("SELECT pg_relation_size('pr_io_plain') / 8192").fetchone()[0]
+        grown = extends("relation", "bulkwrite") - before
+        assert abs(grown - size) <= size / 100, (grown, size)

@@ -35,6 +35,8 @@
  *	  15-18).
  *	- 17 numbers backends by ProcNumber (MyProcNumber, from 0), 15 and 16
  *	  by BackendId (MyBackendId, from 1).
+ *	- pg_stat_io is 16's; its counting functions take the I/O timing
+ *	  setting from 17 and the bytes from 18.
  *
  *-------------------------------------------------------------------------
  */
@@ -85,6 +87,38 @@
 #define DP_ALLOC_PAGE()		((Page) palloc_aligned(BLCKSZ, PG_IO_ALIGN_SIZE, 0))
 #else
 #define DP_ALLOC_PAGE()		((Page) palloc(BLCKSZ))
+#endif
+
+/*
+ * pg_stat_io (16+): 'n' pages the direct path appended, counted as
+ * extends of a relation in the bulkwrite context, as core counts a COPY's
+ * extends through its bulk-write ring: one extend a page before 18; from
+ * 18, as ExtendBufferedRelBy counts, one extend a call, with its bytes.
+ * DP_IO_START before the writes, for their time.
+ */
+#if PG_VERSION_NUM >= 180000
+#define DP_IO_START()		pgstat_prepare_io_time(track_io_timing)
+#define DP_COUNT_IO_EXTENDS(start, n) \
+	pgstat_count_io_op_time(IOOBJECT_RELATION, IOCONTEXT_BULKWRITE, IOOP_EXTEND, \
+							(start), 1, (uint64) (n) * BLCKSZ)
+#elif PG_VERSION_NUM >= 170000
+#define DP_IO_START()		pgstat_prepare_io_time(track_io_timing)
+#define DP_COUNT_IO_EXTENDS(start, n) \
+	pgstat_count_io_op_time(IOOBJECT_RELATION, IOCONTEXT_BULKWRITE, IOOP_EXTEND, \
+							(start), (n))
+#elif PG_VERSION_NUM >= 160000
+#define DP_IO_START()		pgstat_prepare_io_time()
+#define DP_COUNT_IO_EXTENDS(start, n) \
+	pgstat_count_io_op_time(IOOBJECT_RELATION, IOCONTEXT_BULKWRITE, IOOP_EXTEND, \
+							(start), (n))
+#else
+#define DP_IO_START()		0
+#define DP_COUNT_IO_EXTENDS(start, n) ((void) (start))
+#endif
+#if PG_VERSION_NUM >= 160000
+typedef instr_time DPIOStart;
+#else
+typedef int DPIOStart;
 #endif
 
 /* log_newpages' array of page pointers. */

@@ -323,6 +323,7 @@ static void
 write_pages(DPAppend *a, Page *pages, int n, BlockNumber first)
 {
 	int			i = 0;
+	DPIOStart	io_start = DP_IO_START();
 
 	for (int j = 0; j < n; j++)
 		PageSetChecksumInplace(pages[j], first + j);
@@ -346,6 +347,8 @@ write_pages(DPAppend *a, Page *pages, int n, BlockNumber first)
 				   pages[last], a->skip_fsync);
 		i = last + 1;
 	}
+	/* pg_stat_io's extends, as core counts a COPY's */
+	DP_COUNT_IO_EXTENDS(io_start, n);
 	/* start the kernel's writeback now, not at the checkpoint's or commit's fsync */
 	smgrwriteback(RelationGetSmgr(a->rel), MAIN_FORKNUM, first, n);
 	recycle(a, pages, n);
