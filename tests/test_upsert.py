@@ -88,16 +88,22 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("batches", ["one batch", "small batches"])
-def test_differential(cluster, case, batches):
+@pytest.mark.parametrize("order", ["random", "by key"])
+def test_differential(cluster, case, batches, order):
+    """Against the plain statement: the same rows, RETURNING rows and
+    counts; staged rows in a random order and sorted by their keys (the
+    probes then take the batch's keys in index order without a sort)."""
     # a name of its own per case (a str's hash() varies between runs)
-    seed = 300 + 2 * list(CASES).index(case) + (batches == "small batches")
+    seed = 300 + 4 * list(CASES).index(case) + 2 * (order == "by key") + \
+        (batches == "small batches")
     with cluster.conn() as conn:
         make_stage(conn, seed, 6000)
         tp, td = f"up_p_{seed}", f"up_d_{seed}"
         tail, key, indexes = CASES[case]
         for t in (tp, td):
             make_target(conn, t, 6000, seed, indexes=indexes, key=key)
-        stmt = (INS + tail).replace("{s}", str(seed))
+        sort = "ORDER BY id, lower(email), grp, flag " if order == "by key" else ""
+        stmt = (INS + sort + tail).replace("{s}", str(seed))
         settings = dict(SMALL_BATCHES) if batches == "small batches" else \
             {"directpath.min_bytes": "0"}
         set_gucs(conn, settings)

@@ -161,6 +161,8 @@ typedef struct DPArbiter
 	IndexScanDesc scan;			/* open for the load, rescanned per probe */
 	dpbatch_hash *seen;			/* the statement's set (keys_cxt) */
 	dpbatch_hash *batch;		/* the batch's distinct keys (batch_cxt) */
+	int		   *firsts;			/* their first rows, in input order */
+	int			nfirsts;
 	/* per row of the batch: */
 	bool	   *has_key;
 	DPKeyImage *keys;
@@ -221,6 +223,7 @@ batch_room(DPConflicts *c, int rows)
 		if (c->cap == 0)
 		{
 			a->has_key = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * rows);
+			a->firsts = MemoryContextAlloc(c->batch_cxt, sizeof(int) * rows);
 			a->keys = MemoryContextAlloc(c->batch_cxt, sizeof(DPKeyImage) * rows);
 			a->values = MemoryContextAlloc(c->batch_cxt,
 										   sizeof(Datum) * a->nkeys * rows);
@@ -230,6 +233,7 @@ batch_room(DPConflicts *c, int rows)
 		else
 		{
 			a->has_key = repalloc(a->has_key, sizeof(bool) * rows);
+			a->firsts = repalloc(a->firsts, sizeof(int) * rows);
 			a->keys = repalloc(a->keys, sizeof(DPKeyImage) * rows);
 			a->values = repalloc(a->values, sizeof(Datum) * a->nkeys * rows);
 			a->isnull = repalloc(a->isnull, sizeof(bool) * a->nkeys * rows);
@@ -243,7 +247,10 @@ static void
 batch_start(DPConflicts *c)
 {
 	for (int i = 0; i < c->narbiters; i++)
+	{
 		c->arbiters[i].batch = dpbatch_create(c->batch_cxt, 256, NULL);
+		c->arbiters[i].nfirsts = 0;
+	}
 	c->cap = 0;
 	batch_room(c, 256);
 	c->nrows = 0;
@@ -413,6 +420,7 @@ add_key(DPConflicts *c, DPArbiter *a, int r, ExprContext *econtext)
 	{
 		e->first = r;
 		e->state = DPK_UNKNOWN;
+		a->firsts[a->nfirsts++] = r;
 	}
 	return true;
 }
@@ -602,7 +610,9 @@ visit_entry(void *arg, int k, ItemPointer tid)
 
 /*
  * The batch's keys looked up in the index's order, leaf by leaf
- * (btprobe.c).
+ * (btprobe.c).  They are sorted from their input order, so that keys that
+ * arrive in the index's order (staged rows sorted by their key) cost the
+ * sort one pass: qsort's check for input already in order.
  */
 static void
 probe_sorted(DPConflicts *c, DPArbiter *a)
@@ -613,18 +623,20 @@ probe_sorted(DPConflicts *c, DPArbiter *a)
 	Datum	   *values = MemoryContextAlloc(c->batch_cxt, sizeof(Datum) * a->nkeys * members);
 	bool	   *isnull = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * a->nkeys * members);
 	int			n = 0;
-	dpbatch_iterator it;
-	DPBatchKey *e;
 	DPProbe		p;
 
-	dpbatch_start_iterate(a->batch, &it);
-	while ((e = dpbatch_iterate(a->batch, &it)) != NULL)
+	/* the table is complete: its entries stay where they are */
+	for (int f = 0; f < a->nfirsts; f++)
+	{
+		DPBatchKey *e = dpbatch_lookup(a->batch, a->keys[a->firsts[f]]);
+
 		if (dpbatch_lookup(a->seen, e->key) == NULL)
 		{
 			items[n].first = a->values[e->first * a->nkeys];
 			items[n].first_null = a->isnull[e->first * a->nkeys];
 			items[n++].e = e;
 		}
+	}
 	qsort_arg(items, n, sizeof(DPSortItem), key_order, a);
 	for (int k = 0; k < n; k++)
 	{
