@@ -230,3 +230,29 @@ def test_integer_keys_like_plain(cluster, types, mode):
         assert plain is not None and plain[0] == "23503"
         assert direct == plain
         assert conn.execute(f"SELECT count(*) FROM {td}").fetchone()[0] == 0
+
+
+def test_equal_keys_of_other_bytes(cluster):
+    """numeric keys 1.0 and 1.00 are equal but kept apart by the set: the
+    scan that finds and locks a chunk at once finds one row for both (fewer
+    rows than keys), so the chunk goes to the check query, which finds
+    none missing; a key really missing then fails as the plain INSERT."""
+    p, tp, td = "fn_p", "fn_plain", "fn_direct"
+    with cluster.conn() as conn:
+        conn.execute(f"CREATE TABLE {p} (k numeric PRIMARY KEY)")
+        conn.execute(f"INSERT INTO {p} SELECT g FROM generate_series(1, 5000) g")
+        for t in (tp, td):
+            conn.execute(f"CREATE TABLE {t} (n int, k numeric REFERENCES {p})")
+        set_gucs(conn, SET)
+        rows = ("SELECT g, CASE WHEN g % 3 = 0 THEN (g % 5000 + 1)::numeric(10, 2) "
+                "ELSE (g % 5000 + 1)::numeric(10, 1) END FROM generate_series(1, 20000) g")
+        conn.execute(f"INSERT INTO {tp} {rows}")
+        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows}")
+        st = last_statement(conn)
+        assert "then as a set at the end:" in st["foreign_keys"], st
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        conn.execute(f"TRUNCATE {tp}, {td}")
+        bad = rows.replace("ELSE (g % 5000 + 1)", "WHEN g = 17000 THEN 9999.5 ELSE (g % 5000 + 1)")
+        plain, direct = errors_of_both(conn, "insert", bad, tp, td, None)
+        assert plain is not None and plain[0] == "23503" and "9999.5" in plain[2]
+        assert direct == plain

@@ -112,6 +112,8 @@ typedef struct DPForeignKey
 	bool		typbyval[INDEX_MAX_KEYS];
 	char		typalign[INDEX_MAX_KEYS];
 	SPIPlanPtr	plan;			/* the check, kept for the statement */
+	SPIPlanPtr	find_plan;		/* a set's chunk found and locked by one
+								 * scan (fkset.c), or NULL */
 	bool		set_ok;			/* may be checked as a set (fkset.c) */
 	DPFkeySet  *set;			/* ... and is, from some row on, or NULL */
 	uint64		set_keys;		/* distinct keys the set checked */
@@ -269,6 +271,9 @@ describe(Relation leaf, Trigger *t, DPForeignKey *fk, bool prepare)
 		dp_fkset_possible(leaf, fk->nkeys, fk->fkatts);
 	if (prepare)
 		fk->plan = prepare_check(fk, pkatts, pf_ops);
+	if (prepare && fk->set_ok && fk->nkeys == 1)
+		fk->find_plan = dp_fkset_prepare_find(fk->pkrel, pkatts[0], pf_ops[0],
+											  fk->fktypes[0]);
 	return NULL;
 }
 
@@ -523,10 +528,12 @@ batch_keys(DPForeignKeys *f, int k, HeapTuple *tuples, int n, bool all,
 /*
  * Run the check as the referenced table's owner, as core does; the
  * (0-based) positions of the keys not found, in order, go to missing[]
- * (only the first without 'all'); returns how many.
+ * (only the first without 'all'); returns how many.  With the set's
+ * 'plan' instead (missing NULL): how many keys it found.
  */
 static int
-run_check(DPForeignKey *fk, Datum *arrays, bool all, int *missing)
+run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
+		  int *missing)
 {
 	Oid			save_userid;
 	int			save_sec_context;
@@ -538,11 +545,11 @@ run_check(DPForeignKey *fk, Datum *arrays, bool all, int *missing)
 						   SECURITY_NOFORCE_RLS);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_plan(fk->plan, arrays, NULL, false, all ? 0 : 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, arrays, NULL, false, all ? 0 : 1) != SPI_OK_SELECT)
 		elog(ERROR, "directpath: the check of foreign key \"%s\" failed",
 			 fk->conname);
 	nmissing = (int) SPI_processed;
-	for (int i = 0; i < nmissing; i++)
+	for (int i = 0; missing != NULL && i < nmissing; i++)
 	{
 		bool		isnull;
 
@@ -572,7 +579,7 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 			 f->keys[k].conname);
 	m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
 	missing = palloc(sizeof(int) * Max(m, 1));
-	nmissing = m > 0 ? run_check(&f->keys[k], arrays, all, missing) : 0;
+	nmissing = m > 0 ? run_check(&f->keys[k], f->keys[k].plan, arrays, all, missing) : 0;
 
 	for (int i = 0; i < nmissing; i++)
 	{
@@ -670,7 +677,12 @@ check_set(DPForeignKeys *f, int k, DPFkeyFound *best)
 			arrays[i] = PointerGetDatum(construct_array(values[i], n, fk->fktypes[i],
 														fk->typlen[i], fk->typbyval[i],
 														fk->typalign[i]));
-		nmissing = run_check(fk, arrays, true, missing);
+		/* every key found (and locked) by one scan, or the check names those not */
+		if (fk->find_plan != NULL &&
+			run_check(fk, fk->find_plan, arrays, true, NULL) == n)
+			nmissing = 0;
+		else
+			nmissing = run_check(fk, fk->plan, arrays, true, missing);
 		fk->set_keys += n;
 		for (int j = 0; j < nmissing; j++)
 		{

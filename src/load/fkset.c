@@ -40,6 +40,20 @@
  * full, its entries move to the tuplesort, which takes every later key
  * (int_spill).  The order and the keys read back are the tuplesort's.
  *
+ * Finding a chunk at once.  fkeys.c checks a chunk of keys with a query
+ * that probes each key by a subquery of its own (an index rescan and a
+ * LockRows per key: about 1.4 us a key, 90 ms a chunk of 65,536 on TPC-H's
+ * orders).  For a key of one column, a chunk goes first to
+ * dp_fkset_prepare_find's query, "SELECT 1 FROM ONLY parent x WHERE x.pk
+ * OPERATOR(=) ANY ($1) FOR KEY SHARE OF x": one index scan over the
+ * sorted array, which btree walks leaf by leaf, every row found locked
+ * FOR KEY SHARE as the check locks it (30 ms the chunk).  The keys of a
+ * chunk are distinct and the referenced key unique, so every key was
+ * found iff the scan returns as many rows as there are keys; otherwise (a
+ * key missing, or two keys equal but for their bytes) the chunk goes to
+ * the check query, which names the missing keys (and locks again what it
+ * finds, a no-op in the same transaction).
+ *
  * Invariants: the keys come out sorted, each with the smallest ordinal of
  * the rows that added it; memory is the sort's or the array's (both within
  * 'sortmem') and a chunk's arrays.
@@ -55,10 +69,14 @@
 #include "catalog/pg_type_d.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "catalog/pg_operator.h"
+#include "executor/spi.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
@@ -356,6 +374,45 @@ int_spill(DPFkeySet *s)
 	}
 	pfree(s->ints);
 	s->ints = NULL;
+}
+
+SPIPlanPtr
+dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(pf_op));
+	Form_pg_operator op;
+	StringInfoData q;
+	Oid			argtype = get_array_type(fktype);
+	SPIPlanPtr	plan;
+	bool		exact;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", pf_op);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	/* the operator takes the columns as they are: no cast to write */
+	exact = op->oprleft == get_atttype(pkrel, pkatt) && op->oprright == fktype &&
+		OidIsValid(argtype);
+	initStringInfo(&q);
+	if (exact)
+		appendStringInfo(&q, "SELECT 1 FROM ONLY %s x WHERE x.%s OPERATOR(%s.%s) ANY ($1) "
+						 "FOR KEY SHARE OF x",
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(pkrel)),
+													get_rel_name(pkrel)),
+						 quote_identifier(get_attname(pkrel, pkatt, false)),
+						 quote_identifier(get_namespace_name(op->oprnamespace)),
+						 NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	if (!exact)
+		return NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(q.data, 1, &argtype);
+	if (plan == NULL)
+		elog(ERROR, "directpath: could not prepare \"%s\": %s", q.data,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	SPI_finish();
+	return plan;
 }
 
 /* Add the key in 'put' as an integer entry, the array grown or compacted. */

@@ -409,6 +409,14 @@ extern bool dp_fkset_possible(Relation leaf, int nkeys,
 extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 								 const AttrNumber *fkatts, int sortmem);
 
+/*
+ * For a one-column key: the query that finds and locks a set's chunk of
+ * keys by one scan ($1 their array; a row per key found), or NULL where
+ * the types do not allow it.
+ */
+extern struct _SPI_plan *dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt,
+											   Oid pf_op, Oid fktype);
+
 /* Add a row's key (a key with a NULL column is not added) and ordinal. */
 extern void dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal);
 
