@@ -952,7 +952,8 @@ def section_upsert(agg, meta, out, figs):
     return ["## 14. An upsert load: INSERT ... ON CONFLICT", "",
             f"{n:,} staged rows into a settled (vacuumed) {n:,}-row table with a bigint "
             "primary key and two more btrees; half the staged keys are new, half already in "
-            "the table, in random order; from a table, or from a file (plain: COPY into a "
+            "the table, in random order (and, in the rows so marked, sorted by key); from a "
+            "table, or from a file (plain: COPY into a "
             "staging table, then the INSERT). DO NOTHING skips the rows whose key is taken; "
             "DO UPDATE updates them (SET ts, v WHERE the table's row is older: all of them), "
             "and so does the MERGE; COPY's ON_CONFLICT 'update' gives them the new row's "

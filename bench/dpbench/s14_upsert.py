@@ -5,7 +5,8 @@ grp int, v text, with two more btrees, on ts and on grp), vacuumed and
 analyzed as a table that has settled, takes N staged rows: half with new
 keys (above every key of the target), half with keys already in the
 target, in random order.  Plain `INSERT ... ON CONFLICT (id) DO NOTHING`
-against the hinted one; and the same rows from a file: plain COPY into a
+against the hinted one, and the same from the staged rows sorted by key
+(a staging table written in key order, as an export often is); and the same rows from a file: plain COPY into a
 staging table followed by that INSERT, against one
 `COPY ... WITH (ON_CONFLICT 'nothing')`.  Every case must insert exactly
 N/2 rows, and leave the table as the plain INSERT does.  Time is the
@@ -46,6 +47,11 @@ CASES = {
     "plain": ("INSERT ... ON CONFLICT (id) DO NOTHING, plain", "plain", None, [UPSERT]),
     "direct": ("INSERT ... ON CONFLICT (id) DO NOTHING, /*+ APPEND */", "direct", "plain",
                ["/*+ APPEND */ " + UPSERT]),
+    "sorted_plain": ("the same, staged rows in key order, plain", "plain", None,
+                     [UPSERT.replace("up_stage", "up_stage_sorted")]),
+    "sorted_direct": ("the same, staged rows in key order, /*+ APPEND */", "direct",
+                      "sorted_plain",
+                      ["/*+ APPEND */ " + UPSERT.replace("up_stage", "up_stage_sorted")]),
     "copy_plain": ("COPY into a staging table, then INSERT ... ON CONFLICT DO NOTHING, plain",
                    "plain", None,
                    ["CREATE UNLOGGED TABLE up_stage2 (LIKE up_stage)",
@@ -90,6 +96,9 @@ class UpsertScenario(Scenario):
             c.execute(f"INSERT INTO up_stage {STAGE.format(n=ctx.rows)}")
             c.execute("VACUUM ANALYZE up_stage")
             c.execute(f"COPY up_stage TO '{ctx.workdir / 'upsert.dat'}'")
+            c.execute("DROP TABLE IF EXISTS up_stage_sorted")
+            c.execute("CREATE UNLOGGED TABLE up_stage_sorted AS SELECT * FROM up_stage ORDER BY id")
+            c.execute("VACUUM ANALYZE up_stage_sorted")
 
     def cases(self, ctx, phase):
         return [Case(key, label, path, twin=twin, group="upsert",

@@ -354,24 +354,29 @@ int_compact(DPFkeySet *s)
 	s->nints = n;
 }
 
+/* An integer entry into the tuplesort, as its key's Datums. */
+static void
+put_sorted(DPFkeySet *s, const DPIntKey *e)
+{
+	ExecClearTuple(s->put);
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		s->put->tts_values[k] = datum_of(s->kinds[k], e->v[k]);
+		s->put->tts_isnull[k] = false;
+	}
+	s->put->tts_values[s->nkeys] = Int64GetDatum((int64) e->ordinal);
+	s->put->tts_isnull[s->nkeys] = false;
+	ExecStoreVirtualTuple(s->put);
+	tuplesort_puttupleslot(s->sort, s->put);
+}
+
 /* The entries moved to the tuplesort, which takes every later key. */
 static void
 int_spill(DPFkeySet *s)
 {
 	begin_tuplesort(s);
 	for (int64 i = 0; i < s->nints; i++)
-	{
-		ExecClearTuple(s->put);
-		for (int k = 0; k < s->nkeys; k++)
-		{
-			s->put->tts_values[k] = datum_of(s->kinds[k], s->ints[i].v[k]);
-			s->put->tts_isnull[k] = false;
-		}
-		s->put->tts_values[s->nkeys] = Int64GetDatum((int64) s->ints[i].ordinal);
-		s->put->tts_isnull[s->nkeys] = false;
-		ExecStoreVirtualTuple(s->put);
-		tuplesort_puttupleslot(s->sort, s->put);
-	}
+		put_sorted(s, &s->ints[i]);
 	pfree(s->ints);
 	s->ints = NULL;
 }
@@ -441,16 +446,7 @@ int_add(DPFkeySet *s, uint64 ordinal)
 			if (s->nints > s->maxints / 2)
 			{
 				int_spill(s);
-				ExecClearTuple(s->put);
-				for (int i = 0; i < s->nkeys; i++)
-				{
-					s->put->tts_values[i] = datum_of(s->kinds[i], e.v[i]);
-					s->put->tts_isnull[i] = false;
-				}
-				s->put->tts_values[s->nkeys] = Int64GetDatum((int64) ordinal);
-				s->put->tts_isnull[s->nkeys] = false;
-				ExecStoreVirtualTuple(s->put);
-				tuplesort_puttupleslot(s->sort, s->put);
+				put_sorted(s, &e);
 				return;
 			}
 		}
