@@ -42,6 +42,19 @@ def make_child(conn, t, p, partitioned=False):
         conn.execute(f"CREATE TABLE {t}_2 PARTITION OF {t} FOR VALUES FROM (10000) TO (MAXVALUE)")
 
 
+def load_both_as_set(conn, rows, tp, td):
+    """The rows of the SELECT 'rows' loaded by the plain INSERT into tp and
+    the hinted one into td: the direct load checked its keys as a set at
+    the end, and both tables hold the same rows.  Returns its report."""
+    conn.execute(f"INSERT INTO {tp} {rows}")
+    conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows}")
+    st = last_statement(conn)
+    assert st["path"] == "direct", st
+    assert "then as a set at the end:" in st["foreign_keys"], st
+    assert table_digest(conn, td) == table_digest(conn, tp)
+    return st
+
+
 def rows_sql(bad=()):
     """20,000 rows; each in 'bad' ((row, column)) gets a missing key there.
     Rows alternate between the partitions' ranges (n)."""
@@ -65,13 +78,8 @@ def test_same_rows_as_plain(cluster, partitioned):
         for t in (tp, td):
             make_child(conn, t, p, partitioned)
         set_gucs(conn, SET)
-        conn.execute(f"INSERT INTO {tp} {rows_sql()}")
-        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows_sql()}")
-        st = last_statement(conn)
-        assert st["path"] == "direct"
-        assert "then as a set at the end:" in st["foreign_keys"], st
+        st = load_both_as_set(conn, rows_sql(), tp, td)
         assert f"{td}_a_fkey (" in st["foreign_keys"] and "keys)" in st["foreign_keys"], st
-        assert table_digest(conn, td) == table_digest(conn, tp)
 
 
 # (row, column) of the missing keys: one early (still per batch), one late,
@@ -153,12 +161,7 @@ def test_keys_in_runs(cluster, tmp_path, how):
         for t in (tp, td):
             make_child(conn, t, p)
         set_gucs(conn, SET)
-        good = rows.replace("IN (4100, 4500)", "IN (-1)")
-        conn.execute(f"INSERT INTO {tp} {good}")
-        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {good}")
-        st = last_statement(conn)
-        assert "then as a set at the end:" in st["foreign_keys"], st
-        assert table_digest(conn, td) == table_digest(conn, tp)
+        load_both_as_set(conn, rows.replace("IN (4100, 4500)", "IN (-1)"), tp, td)
         conn.execute(f"TRUNCATE {tp}, {td}")
         plain, direct = errors_of_both(conn, how, rows, tp, td, path)
         assert plain is not None and plain[0] == "23503"
@@ -216,12 +219,8 @@ def test_integer_keys_like_plain(cluster, types, mode):
         set_gucs(conn, dict(SET, **settings))
         i = f"((g * 7919) % {distinct})"
         good = f"SELECT g, {keys(i)} FROM generate_series(1, 60000) g"
-        conn.execute(f"INSERT INTO {tp} {good}")
-        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {good}")
-        st = last_statement(conn)
-        assert st["path"] == "direct", st
+        st = load_both_as_set(conn, good, tp, td)
         assert f"{td}_{cols.replace(', ', '_')}_fkey ({distinct} keys)" in st["foreign_keys"], st
-        assert table_digest(conn, td) == table_digest(conn, tp)
         conn.execute(f"TRUNCATE {tp}, {td}")
         bad = (f"(CASE WHEN g = 41000 THEN {distinct} + 9 WHEN g = 52000 THEN {distinct} + 4 "
                f"ELSE {i} END)")
@@ -246,11 +245,7 @@ def test_equal_keys_of_other_bytes(cluster):
         set_gucs(conn, SET)
         rows = ("SELECT g, CASE WHEN g % 3 = 0 THEN (g % 5000 + 1)::numeric(10, 2) "
                 "ELSE (g % 5000 + 1)::numeric(10, 1) END FROM generate_series(1, 20000) g")
-        conn.execute(f"INSERT INTO {tp} {rows}")
-        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows}")
-        st = last_statement(conn)
-        assert "then as a set at the end:" in st["foreign_keys"], st
-        assert table_digest(conn, td) == table_digest(conn, tp)
+        load_both_as_set(conn, rows, tp, td)
         conn.execute(f"TRUNCATE {tp}, {td}")
         bad = rows.replace("ELSE (g % 5000 + 1)", "WHEN g = 17000 THEN 9999.5 ELSE (g % 5000 + 1)")
         plain, direct = errors_of_both(conn, "insert", bad, tp, td, None)
