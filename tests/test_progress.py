@@ -460,3 +460,25 @@ def test_pg_stat_io(cluster, tmp_path):
         size = conn.execute("SELECT pg_relation_size('pr_io_plain') / 8192").fetchone()[0]
         grown = extends("relation", "bulkwrite") - before
         assert abs(grown - size) <= size / 100, (grown, size)
+
+
+def test_explain_buffers(cluster):
+    """The pages a direct statement appends count as blocks written in its
+    buffer usage (EXPLAIN's BUFFERS, pg_stat_statements): heap and index
+    pages alike, as many as pg_relation_size says it has (the table was
+    empty), where before they counted nowhere."""
+    with cluster.conn() as conn:
+        conn.execute("SET directpath.min_bytes = 0")
+        conn.execute("CREATE TABLE pr_buf (a int PRIMARY KEY, b text)")
+        plan = conn.execute(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) /*+ APPEND */ INSERT INTO pr_buf "
+            "SELECT g, md5(g::text) FROM generate_series(1, 200000) g").fetchone()[0][0]["Plan"]
+        st = last_statement(conn)
+        assert st["path"] == "direct" and st["pages_written"] > 1000, st
+        heap, index = conn.execute(
+            "SELECT pg_relation_size('pr_buf') / 8192, "
+            "pg_relation_size('pr_buf_pkey') / 8192").fetchone()
+        written = plan["Shared Written Blocks"]
+        # the appended pages, and at most a few pages written through shared buffers
+        assert heap + index <= written <= heap + index + 64, (written, heap, index)
+        assert plan["Local Written Blocks"] == 0, plan

@@ -85,6 +85,7 @@
 #include "access/xlog.h"
 #include "catalog/catalog.h"
 #include "common/file_perm.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/pg_iovec.h"
@@ -349,6 +350,11 @@ write_pages(DPAppend *a, Page *pages, int n, BlockNumber first)
 	}
 	/* pg_stat_io's extends, as core counts a COPY's */
 	DP_COUNT_IO_EXTENDS(io_start, n);
+	/* and the statement's blocks written (EXPLAIN's, pg_stat_statements') */
+	if (RelationUsesLocalBuffers(a->rel))
+		pgBufferUsage.local_blks_written += n;
+	else
+		pgBufferUsage.shared_blks_written += n;
 	/* start the kernel's writeback now, not at the checkpoint's or commit's fsync */
 	smgrwriteback(RelationGetSmgr(a->rel), MAIN_FORKNUM, first, n);
 	recycle(a, pages, n);
