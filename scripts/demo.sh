@@ -2,7 +2,8 @@
 # The main job, end to end, on the embedded PostgreSQL, in about a minute on
 # the project's 2-vCPU machine (once PostgreSQL is provisioned):
 #
-#   scripts/demo.sh [--rows N] [--csv-rows N] [--runs R] [--major M] [--plot PATH]
+#   scripts/demo.sh [--rows N] [--csv-rows N] [--watch-rows N] [--runs R] [--major M]
+#                   [--plot PATH]
 #
 # 1. Provision PostgreSQL (scripts/provision.sh), build and install
 #    directpath, make sure .venv has matplotlib (bench/requirements.txt), and
@@ -23,7 +24,11 @@
 #    the direct path and whether the parallel one really ran in parallel
 #    (its foreign key is checked by the leader as a set at the end); if
 #    not, the reason is printed and the row is labelled serial.
-# 4. A summary: time (load + CHECKPOINT), ratio to plain and WAL per case
+# 4. Watching a load: a /*+ APPEND */ INSERT ... SELECT of --watch-rows
+#    rows (default 10,000,000) into a bare table, its row of
+#    directpath.progress printed every half second from a second session
+#    (phase, rows done, the total, pages written, elapsed time and ETA).
+# 5. A summary: time (load + CHECKPOINT), ratio to plain and WAL per case
 #    and method, and a PNG bar chart of the ratios (scripts/demo_plot.py),
 #    default docs/img/demo.png (--plot PATH); its path is printed last.
 #
@@ -36,15 +41,17 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 rows=1000000
 csv_rows=200000
+watch_rows=10000000
 major=18
 runs=3
 plot="$top/docs/img/demo.png"
-usage="usage: $0 [--rows N] [--csv-rows N] [--runs R] [--major M] [--plot PATH]"
+usage="usage: $0 [--rows N] [--csv-rows N] [--watch-rows N] [--runs R] [--major M] [--plot PATH]"
 while [ $# -gt 0 ]; do
 	[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 	case "$1" in
 	--rows) rows=$2 ;;
 	--csv-rows) csv_rows=$2 ;;
+	--watch-rows) watch_rows=$2 ;;
 	--major) major=$2 ;;
 	--runs) runs=$2 ;;
 	--plot) plot=$2 ;;
@@ -52,7 +59,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift 2
 done
-for n in "$rows" "$csv_rows" "$runs"; do
+for n in "$rows" "$csv_rows" "$watch_rows" "$runs"; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "$usage (positive integers)" >&2; exit 2; }
 done
 case "$plot" in /*) ;; *) plot="$PWD/$plot" ;; esac
@@ -296,6 +303,34 @@ done
 if [ -n "$fkeys_note" ]; then
 	printf '\nforeign key checks of the direct load (last_statement().foreign_keys): %s\n' "$fkeys_note"
 fi
+
+# --- watching a load ------------------------------------------------------------
+
+# The largest load of the demo, --watch-rows rows of the bare table's shape
+# by a hinted INSERT ... SELECT, watched from a second session: its row in
+# directpath.progress every half second (docs/progress.md).
+printf '\n3. Watching a load: /*+ APPEND */ INSERT of %s rows, directpath.progress every 0.5 s\n\n' "$(commas "$watch_rows")"
+psql -c "CREATE TABLE watched (timeid int, insid int, indid int, value int);"
+psql -c "/*+ APPEND */ INSERT INTO watched SELECT a % 50, a % 10000, a, a FROM generate_series(1, $watch_rows) a;" &
+loading=$!
+printf '%-9s %-14s %11s %16s %7s %9s %6s\n' time phase "rows done" total "pages" "elapsed s" "eta s"
+polls=0
+while kill -0 "$loading" 2>/dev/null; do
+	"$bin/psql" -h "$work" -p "$port" -U postgres -X -q -At -F'|' -c "
+		SELECT to_char(clock_timestamp(), 'MI:SS.MS'), phase, rows_done,
+		       coalesce(total::text, '-') || CASE WHEN total_is_estimate THEN '(est.)' ELSE '' END,
+		       pages_written, round(extract(epoch FROM elapsed)::numeric, 1),
+		       coalesce(round(extract(epoch FROM eta)::numeric, 1)::text, '-')
+		FROM directpath.progress WHERE relation = 'watched'::regclass" |
+		while IFS='|' read -r t ph done tot pages el eta; do
+			printf '%-9s %-14s %11s %16s %7s %9s %6s\n' "$t" "$ph" "$(commas "$done")" \
+				"$(commas "$tot")" "$(commas "$pages")" "$el" "$eta"
+		done
+	polls=$((polls + 1))
+	sleep 0.5
+done
+wait "$loading"
+echo "(the load ended after $polls polls; its row left the view with it)"
 
 # --- summary and chart --------------------------------------------------------
 
