@@ -296,7 +296,8 @@ def test_update_from_0_1(cluster):
     """A database created at 0.1 updates to the current version and gains
     last_copy_input() (0.2), last_copy_reader() (0.3) and last_statement()'s
     foreign_partitions (0.4), statistics (0.5), resolve_shards() (0.6), the
-    view progress (0.7) and last_statement()'s updates (0.8); at
+    view progress (0.7), last_statement()'s updates (0.8) and the view's
+    process (0.9); at
     0.3, last_statement()
     (11 columns) works with the current library."""
     with cluster.conn() as conn:
@@ -312,10 +313,14 @@ def test_update_from_0_1(cluster):
         assert len(row) == 11 and row[0] == "direct" and row[2] == 5000, row
         conn.execute("ALTER EXTENSION directpath UPDATE")
         assert conn.execute("SELECT extversion FROM pg_extension "
-                            "WHERE extname = 'directpath'").fetchone()[0] == "0.8"
+                            "WHERE extname = 'directpath'").fetchone()[0] == "0.9"
         assert conn.execute("SELECT to_regprocedure('directpath.resolve_shards()')"
                             ).fetchone()[0] is not None
         assert conn.execute("SELECT count(*) FROM directpath.progress").fetchone()[0] == 0
+        assert conn.execute("SELECT to_regtype('directpath.progress') IS NOT NULL AND "
+                            "EXISTS (SELECT FROM pg_attribute WHERE attrelid = "
+                            "'directpath.progress'::regclass AND attname = 'process')"
+                            ).fetchone()[0] is True
         row = conn.execute("SELECT path, foreign_partitions, statistics, updates "
                            "FROM directpath.last_statement()").fetchone()
         assert row == ("direct", None, "gathered for 1 relation from 5000 sample rows",

@@ -33,7 +33,7 @@ PHASES = {"reading input", "writing pages", "index entries", "building indexes",
           "finishing"}
 COLUMNS = ("pid, leader_pid, datname, relid, relation::text AS relation, kind, phase, rows_done, "
            "bytes_done, pages_written, index_entries, total, total_unit, total_is_estimate, "
-           "extract(epoch FROM elapsed) AS elapsed, extract(epoch FROM eta) AS eta")
+           "extract(epoch FROM elapsed) AS elapsed, extract(epoch FROM eta) AS eta, process")
 
 
 def progress(conn, where="pid = %s", params=()):
@@ -101,8 +101,8 @@ def test_insert_select(cluster):
     assert increasing([s["index_entries"] for s in seen]), seen
     assert all(s["index_entries"] <= s["rows_done"] for s in seen), seen
     for s in seen:
-        assert (s["kind"], s["relation"], s["datname"], s["leader_pid"]) == \
-            ("INSERT", t, "postgres", None), s
+        assert (s["kind"], s["relation"], s["datname"], s["leader_pid"], s["process"]) == \
+            ("INSERT", t, "postgres", None, "statement"), s
         assert (s["total"], s["total_unit"], s["total_is_estimate"]) == (N, "rows", True), s
         assert s["phase"] in PHASES and s["bytes_done"] is None, s
     assert "reading input" in {s["phase"] for s in seen}
@@ -176,7 +176,8 @@ def test_other_roles(cluster):
         assert increasing([s["rows_done"] for s in views[who]]), views[who]
     assert len(views["peer"]) >= 3, views
     for s in views["peer"]:
-        assert s["pid"] == bg.pid and all(v is None for k, v in s.items() if k != "pid"), s
+        assert s["pid"] == bg.pid and s["process"] == "statement", s
+        assert all(v is None for k, v in s.items() if k not in ("pid", "process")), s
 
 
 def test_progress_off(cluster):
@@ -228,8 +229,11 @@ def test_error_leaves_no_row(cluster):
 
 
 def test_parallel_workers(cluster):
-    """A PARALLEL(2) load: the leader's row and a row per worker, with the
-    leader's pid, its statement and relation."""
+    """A PARALLEL(2) load: the leader's own row, a row per worker, with the
+    leader's pid, its statement and relation, and the statement's total
+    row: the leader's pid, the total and every process's rows (the leader's
+    own and those of the workers' pages it has taken; a worker counts its
+    pages when it sends them, so the workers' rows are at least those)."""
     t = "pr_par"
     with cluster.conn() as conn:
         conn.execute("DROP TABLE IF EXISTS pr_src")
@@ -255,17 +259,24 @@ def test_parallel_workers(cluster):
         assert no_row_left(mon, bg.pid)
         st = last_statement(bg.conn)
     assert st["parallel_workers"] >= 1, st
-    leader = [r for r in rows if r["pid"] == bg.pid]
+    leader = [r for r in rows if r["pid"] == bg.pid and r["process"] == "leader"]
+    total = [r for r in rows if r["pid"] == bg.pid and r["process"] == "total"]
     workers = [r for r in rows if r["leader_pid"] == bg.pid]
-    assert len(leader) == 1 and leader[0]["leader_pid"] is None, rows
-    assert leader[0]["rows_done"] > 0 and leader[0]["pages_written"] > 0, rows
-    assert leader[0]["total_is_estimate"] is True, rows
-    assert abs(leader[0]["total"] - 2000000) < 200000, rows
+    assert len(leader) == 1 and len(total) == 1 and len(rows) == 2 + len(workers), rows
+    leader, total = leader[0], total[0]
+    assert leader["leader_pid"] is None and total["leader_pid"] is None, rows
+    assert leader["pages_written"] > 0 and leader["total"] is None and leader["eta"] is None, rows
+    assert total["total_is_estimate"] is True and abs(total["total"] - 2000000) < 200000, rows
+    assert (total["kind"], total["relation"], total["pages_written"], total["index_entries"]) == \
+        ("INSERT", t, leader["pages_written"], leader["index_entries"]), rows
     assert 1 <= len(workers) <= st["parallel_workers"], rows
     for w in workers:
-        assert (w["kind"], w["relation"], w["total"]) == ("INSERT", t, None), w
+        assert (w["kind"], w["relation"], w["total"], w["process"]) == ("INSERT", t, None, "worker"), w
         assert w["pid"] != bg.pid
     assert any(w["rows_done"] > 0 and w["pages_written"] > 0 for w in workers), workers
+    from_workers = total["rows_done"] - leader["rows_done"]
+    assert 0 <= from_workers <= sum(w["rows_done"] for w in workers), rows
+    assert total["rows_done"] > 0, rows
 
 
 # statement kinds: setup, statement, fault point, kind, whether the table is
@@ -470,6 +481,8 @@ def test_explain_buffers(cluster):
     with cluster.conn() as conn:
         conn.execute("SET directpath.min_bytes = 0")
         conn.execute("CREATE TABLE pr_buf (a int PRIMARY KEY, b text)")
+        # no dirty buffer that the statement could write to reuse it
+        conn.execute("CHECKPOINT")
         plan = conn.execute(
             "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) /*+ APPEND */ INSERT INTO pr_buf "
             "SELECT g, md5(g::text) FROM generate_series(1, 200000) g").fetchone()[0][0]["Plan"]

@@ -38,7 +38,12 @@
  * its pid and NULLs, as pg_stat_activity does.  The elapsed time is the
  * reader's clock against the load's start; the ETA is the time left at the
  * rate so far, while rows are read and only where a total is known and
- * not yet reached.
+ * not yet reached.  A parallel leader's slot (dp_progress_parallel: it has
+ * workers) gives two rows: its own part ("leader": the rows of its
+ * workers' pages, which it counts as it takes them, taken off) and the
+ * statement's ("total": the slot as it is); a worker's slot is a "worker"
+ * row, any other a "statement" row.  A caller with get_progress()'s
+ * signature before 0.9 (no 'process') gets a row per slot.
  *
  * The log line.  With directpath.log_min_rows set, the same calls also time
  * each phase (at a change of phase only) and note the WAL this process
@@ -102,6 +107,8 @@ typedef struct DPProgressRow
 	int64		pages;
 	int64		entries;
 	int64		total;
+	int			workers;		/* a parallel leader's, else 0 */
+	int64		worker_rows;	/* a leader: the rows of its workers' pages */
 } DPProgressRow;
 
 typedef struct DPProgressSlot
@@ -194,6 +201,7 @@ publish(void)
 	}
 	mine.pages = dp_progress_counts.pages;
 	mine.entries = dp_progress_counts.entries;
+	mine.worker_rows = dp_progress_counts.worker_rows;
 	if (slot == NULL)
 		return;
 
@@ -430,6 +438,15 @@ dp_progress_begin_worker(const void *who)
 }
 
 void
+dp_progress_parallel(const void *who, int workers)
+{
+	if (who != owner || owner == NULL)
+		return;
+	mine.workers = workers;
+	publish();
+}
+
+void
 dp_progress_page_sent(int rows)
 {
 	if (!owner_is_worker)
@@ -462,7 +479,7 @@ eta(const DPProgressRow *row, int64 elapsed)
 	return (int64) ((double) elapsed * (double) (row->total - done) / (double) done);
 }
 
-#define DP_PROGRESS_COLS 17
+#define DP_PROGRESS_COLS 18
 
 /* One visible row's values (pid and leader set by the caller). */
 static void
@@ -494,6 +511,39 @@ row_values(const DPProgressRow *row, TimestampTz now, Datum *values,
 	nulls[16] = left < 0;
 }
 
+/*
+ * Put one row of the view: slot 'row' as process 'process'; numbers only
+ * for a reader entitled to them.  A parallel leader's own row ("leader")
+ * counts the rows it placed itself (those of its workers' pages taken off)
+ * and has no total; its "total" row counts the statement.
+ */
+static void
+put_row(ReturnSetInfo *rsinfo, const DPProgressRow *row, const char *process,
+		bool entitled, TimestampTz now)
+{
+	Datum		values[DP_PROGRESS_COLS];
+	bool		nulls[DP_PROGRESS_COLS];
+
+	memset(nulls, true, sizeof(nulls));
+	values[0] = Int32GetDatum(row->pid);
+	nulls[0] = false;
+	values[17] = CStringGetTextDatum(process);
+	nulls[17] = false;
+	if (entitled)
+	{
+		memset(nulls, false, sizeof(nulls));
+		values[1] = Int32GetDatum(row->leader_pid);
+		nulls[1] = row->leader_pid == 0;
+		row_values(row, now, values, nulls);
+		if (strcmp(process, "leader") == 0)
+		{
+			values[7] = Int64GetDatum(Max(row->rows - row->worker_rows, 0));
+			nulls[11] = nulls[12] = nulls[13] = nulls[16] = true;
+		}
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 PG_FUNCTION_INFO_V1(dp_get_progress);
 
 Datum
@@ -502,28 +552,29 @@ dp_get_progress(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	TimestampTz now = GetCurrentTimestamp();
+	bool		processes;
 
 	InitMaterializedSRF(fcinfo, 0);
+	/* before 0.9 the function had no 'process': a row per process */
+	processes = rsinfo->setDesc->natts >= DP_PROGRESS_COLS;
 	for (int i = 0; i < nslots; i++)
 	{
-		Datum		values[DP_PROGRESS_COLS];
-		bool		nulls[DP_PROGRESS_COLS];
 		DPProgressRow row;
+		bool		entitled;
 
 		read_slot(i, &row);
 		if (row.pid == 0)
 			continue;
-		memset(nulls, true, sizeof(nulls));
-		values[0] = Int32GetDatum(row.pid);
-		nulls[0] = false;
-		if (all || has_privs_of_role(GetUserId(), row.userid))
+		entitled = all || has_privs_of_role(GetUserId(), row.userid);
+		if (row.leader_pid != 0)
+			put_row(rsinfo, &row, "worker", entitled, now);
+		else if (row.workers == 0 || !processes)
+			put_row(rsinfo, &row, "statement", entitled, now);
+		else
 		{
-			memset(nulls, false, sizeof(nulls));
-			values[1] = Int32GetDatum(row.leader_pid);
-			nulls[1] = row.leader_pid == 0;
-			row_values(&row, now, values, nulls);
+			put_row(rsinfo, &row, "leader", entitled, now);
+			put_row(rsinfo, &row, "total", entitled, now);
 		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
 }

@@ -30,12 +30,14 @@ typedef enum DPProgressPhase
 /*
  * What the stages below the load count as they go, between two
  * publications (pages.c: heap pages written; indexes.c: index entries
- * made or sorted for a build).  Plain counters of this process.
+ * made or sorted for a build; a parallel leader's receiving loop: the rows
+ * of its workers' pages).  Plain counters of this process.
  */
 typedef struct DPProgressCounts
 {
 	uint64		pages;
 	uint64		entries;
+	uint64		worker_rows;
 } DPProgressCounts;
 
 extern DPProgressCounts dp_progress_counts;
@@ -50,6 +52,12 @@ static inline void
 dp_progress_count_entries(uint64 n)
 {
 	dp_progress_counts.entries += n;
+}
+
+static inline void
+dp_progress_count_worker_rows(int n)
+{
+	dp_progress_counts.worker_rows += n;
 }
 
 /* From _PG_init: shared memory when preloaded, the transaction callbacks. */
@@ -80,6 +88,9 @@ extern void dp_progress_end(const void *owner);
  * its own, as its leader's; each page it sends, with its rows.
  */
 extern void dp_progress_begin_worker(const void *owner);
+
+/* The leader's load ('owner') runs with this many workers. */
+extern void dp_progress_parallel(const void *owner, int workers);
 extern void dp_progress_page_sent(int rows);
 
 #endif							/* DP_PROGRESS_H */

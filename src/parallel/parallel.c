@@ -104,6 +104,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "common/progress.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -276,6 +277,8 @@ dp_parallel_launch(DPParallel *par, const char *entry, const char *payload,
 
 	par->pcxt = pcxt;
 	par->launched = pcxt->nworkers_launched;
+	/* the leader's progress row gets its own and a total (progress.c) */
+	dp_progress_parallel(par->load, par->launched);
 	par->out = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
 	par->in = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
 	outq = shm_toc_lookup(pcxt->toc, DP_KEY_OUT, false);

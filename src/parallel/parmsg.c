@@ -264,6 +264,21 @@ dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
 					&sinks);
 }
 
+/*
+ * The rows of a worker's page image (its line pointers; the image, in the
+ * queue's buffer, need not be aligned): the leader's progress row tells
+ * them from its own.
+ */
+static int
+image_rows(const char *image)
+{
+	LocationIndex lower;
+
+	memcpy(&lower, image + offsetof(PageHeaderData, pd_lower), sizeof(lower));
+	return lower > SizeOfPageHeaderData ?
+		(lower - SizeOfPageHeaderData) / sizeof(ItemIdData) : 0;
+}
+
 /* A message from a worker, to the load. */
 static void
 take_message(DPParallel *par, const char *data, Size len)
@@ -283,6 +298,7 @@ take_message(DPParallel *par, const char *data, Size len)
 	}
 	if (kind == DP_MSG_PAGE && len == 1 + sizeof(int32) + BLCKSZ)
 	{
+		dp_progress_count_worker_rows(image_rows(data + 1 + sizeof(int32)));
 		dp_load_page(par->load, leaf_result_rel(par, leaf),
 					 data + 1 + sizeof(int32));
 		return;
