@@ -495,3 +495,31 @@ def test_explain_buffers(cluster):
         # the appended pages, and at most a few pages written through shared buffers
         assert heap + index <= written <= heap + index + 64, (written, heap, index)
         assert plan["Local Written Blocks"] == 0, plan
+
+
+def test_explain_phases(cluster):
+    """EXPLAIN ANALYZE's DirectPath node names the time spent in each phase,
+    with the view's names, in the pipeline's order: times that add up to
+    about the node's time; none with TIMING OFF (times differ run to run)."""
+    with cluster.conn() as conn:
+        conn.execute("SET directpath.min_bytes = 0")
+        conn.execute("CREATE TABLE pr_ph (a int PRIMARY KEY, b text)")
+        plan = conn.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) /*+ APPEND */ INSERT INTO pr_ph "
+            "SELECT g, md5(g::text) FROM generate_series(1, 200000) g").fetchone()[0][0]["Plan"]
+        assert plan["Direct Path"] == "on", plan
+        phases = [re.fullmatch(r"(.+) (\d+\.\d{3}) s", p).groups()
+                  for p in plan["Phases"].split(", ")]
+        names = [n for n, _ in phases]
+        order = ["reading input", "writing pages", "index entries", "building indexes",
+                 "merging indexes", "checking foreign keys", "statistics", "updating rows",
+                 "finishing"]
+        assert set(names) <= PHASES and names == sorted(names, key=order.index), names
+        assert names[0] == "reading input" and "writing pages" in names, names
+        took = sum(float(t) for _, t in phases)
+        assert 0 < took <= plan["Actual Total Time"] / 1000 + 0.01, (took, plan)
+        plan = conn.execute(
+            "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) /*+ APPEND */ INSERT INTO pr_ph "
+            "SELECT g, md5(g::text) FROM generate_series(200001, 400000) g"
+        ).fetchone()[0][0]["Plan"]
+        assert plan["Direct Path"] == "on" and "Phases" not in plan, plan

@@ -45,11 +45,13 @@
  * row, any other a "statement" row.  A caller with get_progress()'s
  * signature before 0.9 (no 'process') gets a row per slot.
  *
- * The log line.  With directpath.log_min_rows set, the same calls also time
- * each phase (at a change of phase only) and note the WAL this process
- * wrote, whether or not the library has shared memory; a load that ends
- * (not one that fails) with at least that many rows logs one line, as
- * autovacuum does: its rows, pages, index entries, WAL and time per phase.
+ * Phases timed.  The same calls time each phase of the owner's load (a
+ * clock read at a change of phase only) and note the WAL this process
+ * wrote, whether or not the library has shared memory or the view is on:
+ * EXPLAIN ANALYZE names the times (dp_progress_describe_phases), and with
+ * directpath.log_min_rows set a load that ends (not one that fails) with
+ * at least that many rows logs one line, as autovacuum does: its rows,
+ * pages, index entries, WAL and time per phase.
  *
  * Invariant: a slot with pid 0 is free; a process owns at most one row.
  *
@@ -291,7 +293,7 @@ read_slot(int i, DPProgressRow *row)
 
 /*
  * Take this process's row for 'who': its slot, when the row is shown, and
- * the log line's figures, when one may be logged; false if neither.
+ * its phases' times; false if another load of this process has it.
  */
 static bool
 take_slot(const void *who)
@@ -299,7 +301,7 @@ take_slot(const void *who)
 	int			i = DP_MY_PROC_INDEX();
 	bool		show = slots != NULL && dp_progress && i >= 0 && i < nslots;
 
-	if (owner != NULL || (!show && dp_log_min_rows < 0))
+	if (owner != NULL)
 		return false;
 	owner = who;
 	owner_level = GetCurrentTransactionNestLevel();
@@ -355,7 +357,7 @@ dp_progress_phase(const void *who, DPProgressPhase phase, uint64 rows)
 {
 	if (who != owner || owner == NULL)
 		return;
-	if (logging && phase != mine.phase)
+	if (phase != mine.phase)
 	{
 		TimestampTz now = GetCurrentTimestamp();
 
@@ -378,6 +380,32 @@ dp_progress_rows(const void *who, uint64 rows)
  * t s, ... (the phases in the pipeline's order, those that took time).
  */
 static void
+phase_times(TimestampTz now, StringInfo buf)
+{
+	for (int p = 0; p <= DP_PHASE_FINISHING; p++)
+	{
+		int64		us = phase_us[p] + (p == (int) mine.phase ? now - phase_since : 0);
+
+		if (us > 0)
+			appendStringInfo(buf, "%s%s %.3f s", buf->len > 0 ? ", " : "",
+							 phase_names[p], us / 1000000.0);
+	}
+}
+
+void
+dp_progress_describe_phases(const void *who, char *out, size_t len)
+{
+	StringInfoData buf;
+
+	if (who != owner || owner == NULL)
+		return;
+	initStringInfo(&buf);
+	phase_times(GetCurrentTimestamp(), &buf);
+	strlcpy(out, buf.data, len);
+	pfree(buf.data);
+}
+
+static void
 log_load(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
@@ -385,12 +413,8 @@ log_load(void)
 	char	   *nsp = rel ? get_namespace_name(get_rel_namespace(mine.relid)) : NULL;
 	StringInfoData buf;
 
-	phase_us[mine.phase] += now - phase_since;
 	initStringInfo(&buf);
-	for (int p = 0; p <= DP_PHASE_FINISHING; p++)
-		if (phase_us[p] > 0)
-			appendStringInfo(&buf, "%s%s %.3f s", buf.len > 0 ? ", " : "",
-							 phase_names[p], phase_us[p] / 1000000.0);
+	phase_times(now, &buf);
 	ereport(LOG,
 			(errmsg("directpath: %s \"%s.%s\": %lld rows, %lld pages written, %lld index entries, WAL %llu bytes, %.3f s: %s",
 					mine.kind, nsp ? nsp : "?", rel ? rel : "?",

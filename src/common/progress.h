@@ -65,11 +65,12 @@ extern void dp_progress_init(void);
 
 /*
  * A direct statement's load ('owner') begins writing 'relid' (kind:
- * "INSERT", "COPY", ...).  It gets this process's row unless another load
- * of this process has it already (one run by a trigger of the first), or
- * directpath.progress is off, or the library was not preloaded; the calls
- * below do nothing for a load that did not get it.  The row goes at the
- * owner's end, or at the end of its (sub)transaction.
+ * "INSERT", "COPY", ...).  It owns this process's row unless another load
+ * of this process has it already (one run by a trigger of the first); the
+ * calls below do nothing for a load that does not.  The row is shown in
+ * the view unless directpath.progress is off or the library was not
+ * preloaded; its phases are timed either way.  It goes at the owner's
+ * end, or at the end of its (sub)transaction.
  */
 extern void dp_progress_begin(const void *owner, Oid relid, const char *kind);
 extern void dp_progress_relation(const void *owner, Oid relid);
@@ -82,6 +83,14 @@ extern void dp_progress_rows(const void *owner, uint64 rows);
 extern void dp_progress_phase(const void *owner, DPProgressPhase phase,
 							  uint64 rows);
 extern void dp_progress_end(const void *owner);
+
+/*
+ * The time so far in each phase, as the log line says it ("reading input
+ * 0.279 s, writing pages 0.039 s, ..."), into out[len]; for EXPLAIN
+ * ANALYZE.  Any owner's phases are timed (a clock read per phase change).
+ */
+extern void dp_progress_describe_phases(const void *owner, char *out,
+										size_t len);
 
 /*
  * A parallel worker ('owner') of a leader whose load has a row: a row of

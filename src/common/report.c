@@ -175,6 +175,9 @@ dp_report_explain(const DPReport *r, bool ran, ExplainState *es)
 		ExplainPropertyText("Statistics", r->statistics, es);
 	if (r->updates[0])
 		ExplainPropertyText("Updates", r->updates, es);
+	/* times vary from run to run: only with TIMING */
+	if (r->phases[0] && es->timing)
+		ExplainPropertyText("Phases", r->phases, es);
 }
 
 /* The text of one statement of a (possibly multi-statement) string. */

@@ -35,6 +35,8 @@ typedef struct DPReport
 	char		updates[DP_REASON_LEN]; /* DO UPDATE's updates: how many in
 										 * bulk, how many by core and why;
 										 * "" when none */
+	char		phases[DP_REASON_LEN];	/* time per phase (progress.c), for
+										 * EXPLAIN ANALYZE; "" if none */
 } DPReport;
 
 /* Empty report: normal path, no reason, nothing written. */

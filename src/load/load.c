@@ -330,6 +330,7 @@ dp_load_finish(DPLoad *s)
 							   s->leaves.fk_rowwise.data);
 	strlcpy(s->report.foreign_partitions, s->leaves.foreign_paths.data,
 			sizeof(s->report.foreign_partitions));
+	dp_progress_describe_phases(s, s->report.phases, sizeof(s->report.phases));
 	dp_report_publish(&s->report);
 	dp_progress_end(s);
 }

@@ -116,6 +116,7 @@ dp_rewrite_finish(DPRewrite *r)
 	r->upsert = NULL;
 	r->report.rows = r->estate->es_processed;
 	r->report.relations = 1;
+	dp_progress_describe_phases(r, r->report.phases, sizeof(r->report.phases));
 	dp_report_publish(&r->report);
 	dp_progress_end(r);
 }
