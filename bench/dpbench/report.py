@@ -1016,7 +1016,7 @@ def bulkdml_text(agg):
 # ----------------------------------------------------------- born (15) ----
 
 BORN_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "WAL / plain",
-               "all-frozen pages", "rows as plain", "/ without statistics",
+               "all-frozen pages", "rows as plain", "/ serial direct", "/ without statistics",
                "q-error median (max), no ANALYZE", "after ANALYZE"]
 
 
@@ -1032,6 +1032,12 @@ def born_rows(agg):
             return "–"
         return "yes" if a.first("digest") == twin(a).first("digest") else "NO"
 
+    def serial(a):
+        ref = agg.get("born", "replica", a.case.replace("_par1", "_direct"))
+        if not a.case.endswith("_par1") or ref is None:
+            return "–"
+        return fmt_stat(run_ratios(a, ref, "load_ckpt_s"))
+
     def nostats(a):
         ref = agg.get("born", "replica", "ctas_nostats")
         if a.case != "ctas_direct" or ref is None:
@@ -1045,7 +1051,7 @@ def born_rows(agg):
         return column
 
     return load_rows(agg, "born", wal, lambda a: a.first("frozen_pages"), same,
-                     nostats, qerror("qerror"), qerror("qerror_analyze"))
+                     serial, nostats, qerror("qerror"), qerror("qerror_analyze"))
 
 
 # ---------------------------------------------------------- shard (16) ----
@@ -1108,7 +1114,8 @@ def section_born(agg, meta, out, figs):
             "REFRESH MATERIALIZED VIEW (from WITH NO DATA), plain and hinted. Time is the "
             "statement plus the CHECKPOINT after it; ratios (time, WAL) against the plain form "
             "of the same run; then the visibility map's all-frozen pages, the contents against "
-            "the plain statement's, the hinted CREATE TABLE AS against itself with "
+            "the plain statement's, the `PARALLEL(1)` statements against the serial direct "
+            "ones of the same run, the hinted CREATE TABLE AS against itself with "
             "`directpath.load_statistics = off` (the cost of gathering statistics), and the "
             "planner's row estimates of eleven predicates right after the statement, before any "
             "ANALYZE, against their actual counts (q-error: larger over smaller; median and max "

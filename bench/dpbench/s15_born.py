@@ -23,6 +23,7 @@ import time
 
 from .measure import check_direct
 from .scenario import Case, Scenario
+from .util import BenchError
 
 SOURCE = ("SELECT g::bigint AS id, g % 1000 AS grp, timestamptz '2026-01-01' + g * interval "
           "'1 s' AS ts, (g % 100000)::numeric / 100 AS amount, md5(g::text) AS v "
@@ -36,10 +37,14 @@ CASES = {
                     "/*+ APPEND */ CREATE TABLE born_t AS " + QUERY),
     "ctas_nostats": ("CREATE TABLE AS, /*+ APPEND */, load_statistics off", "direct",
                      "ctas_plain", "/*+ APPEND */ CREATE TABLE born_t AS " + QUERY),
+    "ctas_par1": ("CREATE TABLE AS, /*+ APPEND PARALLEL(1) */", "direct", "ctas_plain",
+                  "/*+ APPEND PARALLEL(1) */ CREATE TABLE born_t AS " + QUERY),
     "refresh_plain": ("REFRESH MATERIALIZED VIEW, plain", "plain", None,
                       "REFRESH MATERIALIZED VIEW born_mv"),
     "refresh_direct": ("REFRESH MATERIALIZED VIEW, /*+ APPEND */", "direct", "refresh_plain",
                        "/*+ APPEND */ REFRESH MATERIALIZED VIEW born_mv"),
+    "refresh_par1": ("REFRESH MATERIALIZED VIEW, /*+ APPEND PARALLEL(1) */", "direct",
+                     "refresh_plain", "/*+ APPEND PARALLEL(1) */ REFRESH MATERIALIZED VIEW born_mv"),
 }
 
 
@@ -101,7 +106,10 @@ class BornScenario(Scenario):
             t0 = time.perf_counter()
             c.execute(case.params["sql"])
             if case.params["direct"]:
-                check_direct(c, case.id, n)
+                ls = check_direct(c, case.id, n)
+                rec["parallel_workers"] = ls["parallel_workers"]
+                if case.id.endswith("_par1") and not ls["parallel_workers"]:
+                    raise BenchError(f"born {case.id}: ran serially: {ls['parallel']}")
             rec["wal_bytes"] = int(c.execute("SELECT pg_current_wal_insert_lsn() - %s::pg_lsn",
                                              (lsn,)).fetchone()[0])
             c.execute("CHECKPOINT")

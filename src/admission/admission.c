@@ -243,9 +243,10 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 }
 
 bool
-dp_admit_born_wanted(const char *source, int location, int len, bool *hinted)
+dp_admit_born_wanted(const char *source, int location, int len, bool *hinted,
+					 int *parallel)
 {
-	DPHint		w = wanted(dp_find_hint(source, location, len, NULL), false);
+	DPHint		w = wanted(dp_find_hint(source, location, len, parallel), false);
 
 	*hinted = w == DP_HINT_APPEND;
 	return w != DP_HINT_NOAPPEND;

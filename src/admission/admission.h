@@ -139,10 +139,11 @@ extern bool dp_admit_insert_wanted(Query *parse, const char *source,
 /*
  * A statement whose target it creates (CREATE TABLE AS, REFRESH
  * MATERIALIZED VIEW: born.c), its text at 'location' for 'len' bytes: is it
- * wanted on the direct path?  *hinted set.
+ * wanted on the direct path?  *hinted set, and *parallel to the workers
+ * asked for (the hint's PARALLEL(n), else directpath.parallel_workers).
  */
 extern bool dp_admit_born_wanted(const char *source, int location, int len,
-								 bool *hinted);
+								 bool *hinted, int *parallel);
 
 /* After planning (plan top is a ModifyTable): the decision for the INSERT. */
 extern void dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted,

@@ -43,6 +43,19 @@ extern const char *dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse);
 extern bool dp_parallel_insert(struct DPLoad *load, EState *estate,
 							   ModifyTableState *mtstate, int nworkers);
 
+/*
+ * The same for the query of a table born in the statement (CREATE TABLE
+ * AS, REFRESH MATERIALIZED VIEW; statement/born.c): plan time, why its
+ * SELECT cannot be split among workers (columns that are not the new
+ * relation's, ORDER BY, or what dp_parallel_plan_refusal says), or NULL;
+ * run time, its plan 'sub' (started as 'substate', in 'estate') loaded
+ * into the relation of 'mtstate' (the load's own), as above.
+ */
+extern const char *dp_parallel_born_refusal(PlannedStmt *stmt, Query *parse);
+extern bool dp_parallel_select(struct DPLoad *load, EState *estate, Plan *sub,
+							   PlanState *substate, ModifyTableState *mtstate,
+							   int nworkers);
+
 /* ---------- pargather.c: a SELECT in core's parallel query ---------- */
 
 /*

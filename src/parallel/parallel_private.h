@@ -259,19 +259,21 @@ extern bool dp_parallel_take_messages(DPParallel *par, int *open);
 /* ---------- parscan.c: INSERT ... SELECT from shared scans ---------- */
 
 /*
- * INSERT ... SELECT whose SELECT is scans of one table or of a partitioned
- * table's partitions (or nothing the plan path takes: NULL, an Append
- * pruned at run time): is 'sub' such a subplan?  Plan time: why its scans
- * cannot be shared among workers, or NULL.  Run time: dp_parallel_insert
- * for such a subplan.
+ * INSERT ... SELECT (or a born table's query) whose SELECT is scans of one
+ * table or of a partitioned table's partitions (or nothing the plan path
+ * takes: NULL, an Append pruned at run time): is 'sub' such a plan?  Plan
+ * time: why its scans cannot be shared among workers, or NULL ('natts':
+ * the target's columns).  Run time: dp_parallel_select for such a plan.
  */
 extern bool dp_parallel_scans(Plan *sub);
-extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse);
+extern const char *dp_parallel_scans_refusal(PlannedStmt *stmt, Plan *sub,
+											 int natts);
 extern bool dp_parallel_scans_insert(struct DPLoad *load, EState *estate,
-									 ModifyTableState *mtstate, int nworkers);
+									 Plan *sub, ModifyTableState *mtstate,
+									 int nworkers);
 
-/* One output column per attribute of the target (locked), in order? */
-extern bool dp_parallel_target_row(List *tlist, Oid target);
+/* One output column per attribute of a target of 'natts' columns? */
+extern bool dp_parallel_target_row(List *tlist, int natts);
 
 /* ---------- the inputs' workers ---------- */
 

@@ -2,7 +2,9 @@
  *
  * parplan.c
  *	  A parallel INSERT ... SELECT: which input its SELECT makes (the entry
- *	  points, dp_parallel_plan_refusal and dp_parallel_insert), and the
+ *	  points, dp_parallel_plan_refusal and dp_parallel_insert; for the query
+ *	  of a table born in the statement, dp_parallel_born_refusal and
+ *	  dp_parallel_select, statement/born.c), and the
  *	  input of a SELECT that is a plan rather than scans (joins, a
  *	  projection, a sort): every process runs the whole plan, and the one
  *	  scan that drives it is shared among them.  A SELECT of scans (of one
@@ -259,11 +261,10 @@ driving_path(Plan *plan, PlannedStmt *stmt, List **driving)
 	}
 }
 
-/* Why the subplan, not scans, cannot be run by every process, or NULL. */
+/* Why the SELECT 'sub', not scans, cannot be run by every process, or NULL. */
 static const char *
-plan_refusal(PlannedStmt *stmt, Query *parse)
+plan_refusal(PlannedStmt *stmt, Plan *sub, Query *parse)
 {
-	Plan	   *sub = outerPlan((ModifyTable *) stmt->planTree);
 	List	   *driving = NIL;
 	ListCell   *lc;
 
@@ -284,25 +285,19 @@ plan_refusal(PlannedStmt *stmt, Query *parse)
 	return driving_path(sub, stmt, &driving);
 }
 
-const char *
-dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
+/*
+ * Why the SELECT 'sub' of 'stmt' cannot be split among workers, or NULL:
+ * its rows must be rows of a target of 'natts' columns.
+ */
+static const char *
+select_refusal(PlannedStmt *stmt, Plan *sub, Query *parse, int natts)
 {
-	ModifyTable *mt = (ModifyTable *) stmt->planTree;
-	Plan	   *sub = outerPlan(mt);
 	const char *why;
 
-	if (mt->operation == CMD_MERGE)
-		return "the statement is a MERGE (the leader decides each row's action)";
-	if (mt->returningLists != NIL)
-		return "the statement has RETURNING";
-	if (mt->onConflictAction != ONCONFLICT_NONE)
-		return "the statement has ON CONFLICT (the leader checks each row's key)";
 	if (dp_parallel_scans(sub))
-		why = dp_parallel_scans_refusal(stmt, parse);
-	else if ((why = plan_refusal(stmt, parse)) == NULL &&
-			 !dp_parallel_target_row(sub->targetlist,
-									 rt_fetch(parse->resultRelation,
-											  parse->rtable)->relid))
+		why = dp_parallel_scans_refusal(stmt, sub, natts);
+	else if ((why = plan_refusal(stmt, sub, parse)) == NULL &&
+			 !dp_parallel_target_row(sub->targetlist, natts))
 		why = "its SELECT's columns are not the table's row";
 	if (why != NULL)
 		return why;
@@ -311,6 +306,45 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 	if (sub->plan_rows * sub->plan_width < dp_min_bytes)
 		return "its SELECT is estimated to produce less than directpath.min_bytes";
 	return NULL;
+}
+
+const char *
+dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
+{
+	ModifyTable *mt = (ModifyTable *) stmt->planTree;
+	Relation	target;
+	int			natts;
+
+	if (mt->operation == CMD_MERGE)
+		return "the statement is a MERGE (the leader decides each row's action)";
+	if (mt->returningLists != NIL)
+		return "the statement has RETURNING";
+	if (mt->onConflictAction != ONCONFLICT_NONE)
+		return "the statement has ON CONFLICT (the leader checks each row's key)";
+	/* the target is locked by now (admission) */
+	target = table_open(rt_fetch(parse->resultRelation, parse->rtable)->relid,
+						NoLock);
+	natts = RelationGetNumberOfAttributes(target);
+	table_close(target, NoLock);
+	return select_refusal(stmt, outerPlan(mt), parse, natts);
+}
+
+const char *
+dp_parallel_born_refusal(PlannedStmt *stmt, Query *parse)
+{
+	ListCell   *lc;
+	int			natts = 0;
+
+	/* the relation is made of the query's columns: none may be junk */
+	foreach(lc, stmt->planTree->targetlist)
+	{
+		if (((TargetEntry *) lfirst(lc))->resjunk)
+			return "its SELECT has columns that are not the table's (sort or grouping keys)";
+		natts++;
+	}
+	if (parse->sortClause != NIL)
+		return "its SELECT has ORDER BY (the order the rows go to disk in)";
+	return select_refusal(stmt, stmt->planTree, parse, natts);
 }
 
 /* ---- running the plan: a process's share ---- */
@@ -478,7 +512,14 @@ bool
 dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 				   int nworkers)
 {
-	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
+	return dp_parallel_select(load, estate, outerPlan((ModifyTable *) mt->ps.plan),
+							  outerPlanState(mt), mt, nworkers);
+}
+
+bool
+dp_parallel_select(DPLoad *load, EState *estate, Plan *sub, PlanState *substate,
+				   ModifyTableState *mt, int nworkers)
+{
 	List	   *driving = NIL;
 	List	   *ids = NIL;
 	List	   *sources = NIL;
@@ -488,7 +529,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 	int			launched;
 
 	if (dp_parallel_scans(sub))
-		return dp_parallel_scans_insert(load, estate, mt, nworkers);
+		return dp_parallel_scans_insert(load, estate, sub, mt, nworkers);
 	if (driving_path(sub, estate->es_plannedstmt, &driving) != NULL)
 		elog(ERROR, "directpath: the SELECT's plan changed since planning");
 	par = dp_parallel_begin(load, mt, true, &why);
@@ -516,7 +557,7 @@ dp_parallel_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
 		DPLeaderShare share = {NULL, plan_step, &own};
 
 		dp_placer_begin_leader(&own.placer, par);
-		plan_share_begin(&own, outerPlanState(mt), ids, dp_parallel_toc(par),
+		plan_share_begin(&own, substate, ids, dp_parallel_toc(par),
 						 mt->resultRelInfo->ri_RelationDesc);
 		dp_parallel_receive(par, &share);
 		plan_share_end(&own);

@@ -43,7 +43,6 @@
 
 #include "load/load.h"
 
-#include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
@@ -66,18 +65,14 @@ has_params(Node *node, void *context)
 }
 
 bool
-dp_parallel_target_row(List *tlist, Oid target)
+dp_parallel_target_row(List *tlist, int natts)
 {
-	Relation	rel = relation_open(target, NoLock);
-	bool		ok = list_length(tlist) == RelationGetNumberOfAttributes(rel);
-
-	relation_close(rel, NoLock);
-	return ok;
+	return list_length(tlist) == natts;
 }
 
 /* Why the SELECT's scan 'plan' cannot be run by workers, or NULL. */
 static const char *
-scan_refusal(Plan *plan, PlannedStmt *stmt, Oid target)
+scan_refusal(Plan *plan, PlannedStmt *stmt, int natts)
 {
 	RangeTblEntry *rte;
 
@@ -93,7 +88,7 @@ scan_refusal(Plan *plan, PlannedStmt *stmt, Oid target)
 	if (has_params((Node *) plan->qual, NULL) ||
 		has_params((Node *) plan->targetlist, NULL))
 		return "its SELECT uses parameters or subqueries";
-	if (!dp_parallel_target_row(plan->targetlist, target))
+	if (!dp_parallel_target_row(plan->targetlist, natts))
 		return "its SELECT's columns are not the table's row";
 	return NULL;
 }
@@ -132,10 +127,8 @@ dp_parallel_scans(Plan *sub)
 }
 
 const char *
-dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse)
+dp_parallel_scans_refusal(PlannedStmt *stmt, Plan *sub, int natts)
 {
-	Plan	   *sub = outerPlan((ModifyTable *) stmt->planTree);
-	Oid			target = rt_fetch(parse->resultRelation, parse->rtable)->relid;
 	ListCell   *lc;
 
 	if (sub != NULL && IsA(sub, Append) && DP_APPEND_PRUNES((Append *) sub))
@@ -144,7 +137,7 @@ dp_parallel_scans_refusal(PlannedStmt *stmt, Query *parse)
 		return "its SELECT is not a scan of one table or of a partitioned table's partitions";
 	foreach(lc, subplan_scans(sub))
 	{
-		const char *why = scan_refusal(lfirst(lc), stmt, target);
+		const char *why = scan_refusal(lfirst(lc), stmt, natts);
 
 		if (why != NULL)
 			return why;
@@ -313,10 +306,9 @@ scan_step(void *arg)
 }
 
 bool
-dp_parallel_scans_insert(DPLoad *load, EState *estate, ModifyTableState *mt,
-						 int nworkers)
+dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
+						 ModifyTableState *mt, int nworkers)
 {
-	Plan	   *sub = outerPlan((ModifyTable *) mt->ps.plan);
 	const char *why;
 	DPParallel *par;
 	List	   *relids = NIL;

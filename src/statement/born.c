@@ -27,6 +27,15 @@
  *					then placed on pages;
  *	  rShutdown		the load ended (its report published), then core's.
  *
+ * In parallel.  A statement whose hint (or directpath.parallel_workers)
+ * asks for workers has its query judged when the planner hook sees it
+ * planned (dp_born_judge_plan: the last SELECT planned while the statement
+ * runs is its own; parplan.c says whether it can be split).  The run then
+ * starts the receiver itself and hands the plan to the parallel load
+ * (born_run, born_parallel), which builds the pages with workers and the
+ * leader; if it cannot (the plan was not the one judged, or the load
+ * refuses), core's run of the plan feeds the started receiver instead.
+ *
  * The load gathers the new relation's statistics as it writes
  * (stats/stats.c); where the rows fill a new heap of a materialized view
  * (REFRESH, and CREATE MATERIALIZED VIEW from 17, which creates the view
@@ -52,6 +61,7 @@
 
 #include "admission/admission.h"
 #include "load/load.h"
+#include "parallel/parallel.h"
 
 #include "access/relation.h"
 #include "catalog/namespace.h"
@@ -74,6 +84,9 @@ typedef struct DPBornStmt
 	List	   *matview_nsps;	/* where its name is looked up: its schema,
 								 * or the search path before the statement
 								 * (a refresh restricts it) */
+	int			parallel;		/* workers asked for, or 0 */
+	PlannedStmt *judged;		/* the query's plan judged for them, */
+	const char *no_parallel;	/* and why it cannot have them, or NULL */
 } DPBornStmt;
 
 /* A core receiver, wrapped for one run of its query. */
@@ -171,6 +184,77 @@ born_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	}
 }
 
+/*
+ * The query's rows loaded with parallel workers, if it was judged able to
+ * (dp_born_judge_plan) and the load agrees: true when every row is in.
+ * Otherwise the load notes why not, and nothing is loaded yet.
+ */
+static bool
+born_parallel(DPBornDest *d, QueryDesc *queryDesc)
+{
+	const DPBornStmt *stmt = d->stmt;
+	const char *why = stmt->no_parallel;
+
+	if (d->load == NULL || stmt->parallel <= 0)
+		return false;
+	if (stmt->judged != queryDesc->plannedstmt)
+		why = "its query was planned before the statement (a prepared statement)";
+	if (why != NULL)
+	{
+		dp_load_note_parallel(d->load, 0, why);
+		return false;
+	}
+	return dp_parallel_select(d->load, queryDesc->estate,
+							  queryDesc->plannedstmt->planTree,
+							  queryDesc->planstate, d->mtstate, stmt->parallel);
+}
+
+/* No-ops for core's run of the rest, once the receiver has started. */
+static void
+born_started(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+born_not_yet(DestReceiver *self)
+{
+}
+
+static bool born_receive(TupleTableSlot *slot, DestReceiver *self);
+static void born_shutdown(DestReceiver *self);
+
+/*
+ * Run the query of a statement that asked for parallel workers: the
+ * receiver started (the relation made, its load begun), then the rows
+ * loaded by the workers and the leader, or, when they cannot be, by
+ * core's run of the plan into the receiver; then the receiver shut down.
+ * The command's row count is the load's.
+ */
+static void
+born_run(DPBornDest *d, DP_EXECUTOR_RUN_PARAMS)
+{
+	EState	   *estate = queryDesc->estate;
+	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+
+	estate->es_processed = 0;
+	born_startup(&d->pub, queryDesc->operation, queryDesc->tupDesc);
+	if (born_parallel(d, queryDesc))
+		estate->es_processed = dp_load_report(d->load)->rows;
+	else
+	{
+		d->pub.rStartup = born_started;
+		d->pub.rShutdown = born_not_yet;
+		MemoryContextSwitchTo(old);
+		if (prev_executor_run)
+			prev_executor_run(DP_EXECUTOR_RUN_ARGS);
+		else
+			standard_ExecutorRun(DP_EXECUTOR_RUN_ARGS);
+		old = MemoryContextSwitchTo(estate->es_query_cxt);
+	}
+	born_shutdown(&d->pub);
+	MemoryContextSwitchTo(old);
+}
+
 static bool
 born_receive(TupleTableSlot *slot, DestReceiver *self)
 {
@@ -242,7 +326,9 @@ born_executor_run(DP_EXECUTOR_RUN_PARAMS)
 	queryDesc->dest = &d->pub;
 	PG_TRY();
 	{
-		if (prev_executor_run)
+		if (current->parallel > 0)
+			born_run(d, DP_EXECUTOR_RUN_ARGS);
+		else if (prev_executor_run)
 			prev_executor_run(DP_EXECUTOR_RUN_ARGS);
 		else
 			standard_ExecutorRun(DP_EXECUTOR_RUN_ARGS);
@@ -304,7 +390,10 @@ born_process_utility(PlannedStmt *pstmt, const char *queryString,
 		else if (stmt.matview)
 			stmt.matview_nsps = fetch_search_path(false);
 		stmt.wanted = dp_admit_born_wanted(queryString, pstmt->stmt_location,
-										   pstmt->stmt_len, &stmt.hinted);
+										   pstmt->stmt_len, &stmt.hinted,
+										   &stmt.parallel);
+		stmt.judged = NULL;
+		stmt.no_parallel = NULL;
 		current = &stmt;
 	}
 	PG_TRY();
@@ -318,6 +407,17 @@ born_process_utility(PlannedStmt *pstmt, const char *queryString,
 		current = saved;
 	}
 	PG_END_TRY();
+}
+
+void
+dp_born_judge_plan(Query *parse, PlannedStmt *stmt)
+{
+	if (current == NULL || !current->wanted || current->parallel <= 0 ||
+		parse->commandType != CMD_SELECT || parse->utilityStmt != NULL)
+		return;
+	/* the outermost planning comes last: its plan is the one run */
+	current->judged = stmt;
+	current->no_parallel = dp_parallel_born_refusal(stmt, parse);
 }
 
 void

@@ -133,6 +133,7 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 		stmt = prev_planner(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	dp_born_judge_plan(parse, stmt);
 	if (!consider || !IsA(stmt->planTree, ModifyTable))
 		return stmt;
 

@@ -22,6 +22,13 @@ extern void dp_exec_init(void);
 extern void dp_copy_init(void);
 extern void dp_born_init(void);	/* born.c: CREATE TABLE AS, REFRESH */
 
+/*
+ * From the planner hook (plan.c): a query planned while a born statement
+ * that asked for parallel workers runs; the last one planned is its own,
+ * judged for them here.
+ */
+extern void dp_born_judge_plan(Query *parse, PlannedStmt *stmt);
+
 /* The next ProcessUtility: the hook we replaced, else core's. */
 static inline void
 dp_next_process_utility(ProcessUtility_hook_type prev, PlannedStmt *pstmt,
