@@ -7,7 +7,8 @@ the first violating row's key in input order, and, as core's checks at the
 end of a statement, no COPY line), wherever the violations are; NULL keys
 (MATCH SIMPLE) and composite keys; a partitioned target whose leaves share
 the input order; the referenced rows locked FOR KEY SHARE (a parent DELETE
-waits); nothing left after an error.  The report names the constraints
+waits), or with directpath.fkey_table_lock their tables locked SHARE and no
+row; nothing left after an error.  The report names the constraints
 checked so, with their distinct keys.  Integer keys (one or two columns
 of int2, int4, int8, oid, date, timestamptz), which the set keeps as an
 array of integers, kept in memory, compacted in a small one, moved to the
@@ -133,6 +134,56 @@ def test_referenced_rows_locked(cluster):
             other.execute(f"DELETE FROM {p}_a WHERE id = 4000")
         bg.execute("COMMIT")
         assert sqlstate_of(other, f"DELETE FROM {p}_a WHERE id = 4000") == "23503"
+
+
+@pytest.mark.parametrize("set_rows", ["2000", "0"])
+def test_table_lock(cluster, tmp_path, set_rows):
+    """directpath.fkey_table_lock: the referenced tables locked SHARE, their
+    rows not one by one, per batch and as a set.  The same rows and errors
+    as plain; no referenced row carries the load's lock (xmax), where the
+    default locks every one; until the commit another session can neither
+    delete nor insert a parent row (the default lets it insert)."""
+    n = int(set_rows != "0")
+    p, tp, td = f"ft_p{n}", f"ft_plain{n}", f"ft_direct{n}"
+    gucs = dict(SET, **{"directpath.fkey_set_rows": set_rows,
+                        "directpath.fkey_table_lock": "on"})
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        for t in (tp, td):
+            make_child(conn, t, p)
+        set_gucs(conn, gucs)
+        plain, direct = errors_of_both(conn, "insert", rows_sql([(15000, "x")]), tp, td,
+                                       tmp_path / "rows.csv")
+        assert plain is not None and plain[0] == "23503" and direct == plain, (plain, direct)
+        conn.execute(f"INSERT INTO {tp} {rows_sql()}")
+        conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows_sql()}")
+        st = last_statement(conn)
+        assert st["path"] == "direct" and ("as a set" in st["foreign_keys"]) == (n == 1), st
+        assert table_digest(conn, td) == table_digest(conn, tp)
+    for lock, locked_rows in (("on", 0), ("off", None)):
+        with Background(cluster, ["BEGIN", f"/*+ APPEND */ INSERT INTO {td} {rows_sql()}"],
+                        dict(gucs, **{"directpath.fkey_table_lock": lock}),
+                        name="loader") as bg, cluster.conn() as other:
+            bg.start()
+            bg.join()
+            assert bg.error is None, bg.error
+            xid = bg.execute("SELECT txid_current()").fetchone()[0]
+            rows = other.execute(f"SELECT count(*) FROM {p}_a WHERE xmax::text = %s",
+                                 (str(xid),)).fetchone()[0]
+            modes = {r[0] for r in bg.execute(
+                f"SELECT mode FROM pg_locks WHERE pid = pg_backend_pid() "
+                f"AND relation IN ('{p}_a'::regclass, '{p}_b'::regclass)").fetchall()}
+            other.execute("SET lock_timeout = '300ms'")
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute(f"DELETE FROM {p}_a WHERE id = 4000")
+            if lock == "on":
+                assert rows == 0 and "ShareLock" in modes, (rows, modes)
+                with pytest.raises(psycopg.errors.LockNotAvailable):
+                    other.execute(f"INSERT INTO {p}_a VALUES (100001)")
+            else:
+                assert rows > 1000 and "ShareLock" not in modes, (rows, modes)
+                other.execute(f"INSERT INTO {p}_a VALUES (100002)")
+            bg.execute("ROLLBACK")
 
 
 def test_setting_zero_keeps_batches(cluster):

@@ -42,6 +42,7 @@ bool		dp_index_leaf_merge = true;
 int			dp_parallel_workers = 0;
 bool		dp_fkey_batches = true;
 int			dp_fkey_set_rows = 100000;
+bool		dp_fkey_table_lock = false;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 int			dp_copy_fast_input = DP_FASTIN_ON;
@@ -217,6 +218,11 @@ define_other_settings(void)
 							"The distinct keys of the later rows are sorted and checked in large chunks after the last row; 0 keeps the checks per batch.",
 							&dp_fkey_set_rows, 100000, 0, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.fkey_table_lock",
+							 "Locks each table a direct load's foreign keys reference in SHARE mode instead of locking each referenced row.",
+							 "Others cannot insert, update or delete in the referenced tables until the transaction ends; the rows are not locked one by one (no WAL record, page image or dirty page each).",
+							 &dp_fkey_table_lock, false,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("directpath.log_min_rows",
 							"Logs one line at the end of a direct statement of at least this many rows: rows, pages, index entries, WAL, time per phase.",
 							"-1 (the default) logs none; 0 logs every direct statement.",

@@ -18,7 +18,8 @@
  *	  ORDER BY k.ord
  *
  * (stopped after its first row unless every violation is wanted) over the
- * batch's keys in input order (MATCH SIMPLE skips a key with a
+ * batch's keys in input order, once batch_all_found, probing them sorted
+ * and distinct, has missed one (MATCH SIMPLE skips a key with a
  * NULL column; MATCH FULL skips an all-NULL key and rejects a mixed one,
  * as core does), with the constraint's PK = FK operators, each referenced
  * row locked FOR KEY SHARE as core's check locks it, run as core runs it:
@@ -34,6 +35,12 @@
  * directly written row's AFTER ROW triggers are queued, the leaf's trigger
  * descriptor is a copy without the constraint's check trigger
  * (dp_fkeys_swap).
+ *
+ * With directpath.fkey_table_lock the referenced table is locked SHARE when
+ * the load begins and the queries lock no row: nobody else can write it
+ * until this transaction ends, and a check's fresh snapshot (READ COMMITTED
+ * only, below) comes after the lock.  No lock record, page image or dirty
+ * page per referenced row; the table takes no other writes meanwhile.
  *
  * A constraint keeps core's per-row events, and the report says why, when
  * checking per batch could answer differently: deferrable (SET
@@ -204,7 +211,7 @@ prepare_check(DPForeignKey *fk, AttrNumber *pkatts, Oid *pf_ops)
 		generate_operator_clause(&q, pkcol, get_atttype(fk->pkrel, pkatts[i]),
 								 pf_ops[i], fkval, fk->fktypes[i]);
 	}
-	appendStringInfoString(&q, " FOR KEY SHARE OF x) ORDER BY k.ord");
+	appendStringInfo(&q, "%s) ORDER BY k.ord", dp_fkey_table_lock ? "" : " FOR KEY SHARE OF x");
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -269,6 +276,9 @@ describe(Relation leaf, Trigger *t, DPForeignKey *fk, bool prepare)
 	}
 	fk->set_ok = fk->match == FKCONSTR_MATCH_SIMPLE &&
 		dp_fkset_possible(leaf, fk->nkeys, fk->fkatts);
+	/* the referenced rows kept by a lock on their table, not one by one */
+	if (prepare && dp_fkey_table_lock)
+		LockRelationOid(fk->pkrel, ShareLock);
 	if (prepare)
 		fk->plan = prepare_check(fk, pkatts, pf_ops);
 	if (prepare && fk->set_ok && fk->nkeys == 1)
@@ -562,6 +572,53 @@ run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
 	return nmissing;
 }
 
+/* Chunks of the set check: distinct keys per query. */
+#define DP_FKSET_CHUNK 65536
+
+/* The query's arrays of a chunk of 'n' keys read back from a set. */
+static void
+chunk_arrays(DPForeignKey *fk, Datum **values, int n, Datum *arrays)
+{
+	for (int i = 0; i < fk->nkeys; i++)
+		arrays[i] = PointerGetDatum(construct_array(values[i], n, fk->fktypes[i],
+													fk->typlen[i], fk->typbyval[i],
+													fk->typalign[i]));
+}
+
+/*
+ * Are all the batch's keys of constraint 'k' found (and locked)?  Its
+ * keys sorted and made distinct as a set's are (fkset.c, a small set of
+ * the batch), each chunk found by one scan or checked by the check query
+ * in key order: every key once, in the referenced index's order, not every
+ * row's in input order.  False when a key is missing: the caller then
+ * finds the first row that has one, in input order.
+ */
+static bool
+batch_all_found(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples)
+{
+	DPForeignKey *fk = &f->keys[k];
+	DPFkeySet  *set = dp_fkset_begin(f->rri->ri_RelationDesc, fk->nkeys,
+									 fk->fkatts, work_mem);
+	uint64	   *ordinals = palloc(sizeof(uint64) * DP_FKSET_CHUNK);
+	Datum	   *values[INDEX_MAX_KEYS];
+	int			missing;
+	bool		found = true;
+	int			n;
+
+	for (int r = 0; r < ntuples; r++)
+		dp_fkset_add(set, tuples[r], r);
+	while (found && (n = dp_fkset_next(set, DP_FKSET_CHUNK, values, ordinals)) > 0)
+	{
+		Datum		arrays[INDEX_MAX_KEYS];
+
+		chunk_arrays(fk, values, n, arrays);
+		if (fk->find_plan == NULL || run_check(fk, fk->find_plan, arrays, true, NULL) != n)
+			found = run_check(fk, fk->plan, arrays, false, &missing) == 0;
+	}
+	dp_fkset_end(set);
+	return found;
+}
+
 /* Mark the batch's rows that violate constraint 'k' (see dp_fkeys_check). */
 static void
 mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
@@ -577,6 +634,9 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 	if (IsInParallelMode())
 		elog(ERROR, "directpath: foreign key \"%s\" checked per batch in parallel mode",
 			 f->keys[k].conname);
+	/* the common case, every key there, answered in key order */
+	if (!all && f->keys[k].set_ok && batch_all_found(f, k, tuples, ntuples))
+		return;
 	m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
 	missing = palloc(sizeof(int) * Max(m, 1));
 	nmissing = m > 0 ? run_check(&f->keys[k], f->keys[k].plan, arrays, all, missing) : 0;
@@ -648,8 +708,6 @@ dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, const uint64 *ordinals,
 	return -1;
 }
 
-/* Chunks of the set check: distinct keys per query. */
-#define DP_FKSET_CHUNK 65536
 
 /*
  * Constraint 'k''s set checked; the first missing key in input order, if
@@ -673,10 +731,7 @@ check_set(DPForeignKeys *f, int k, DPFkeyFound *best)
 		Datum		arrays[INDEX_MAX_KEYS];
 		int			nmissing;
 
-		for (int i = 0; i < fk->nkeys; i++)
-			arrays[i] = PointerGetDatum(construct_array(values[i], n, fk->fktypes[i],
-														fk->typlen[i], fk->typbyval[i],
-														fk->typalign[i]));
+		chunk_arrays(fk, values, n, arrays);
 		/* every key found (and locked) by one scan, or the check names those not */
 		if (fk->find_plan != NULL &&
 			run_check(fk, fk->find_plan, arrays, true, NULL) == n)

@@ -399,13 +399,13 @@ dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype)
 		OidIsValid(argtype);
 	initStringInfo(&q);
 	if (exact)
-		appendStringInfo(&q, "SELECT 1 FROM ONLY %s x WHERE x.%s OPERATOR(%s.%s) ANY ($1) "
-						 "FOR KEY SHARE OF x",
+		appendStringInfo(&q, "SELECT 1 FROM ONLY %s x WHERE x.%s OPERATOR(%s.%s) ANY ($1)%s",
 						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(pkrel)),
 													get_rel_name(pkrel)),
 						 quote_identifier(get_attname(pkrel, pkatt, false)),
 						 quote_identifier(get_namespace_name(op->oprnamespace)),
-						 NameStr(op->oprname));
+						 NameStr(op->oprname),
+						 dp_fkey_table_lock ? "" : " FOR KEY SHARE OF x");
 	ReleaseSysCache(tup);
 	if (!exact)
 		return NULL;
