@@ -15,6 +15,9 @@ l_shipdate and one on o_orderdate.  Ways:
   keys_direct    keys first, COPYs with directpath.mode = always
   keys_par1      keys first, /*+ APPEND PARALLEL(1) */ COPYs
   recipe_direct  the recipe with directpath.mode = always
+  keys_direct_lock  keys first, directpath.mode = always and
+                 directpath.fkey_table_lock = on (the referenced tables
+                 locked SHARE instead of each referenced row)
 
 Time is the whole load (every COPY, and the keys where they come last)
 plus the CHECKPOINT after it; the record keeps each table's COPY time and
@@ -27,8 +30,8 @@ The nightly append ("month"): the orders of the last full month of the
 data (July 1998) and their lineitems are left out of the base database,
 which is built once by the plain recipe and copied for each run from a
 template; each run appends that month by COPY into the tables with every
-key in place, plain and with directpath.mode = always.  This is issue 45's
-TPC-H goal.
+key in place, plain and with directpath.mode = always (and with
+directpath.fkey_table_lock too).  This is issue 45's TPC-H goal.
 """
 
 import csv
@@ -99,9 +102,20 @@ WAYS = (("recipe_plain", "plain COPY into bare tables, then the keys", False, No
         ("keys_direct", "directpath.mode = always, keys declared first", True, "always"),
         ("keys_par1", "/*+ APPEND PARALLEL(1) */ COPY, keys declared first", True, "parallel"),
         ("recipe_direct", "directpath.mode = always into bare tables, then the keys", False,
-         "always"))
+         "always"),
+        ("keys_direct_lock", "directpath.mode = always, keys declared first, "
+         "directpath.fkey_table_lock = on", True, "always+lock"))
 
 MONTH = ("1998-07-01", "1998-08-01")
+
+
+def set_direct(c, direct):
+    """A way's session settings: "always" (directpath.mode), "always+lock"
+    (and directpath.fkey_table_lock)."""
+    if direct in ("always", "always+lock"):
+        c.execute("SET directpath.mode = always")
+    if direct == "always+lock":
+        c.execute("SET directpath.fkey_table_lock = on")
 
 
 def key_ddl(table):
@@ -213,6 +227,9 @@ class TpchScenario(Scenario):
         out.append(Case("month_direct", "a month appended with every key, "
                         "directpath.mode = always", "direct", twin="month_plain",
                         group="month", params={"month": True, "direct": "always"}))
+        out.append(Case("month_direct_lock", "the same, directpath.fkey_table_lock = on",
+                        "direct", twin="month_plain", group="month",
+                        params={"month": True, "direct": "always+lock"}))
         return out
 
     def run(self, ctx, case, run_no):
@@ -228,8 +245,7 @@ class TpchScenario(Scenario):
             c.execute("CREATE EXTENSION pg_visibility")
             for s in schema_ddl(keys_first):
                 c.execute(s)
-            if direct == "always":
-                c.execute("SET directpath.mode = always")
+            set_direct(c, direct)
             hint = "/*+ APPEND PARALLEL(1) */ " if direct == "parallel" else ""
             c.execute("CHECKPOINT")
             time.sleep(ctx.settle_s)
@@ -285,8 +301,7 @@ class TpchScenario(Scenario):
             c.execute("CREATE DATABASE tpch_month TEMPLATE tpch_base")
         rec = {"sf": self.sf, "tables_s": {}, "paths": {}}
         with ctx.server.conn("tpch_month") as c:
-            if case.params["direct"]:
-                c.execute("SET directpath.mode = always")
+            set_direct(c, case.params["direct"])
             c.execute("CHECKPOINT")
             time.sleep(ctx.settle_s)
             lsn0 = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
