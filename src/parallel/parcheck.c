@@ -129,7 +129,9 @@ heap_refusal(Relation rel, const char *what)
 
 	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
 		return psprintf("%s is a foreign table", what);
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	/* a materialized view's heap: CREATE MATERIALIZED VIEW fills it (15, 16) */
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_MATVIEW)
 		return psprintf("%s is not a plain table", what);
 	if ((why = triggers_refusal(rel)) != NULL ||
 		(why = dp_fkeys_parallel_refusal(rel)) != NULL)
@@ -138,6 +140,9 @@ heap_refusal(Relation rel, const char *what)
 		return psprintf("%s has stored generated columns", what);
 	if (!checks_parallel_safe(rel))
 		return psprintf("a CHECK constraint of %s is not parallel safe", what);
+	/* a materialized view's heap was judged by born.c (heap, not temporary) */
+	if (rel->rd_rel->relkind == RELKIND_MATVIEW)
+		return NULL;
 	return dp_partition_ineligible(rel);
 }
 
