@@ -242,6 +242,7 @@ extern void dp_scan_chunk(DPRowFormer *rf);
 extern bool dp_split_plain(DPRowFormer *rf, Size *end, Size *next);
 extern DPSplit dp_split_record(DPRowFormer *rf, Size *end, Size *next,
 							   int *nl, int *eol);
+extern bool dp_simply_quoted(const DPRowFormer *rf, int i);
 extern DPSplit dp_split_binary(DPRowFormer *rf, Size *next);
 
 /* rowvalues.c: a split record's values; the rows formed counted. */

@@ -34,9 +34,11 @@
  * delimiters is split from the delimiters' bitmap alone (dp_split_plain);
  * if every column has a fast parser, its fields go straight to their
  * parsers (dp_form_plain), without the strings, lengths and copies of
- * step 3.  The parsers raise no errors, so a record dp_form_plain gives up
- * on (a NULL, a field a parser hands on) is formed again the general way
- * with the same result and errors; a record that is not plain (the wrong
+ * step 3; so does a CSV record split the long way whose quoted fields are
+ * each one run of quotes with nothing to undo inside (TPC-H's comments).
+ * The parsers raise no errors, so a record dp_form_plain gives up on (a
+ * NULL, a field a parser hands on) is formed again the general way with
+ * the same result and errors; a record that is not plain (the wrong
  * number of fields too) is split by dp_split_record.
  *
  * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
@@ -266,6 +268,16 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		return SPLIT_HEADER;
 	}
 
+	if (!plain && nl == 0 && rf->all_fast && dp_form_plain(rf, values, nulls))
+	{
+		/* quoted fields, each one run of quotes: straight to the parsers */
+		row_place(rf, end, 0);
+		advance(rf, next, 0, eol);
+		dp_fill_defaults(rf, econtext, values, nulls);
+		rf->plain_rows++;
+		rf->formed_rows++;
+		return SPLIT_ROW;
+	}
 	row_place(rf, end, nl);
 	if (!dp_field_strings(rf, rf->pos, end, rf->strings))
 		return SPLIT_CORE;

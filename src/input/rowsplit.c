@@ -20,8 +20,11 @@
  * no special byte but delimiters, is split from the delimiters' bitmap
  * alone (dp_split_plain), without reading its bytes; any other record by
  * dp_split_record's walk over its special bytes, which gives a plain one
- * the same fields.  A binary tuple is split by its field count and lengths
- * (dp_split_binary), as CopyFromBinaryOneRow reads them.
+ * the same fields; a CSV field of one quoted run, "...", with nothing
+ * special inside but delimiters is told apart (dp_simply_quoted), so such
+ * a record can still go straight to the parsers.  A binary tuple is split
+ * by its field count and lengths (dp_split_binary), as
+ * CopyFromBinaryOneRow reads them.
  *
  * The split reads the chunk and writes only rf->fields (offsets into the
  * chunk; the former's place in it is rowform.c's to advance).  It raises
@@ -137,6 +140,22 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 	*end = e;
 	*next = e + 1;
 	return true;
+}
+
+/*
+ * Is field i of a split CSV record one quoted run, "...", with no special
+ * byte inside but delimiters (no quote, escape or line end)?  Its value is
+ * then the bytes between the quotes, as CopyReadAttributesCSV makes it,
+ * and it is never the NULL string (a quoted field is not NULL).
+ */
+bool
+dp_simply_quoted(const DPRowFormer *rf, int i)
+{
+	const DPField *f = &rf->fields[i];
+
+	return rf->csv && f->end - f->start >= 2 &&
+		rf->data[f->start] == rf->quote && rf->data[f->end - 1] == rf->quote &&
+		next_marked(rf, f->start + 1, true) == f->end - 1;
 }
 
 /*

@@ -18,9 +18,10 @@
  * (dp_form_values), and last the defaults of the columns not read
  * (dp_fill_defaults), as core.
  *
- * A plain record (rowsplit.c's dp_split_plain) in a COPY whose every
- * column has a fast parser goes straight to the parsers (dp_form_plain),
- * without the strings, lengths and copies.  The parsers raise no errors,
+ * A plain record (rowsplit.c's dp_split_plain), or a CSV record whose
+ * quoted fields are each one quoted run, in a COPY whose every column has
+ * a fast parser goes straight to the parsers (dp_form_plain), without the
+ * strings, lengths and copies.  The parsers raise no errors,
  * so when dp_form_plain gives up (a NULL, a field a parser hands on)
  * nothing visible has happened, and the record is formed again the
  * general way with the same result and errors.
@@ -277,17 +278,19 @@ dp_fill_defaults(DPRowFormer *rf, ExprContext *econtext, Datum *values,
  * Field i of a plain record, bytes [start, end) of the chunk, by its
  * column's fast parser: where it lies for a bounded parser with its slack
  * in the chunk, else from a terminated copy in rf->out.  False for the NULL
- * string and for a field the parser does not take.
+ * string (unless 'quoted': a quoted field is never NULL) and for a field
+ * the parser does not take.
  */
 static inline bool
-plain_field(DPRowFormer *rf, int i, Size start, Size end, Datum *values,
-			bool *nulls)
+plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
+			Datum *values, bool *nulls)
 {
 	DPColumn   *col = &rf->columns[i];
 	const char *s = rf->data + start;
 	Size		len = end - start;
 
-	if (len == rf->null_len && (len == 0 || s[0] == rf->null_print[0]) &&
+	if (!quoted && len == rf->null_len &&
+		(len == 0 || s[0] == rf->null_print[0]) &&
 		memcmp(s, rf->null_print, len) == 0)
 		return false;
 	if (!col->bounded || start + DP_FASTIN_SLACK > rf->len)
@@ -305,12 +308,16 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, Datum *values,
 }
 
 /*
- * Step 3 at once for a plain record that dp_split_plain split, in a COPY
- * whose every column has a fast parser: each field straight to its parser,
- * without the strings, lengths and copies of the general path.  The
- * parsers raise no errors, so core's order of errors cannot change.  False,
- * with nothing counted, when a field is the NULL string or its parser
- * hands it on: then the record is formed the general way.
+ * Step 3 at once for a record split into fields that need no de-escaping,
+ * in a COPY whose every column has a fast parser: a plain record
+ * (dp_split_plain), or a CSV record whose quoted fields are each one
+ * quoted run (dp_simply_quoted: TPC-H's comments, any CSV writer's quoted
+ * text), read between their quotes.  Each field goes straight to its
+ * parser, without the strings, lengths and copies of the general path.
+ * The parsers raise no errors, so core's order of errors cannot change.
+ * False, with nothing counted, when a field is the NULL string, needs
+ * de-escaping, or its parser hands it on: then the record is formed the
+ * general way.
  */
 bool
 dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
@@ -319,9 +326,19 @@ dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
 		return false;
 	unread_columns(rf, values, nulls);
 	for (int i = 0; i < rf->ncolumns; i++)
-		if (!plain_field(rf, i, rf->fields[i].start, rf->fields[i].end,
-						 values, nulls))
+	{
+		DPField    *f = &rf->fields[i];
+		bool		ok;
+
+		if (!f->marked)
+			ok = plain_field(rf, i, f->start, f->end, false, values, nulls);
+		else
+			ok = dp_simply_quoted(rf, i) &&
+				plain_field(rf, i, f->start + 1, f->end - 1, true, values,
+							nulls);
+		if (!ok)
 			return false;
+	}
 	return true;
 }
 
