@@ -245,16 +245,6 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 	bool		plain;
 
 	plain = dp_split_plain(rf, &end, &next);
-	if (plain && rf->all_fast && !rf->header_next &&
-		dp_form_plain(rf, values, nulls))
-	{
-		row_place(rf, end, 0);
-		advance(rf, next, 0, EOL_NL);
-		dp_fill_defaults(rf, econtext, values, nulls);
-		rf->plain_rows++;
-		rf->formed_rows++;
-		return SPLIT_ROW;
-	}
 	if (!plain)
 		split = dp_split_record(rf, &end, &next, &nl, &eol);
 	if (split != SPLIT_ROW)
@@ -267,10 +257,10 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		advance(rf, next, nl, eol);
 		return SPLIT_HEADER;
 	}
-
-	if (!plain && nl == 0 && rf->all_fast && dp_form_plain(rf, values, nulls))
+	if ((plain || rf->csv) && nl == 0 && rf->all_fast &&
+		dp_form_plain(rf, values, nulls))
 	{
-		/* quoted fields, each one run of quotes: straight to the parsers */
+		/* no field to undo: straight to the parsers */
 		row_place(rf, end, 0);
 		advance(rf, next, 0, eol);
 		dp_fill_defaults(rf, econtext, values, nulls);
@@ -278,6 +268,7 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		rf->formed_rows++;
 		return SPLIT_ROW;
 	}
+
 	row_place(rf, end, nl);
 	if (!dp_field_strings(rf, rf->pos, end, rf->strings))
 		return SPLIT_CORE;
