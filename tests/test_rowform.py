@@ -369,3 +369,49 @@ def test_quoted_fields_straight_to_parsers(cluster, tmp_path, tail):
             for how in ("direct", "parallel"):
                 f, c, reason = got[how][2]
                 assert reason is None and f == 2001 and c == 0, (how, got[how][2])
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv"])
+def test_nulls_straight_to_parsers(cluster, tmp_path, fmt):
+    """NULL-heavy rows (pg_dump's \\N in text, empty fields in CSV) with
+    17-digit floats and 20-digit numerics: the same rows as plain COPY, all
+    formed by the former, and last_copy_input() counts exactly the non-NULL
+    fields (a NULL is no parser's field)."""
+    r = random.Random(31 + (fmt == "csv"))
+    null = "\\N" if fmt == "text" else ""
+    sep = "\t" if fmt == "text" else ","
+    cols = "id int, f float8, n numeric(30,10), d date, t text, i int8"
+    lines, nonnull = [], {"float8": 0, "numeric": 0, "date": 0, "text": 0, "int8": 0}
+    for i in range(1, 4001):
+        vals = [repr(r.uniform(-1e6, 1e6)), f"{r.randint(0, 10**19)}.{r.randint(0, 99)}",
+                f"20{r.randint(10, 29)}-0{r.randint(1, 9)}-1{r.randint(0, 9)}",
+                r.choice(["word", "two words", "naïve"]), str(r.randint(-10**18, 10**18))]
+        row = [str(i)]
+        for t, v in zip(nonnull, vals):
+            if r.random() < 0.4:
+                row.append(null)
+            else:
+                row.append(v)
+                nonnull[t] += 1
+        lines.append(sep.join(row) + "\n")
+    path = write(tmp_path, f"nulls.{fmt}", "".join(lines))
+    opts = "" if fmt == "text" else " WITH (FORMAT csv)"
+    with cluster.conn() as conn:
+        out = {}
+        for how in LOADS:
+            conn.execute("DROP TABLE IF EXISTS rf_n")
+            conn.execute(f"CREATE TABLE rf_n ({cols})")
+            conn.execute("SET directpath.min_bytes = 0")
+            conn.execute(LOADS[how].replace("rf_t", "rf_n").format(f=path, o=opts))
+            out[how] = conn.execute("SELECT * FROM rf_n ORDER BY id").fetchall()
+            if how == "plain":
+                continue
+            assert conn.execute("SELECT formed, core, reason FROM "
+                                "directpath.last_copy_reader()").fetchone() == (4000, 0, None)
+            counts = {t: f + s for t, f, s in conn.execute(
+                "SELECT typname::text, fast, fallback FROM directpath.last_copy_input() "
+                "JOIN pg_type ON pg_type.oid = type")}
+            for t, n in nonnull.items():
+                assert counts.get(t) == n, (how, t, counts, nonnull)
+        assert len(out["plain"]) == 4000
+        assert out["direct"] == out["plain"] and out["parallel"] == out["plain"]

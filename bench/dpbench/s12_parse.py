@@ -17,6 +17,9 @@ cost) and /*+ APPEND PARALLEL(1) */ (row former and fast input):
         uuid, and two more text and int8); csv
   wide_bin  the same rows in binary format (fixed-width fields converted
         without their receive functions)
+  nulls  NULL-heavy rows (40-60% NULLs in most columns) with full-precision
+        floats (17 digits) and 20-digit numerics; csv (issue 45)
+  nulls_text  the same in text format, NULLs as \\N (pg_dump's format)
 
 Time is the COPY plus the CHECKPOINT after it; ratios against the plain
 COPY of the same input in the same run.  Each record also has the input's
@@ -70,7 +73,26 @@ INPUTS = {
                    "FROM generate_series(1, {n}) g"),
         "options": " WITH (FORMAT csv)",
     },
+    "nulls": {
+        "label": "NULL-heavy rows, 17-digit floats, 20-digit numerics (csv)",
+        "columns": "id int8, f float8, n numeric, t text, d date, i int4, c varchar(20)",
+        "select": ("SELECT g, CASE WHEN g % 5 < 2 THEN NULL ELSE g / 7.0::float8 END, "
+                   "CASE WHEN g % 3 = 0 THEN NULL ELSE g * 1234567.8901234567 END, "
+                   "CASE WHEN g % 2 = 0 THEN NULL ELSE md5(g::text) END, "
+                   "CASE WHEN g % 4 = 0 THEN NULL ELSE date '2000-01-01' + g % 9000 END, "
+                   "CASE WHEN g % 5 = 1 THEN NULL ELSE g * 7 END, "
+                   "CASE WHEN g % 10 < 6 THEN NULL ELSE 'code ' || g % 977 END "
+                   "FROM generate_series(1, {n}) g"),
+        "options": " WITH (FORMAT csv)",
+    },
+    "nulls_text": {
+        "label": "the same NULL-heavy rows in text format (\\N, as pg_dump writes them)",
+        "columns": "id int8, f float8, n numeric, t text, d date, i int4, c varchar(20)",
+        "select": None,                 # the "nulls" SELECT, set below
+        "options": "",
+    },
 }
+INPUTS["nulls_text"]["select"] = INPUTS["nulls"]["select"]
 # the wide rows again in binary format: the same SELECT, each column cast
 # to its type (binary input is read by the column's type)
 _wide = [c.split(" ", 1) for c in INPUTS["wide"]["columns"].split(", ")]

@@ -180,6 +180,7 @@ typedef struct DPColumn
 	Oid			ioparam;
 	int32		typmod;
 	const char *name;
+	uint64		plain_nulls;	/* NULLs dp_form_plain made, not yet counted */
 } DPColumn;
 
 /*

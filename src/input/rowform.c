@@ -34,12 +34,14 @@
  * delimiters is split from the delimiters' bitmap alone (dp_split_plain);
  * if every column has a fast parser, its fields go straight to their
  * parsers (dp_form_plain), without the strings, lengths and copies of
- * step 3; so does a CSV record split the long way whose quoted fields are
- * each one run of quotes with nothing to undo inside (TPC-H's comments).
- * The parsers raise no errors, so a record dp_form_plain gives up on (a
- * NULL, a field a parser hands on) is formed again the general way with
- * the same result and errors; a record that is not plain (the wrong
- * number of fields too) is split by dp_split_record.
+ * step 3; so does a record split the long way with nothing to undo: a CSV
+ * record whose quoted fields are each one run of quotes with nothing
+ * special inside (TPC-H's comments), a text record whose backslashes are
+ * those of its NULLs (\N).  The parsers raise no errors, so a record
+ * dp_form_plain gives up on (a field to de-escape, one a parser hands on)
+ * is formed again the general way with the same result and errors; a
+ * record that is not plain (the wrong number of fields too) is split by
+ * dp_split_record.
  *
  * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
  * each chunk after a file header) is read tuple by tuple as
@@ -257,8 +259,7 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		advance(rf, next, nl, eol);
 		return SPLIT_HEADER;
 	}
-	if ((plain || rf->csv) && nl == 0 && rf->all_fast &&
-		dp_form_plain(rf, values, nulls))
+	if (nl == 0 && rf->all_fast && dp_form_plain(rf, values, nulls))
 	{
 		/* no field to undo: straight to the parsers */
 		row_place(rf, end, 0);
@@ -370,7 +371,7 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 	set_format(rf, cstate);
 
 	rf->ncolumns = list_length(cstate->attnumlist);
-	rf->columns = palloc(rf->ncolumns * sizeof(DPColumn));
+	rf->columns = palloc0(rf->ncolumns * sizeof(DPColumn));
 	rf->fields = palloc((rf->ncolumns + 1) * sizeof(DPField));
 	rf->strings = palloc(rf->ncolumns * sizeof(char *));
 	rf->lengths = palloc(rf->ncolumns * sizeof(int));

@@ -21,10 +21,12 @@
  * A plain record (rowsplit.c's dp_split_plain), or a CSV record whose
  * quoted fields are each one quoted run, in a COPY whose every column has
  * a fast parser goes straight to the parsers (dp_form_plain), without the
- * strings, lengths and copies.  The parsers raise no errors,
- * so when dp_form_plain gives up (a NULL, a field a parser hands on)
- * nothing visible has happened, and the record is formed again the
- * general way with the same result and errors.
+ * strings, lengths and copies; the NULL string is NULL there, as
+ * InputFunctionCall makes it for the strict input functions that have
+ * fast parsers.  The parsers raise no errors, so when dp_form_plain gives
+ * up (a field to de-escape, one a parser hands on) nothing visible has
+ * happened, and the record is formed again the general way with the same
+ * result and errors.
  *
  * A binary tuple's fields (dp_form_binary) are converted by fastin.c's
  * binary input, or by their receive function with core's check that it
@@ -274,14 +276,30 @@ dp_fill_defaults(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 	}
 }
 
+/* Are the len bytes at s, a field as it lies, the NULL string? */
+static inline bool
+null_string(const DPRowFormer *rf, const char *s, Size len)
+{
+	return len == rf->null_len && (len == 0 || s[0] == rf->null_print[0]) &&
+		memcmp(s, rf->null_print, len) == 0;
+}
+
+/* What plain_field made of a field. */
+typedef enum DPPlainField
+{
+	PLAIN_VALUE,				/* its parser's value */
+	PLAIN_NULL,					/* the NULL string: NULL */
+	PLAIN_REFUSED				/* the general way must form the record */
+} DPPlainField;
+
 /*
  * Field i of a plain record, bytes [start, end) of the chunk, by its
  * column's fast parser: where it lies for a bounded parser with its slack
- * in the chunk, else from a terminated copy in rf->out.  False for the NULL
- * string (unless 'quoted': a quoted field is never NULL) and for a field
- * the parser does not take.
+ * in the chunk, else from a terminated copy in rf->out.  The NULL string
+ * (never a quoted field) is NULL without a call, as InputFunctionCall
+ * makes it for the strict input functions that have fast parsers.
  */
-static inline bool
+static inline DPPlainField
 plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
 			Datum *values, bool *nulls)
 {
@@ -289,10 +307,12 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
 	const char *s = rf->data + start;
 	Size		len = end - start;
 
-	if (!quoted && len == rf->null_len &&
-		(len == 0 || s[0] == rf->null_print[0]) &&
-		memcmp(s, rf->null_print, len) == 0)
-		return false;
+	if (!quoted && null_string(rf, s, len))
+	{
+		values[col->m] = (Datum) 0;
+		nulls[col->m] = true;
+		return PLAIN_NULL;
+	}
 	if (!col->bounded || start + DP_FASTIN_SLACK > rf->len)
 	{
 		char	   *t = rf->out + (start - rf->pos);
@@ -302,43 +322,55 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
 		s = t;
 	}
 	if (!dp_fastin_parse(col->fast, s, len, col->typmod, &values[col->m]))
-		return false;
+		return PLAIN_REFUSED;
 	nulls[col->m] = false;
-	return true;
+	return PLAIN_VALUE;
 }
 
 /*
  * Step 3 at once for a record split into fields that need no de-escaping,
  * in a COPY whose every column has a fast parser: a plain record
- * (dp_split_plain), or a CSV record whose quoted fields are each one
- * quoted run (dp_simply_quoted: TPC-H's comments, any CSV writer's quoted
- * text), read between their quotes.  Each field goes straight to its
- * parser, without the strings, lengths and copies of the general path.
- * The parsers raise no errors, so core's order of errors cannot change.
- * False, with nothing counted, when a field is the NULL string, needs
- * de-escaping, or its parser hands it on: then the record is formed the
- * general way.
+ * (dp_split_plain), a CSV record whose quoted fields are each one quoted
+ * run (dp_simply_quoted: TPC-H's comments, any CSV writer's quoted text),
+ * read between their quotes, or a text record whose only backslashes are
+ * in NULL strings (\N: pg_dump's NULLs), which core compares before
+ * de-escaping.  Each field goes straight to its
+ * parser, without the strings, lengths and copies of the general path;
+ * the NULL string is NULL.  The parsers raise no errors, so core's order
+ * of errors cannot change.  False, with nothing counted, when a field
+ * needs de-escaping or its parser hands it on: then the record is formed
+ * the general way.  A row's NULLs are counted apart, since the rows made
+ * here count as fields taken by their parsers (dp_count_formed).
  */
 bool
 dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
 {
+	int			nnull = 0;
+
 	if (rf->fields[rf->ncolumns - 1].end - rf->pos + DP_FASTIN_SLACK > rf->out_cap)
 		return false;
 	unread_columns(rf, values, nulls);
 	for (int i = 0; i < rf->ncolumns; i++)
 	{
 		DPField    *f = &rf->fields[i];
-		bool		ok;
+		DPPlainField got;
 
 		if (!f->marked)
-			ok = plain_field(rf, i, f->start, f->end, false, values, nulls);
+			got = plain_field(rf, i, f->start, f->end, false, values, nulls);
+		else if (rf->csv && dp_simply_quoted(rf, i))
+			got = plain_field(rf, i, f->start + 1, f->end - 1, true, values,
+							  nulls);
+		else if (!rf->csv && null_string(rf, rf->data + f->start,
+										 f->end - f->start))
+			got = plain_field(rf, i, f->start, f->end, false, values, nulls);
 		else
-			ok = dp_simply_quoted(rf, i) &&
-				plain_field(rf, i, f->start + 1, f->end - 1, true, values,
-							nulls);
-		if (!ok)
+			got = PLAIN_REFUSED;
+		if (got == PLAIN_REFUSED)
 			return false;
+		nnull += (got == PLAIN_NULL);
 	}
+	for (int i = 0; nnull > 0 && i < rf->ncolumns; i++)
+		rf->columns[i].plain_nulls += nulls[rf->columns[i].m];
 	return true;
 }
 
@@ -351,7 +383,11 @@ dp_count_formed(DPRowFormer *rf)
 {
 	dp_input_count_rows(rf->formed_rows, 0);
 	for (int i = 0; rf->plain_rows > 0 && i < rf->ncolumns; i++)
-		dp_fastin_count(rf->columns[i].fast, rf->plain_rows);
+	{
+		dp_fastin_count(rf->columns[i].fast,
+						rf->plain_rows - rf->columns[i].plain_nulls);
+		rf->columns[i].plain_nulls = 0;
+	}
 	rf->formed_rows = rf->plain_rows = 0;
 }
 
