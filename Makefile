@@ -15,6 +15,7 @@ OBJS = \
 	src/common/fault.o \
 	src/common/report.o \
 	src/common/progress.o \
+	src/common/radix.o \
 	src/statement/plan.o \
 	src/statement/exec.o \
 	src/statement/copy.o \

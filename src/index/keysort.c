@@ -14,8 +14,11 @@
  * pointer: the leader of a parallel load into such an index spent a fifth
  * of its time there.  Here each entry's key columns are mapped to
  * unsigned 64-bit integers whose order is the operator class's order, and
- * the entries are sorted by those words and the heap TID with an inlined
- * comparison (core's sort template).
+ * the entries are sorted by those words and the heap TID: by a radix sort
+ * on the bytes of the words that vary (common/radix.c; stable, so the
+ * TIDs need no pass when they were added in order, as a load adds them),
+ * or with an inlined comparison (core's sort template) where the radix
+ * sort would not pay or its second array does not fit in workmem.
  *
  * Which indexes (words_begin): no INCLUDE columns; at most
  * DP_KEYSORT_KEYS key columns; each column's btree comparison function
@@ -54,6 +57,7 @@
 
 #include "access/nbtree.h"
 #include "catalog/pg_index.h"
+#include "common/radix.h"
 #include "common/settings.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
@@ -94,6 +98,8 @@ typedef struct DPWordSort
 	int64		n;				/* entries taken */
 	int64		max;			/* room in 'entries' */
 	int64		next;			/* next to return, once sorted */
+	uint64		last_tid;		/* the TID added last */
+	bool		tid_disorder;	/* a TID added below an earlier one */
 	bool		sorted;
 	Size		limit;			/* workmem */
 	MemoryContext cxt;			/* the entries */
@@ -273,7 +279,32 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 			sort_word(ks->kind[i], ks->desc[i], values[i]) : 0;
 	e->tid = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
 		ItemPointerGetOffsetNumberNoCheck(tid);
+	ks->tid_disorder |= ks->n > 1 && e->tid < ks->last_tid;
+	ks->last_tid = e->tid;
 	return true;
+}
+
+/*
+ * The entries sorted: by radix on the key words, and the TIDs when they
+ * were not added in order (the radix sort is stable, so TIDs added in
+ * order, a load's usual case, stay in order among equal keys); else, or
+ * when the radix sort refuses, by the comparison sort.
+ */
+static void
+words_sort(DPWordSort *ks)
+{
+	Size		offs[DP_KEYSORT_KEYS + 1];
+	int			nwords = ks->nkeys;
+	Size		used = (Size) ks->n * sizeof(DPKeyEntry);
+
+	for (int i = 0; i < ks->nkeys; i++)
+		offs[i] = offsetof(DPKeyEntry, key) + i * sizeof(uint64);
+	if (ks->tid_disorder)
+		offs[nwords++] = offsetof(DPKeyEntry, tid);
+	if (!dp_radix_sort(ks->entries, ks->n, sizeof(DPKeyEntry), offs, nwords,
+					   ks->limit > used ? ks->limit - used : 0))
+		sort_entries(ks->entries, ks->n);
+	ks->sorted = true;
 }
 
 /* Entry e's values and TID. */
@@ -296,10 +327,7 @@ words_next(DPWordSort *ks)
 	IndexTuple	itup;
 
 	if (!ks->sorted)
-	{
-		sort_entries(ks->entries, ks->n);
-		ks->sorted = true;
-	}
+		words_sort(ks);
 	if (ks->next >= ks->n)
 		return NULL;
 	entry_values(ks, &ks->entries[ks->next++], values, &tid);

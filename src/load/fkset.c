@@ -30,15 +30,16 @@
  * date, timestamp or timestamptz (types whose default btree order is the
  * order of their integer value) and there are at most DP_FKSET_INT_KEYS,
  * the keys are kept instead as small entries of integers (DPIntKey: the
- * values, sign-extended, an oid zero-extended, and the ordinal) in an
- * array, sorted at the end by core's sort template with an inlined
- * comparison: no tuple formed, copied, deformed or compared through a
- * function pointer (a 6M-row load's two sets spent a tenth of its time
- * there).  The array grows up to the caller's 'sortmem'; full, it is
- * sorted and each key's duplicates dropped in place (its first entry, of
- * the smallest ordinal, kept), and when that leaves it more than half
- * full, its entries move to the tuplesort, which takes every later key
- * (int_spill).  The order and the keys read back are the tuplesort's.
+ * values as unsigned words in their order, and the ordinal) in an array,
+ * sorted at the end by a radix sort on the bytes that vary
+ * (common/radix.c), or by core's sort template with an inlined comparison
+ * where that would not pay: no tuple formed, copied, deformed or compared
+ * through a function pointer (a 6M-row load's two sets spent a tenth of
+ * its time there).  The array grows up to the caller's 'sortmem'; full,
+ * it is sorted and each key's duplicates dropped in place (its first
+ * entry, of the smallest ordinal, kept), and when that leaves it more than
+ * half full, its entries move to the tuplesort, which takes every later
+ * key (int_spill).  The order and the keys read back are the tuplesort's.
  *
  * Finding a chunk at once.  fkeys.c checks a chunk of keys with a query
  * that probes each key by a subquery of its own (an index rescan and a
@@ -62,6 +63,7 @@
  */
 #include "load/load_private.h"
 
+#include "common/radix.h"
 #include "common/settings.h"
 
 #include "access/htup_details.h"
@@ -83,12 +85,18 @@
 /* Key columns a set may have to keep its keys as integers. */
 #define DP_FKSET_INT_KEYS	2
 
-/* A key of integers and its row's ordinal; unused values 0. */
+/*
+ * A key of integers and its row's ordinal: each value as an unsigned word
+ * in the value's order (a signed value sign-extended with its sign bit
+ * flipped, an oid zero-extended); unused words 0.
+ */
 typedef struct DPIntKey
 {
-	int64		v[DP_FKSET_INT_KEYS];
+	uint64		v[DP_FKSET_INT_KEYS];
 	uint64		ordinal;
 } DPIntKey;
+
+#define DP_INT_SIGN_BIT (UINT64CONST(1) << 63)
 
 /* How a key column's Datum is kept as an integer. */
 typedef enum DPIntKind
@@ -113,6 +121,8 @@ struct DPFkeySet
 	int64		maxints;		/* allocated */
 	int64		limit;			/* entries 'sortmem' holds */
 	int64		next_int;		/* reading back */
+	uint64		last_ordinal;	/* the ordinal added last */
+	bool		ordinal_disorder;	/* one added below an earlier one */
 	/* else the tuplesort's */
 	Tuplesortstate *sort;
 	TupleTableSlot *put;		/* virtual */
@@ -181,38 +191,61 @@ int_kinds(DPFkeySet *s)
 	return true;
 }
 
-static int64
+static uint64
 int_of(DPIntKind kind, Datum d)
 {
 	switch (kind)
 	{
 		case DP_INT_16:
-			return DatumGetInt16(d);
+			return (uint64) (int64) DatumGetInt16(d) ^ DP_INT_SIGN_BIT;
 		case DP_INT_32:
-			return DatumGetInt32(d);
+			return (uint64) (int64) DatumGetInt32(d) ^ DP_INT_SIGN_BIT;
 		case DP_INT_64:
-			return DatumGetInt64(d);
+			return (uint64) DatumGetInt64(d) ^ DP_INT_SIGN_BIT;
 		case DP_INT_OID:
-			return (int64) DatumGetObjectId(d);
+			return (uint64) DatumGetObjectId(d);
 	}
 	return 0;					/* keep the compiler quiet */
 }
 
 static Datum
-datum_of(DPIntKind kind, int64 v)
+datum_of(DPIntKind kind, uint64 v)
 {
 	switch (kind)
 	{
 		case DP_INT_16:
-			return Int16GetDatum((int16) v);
+			return Int16GetDatum((int16) (int64) (v ^ DP_INT_SIGN_BIT));
 		case DP_INT_32:
-			return Int32GetDatum((int32) v);
+			return Int32GetDatum((int32) (int64) (v ^ DP_INT_SIGN_BIT));
 		case DP_INT_64:
-			return Int64GetDatum(v);
+			return Int64GetDatum((int64) (v ^ DP_INT_SIGN_BIT));
 		case DP_INT_OID:
 			return ObjectIdGetDatum((Oid) v);
 	}
 	return (Datum) 0;			/* keep the compiler quiet */
+}
+
+/*
+ * The entries sorted by key, then ordinal: by a radix sort on the key's
+ * varying bytes (stable, so ordinals added in order, as a serial load adds
+ * them, need no pass; the ordinals too otherwise), or by the comparison
+ * sort where that refuses.
+ */
+static void
+int_sort(DPFkeySet *s)
+{
+	Size		offs[DP_FKSET_INT_KEYS + 1];
+	int			nwords = s->nkeys;
+	Size		used = (Size) s->nints * sizeof(DPIntKey);
+	Size		mem = (Size) s->sortmem * 1024;
+
+	for (int i = 0; i < s->nkeys; i++)
+		offs[i] = offsetof(DPIntKey, v) + i * sizeof(uint64);
+	if (s->ordinal_disorder)
+		offs[nwords++] = offsetof(DPIntKey, ordinal);
+	if (!dp_radix_sort(s->ints, s->nints, sizeof(DPIntKey), offs, nwords,
+					   mem > used ? mem - used : 0))
+		sort_int_keys(s->ints, s->nints);
 }
 
 /* The tuplesort over (key columns, ordinal), in the set's memory. */
@@ -346,7 +379,7 @@ int_compact(DPFkeySet *s)
 {
 	int64		n = 0;
 
-	sort_int_keys(s->ints, s->nints);
+	int_sort(s);
 	for (int64 i = 0; i < s->nints; i++)
 		if (n == 0 || memcmp(s->ints[i].v, s->ints[n - 1].v,
 							 sizeof(s->ints[i].v)) != 0)
@@ -429,6 +462,8 @@ int_add(DPFkeySet *s, uint64 ordinal)
 	for (int i = 0; i < s->nkeys; i++)
 		e.v[i] = int_of(s->kinds[i], s->put->tts_values[i]);
 	e.ordinal = ordinal;
+	s->ordinal_disorder |= s->nints > 0 && ordinal < s->last_ordinal;
+	s->last_ordinal = ordinal;
 	/* the key added just before: its first ordinal is in (ordinals grow) */
 	if (s->nints > 0 &&
 		memcmp(e.v, s->ints[s->nints - 1].v, sizeof(e.v)) == 0)
@@ -522,7 +557,7 @@ int_next(DPFkeySet *s, int max, Datum **values, uint64 *ordinals)
 
 	if (!s->sorted)
 	{
-		sort_int_keys(s->ints, s->nints);
+		int_sort(s);
 		s->sorted = true;
 	}
 	for (; n < max && s->next_int < s->nints; s->next_int++)
