@@ -165,3 +165,64 @@ def test_what_keeps_batches(cluster, case):
         assert st["index_maintenance"] != "append", st
         index_agrees(conn, t)
         verify_table(conn, t)
+
+
+@pytest.mark.parametrize("how", ["insert", "copy"])
+@pytest.mark.parametrize("fkey", [False, True])
+def test_entries_taken_as_rows_are_placed(cluster, tmp_path, how, fkey):
+    """Every index of a table that started empty waits for the end, so each
+    row's entries are taken from its values as it is placed (sorted.c
+    dp_sorted_spool_row): an expression index, a partial one, a BRIN
+    summarized at the end, with and without a foreign key (whose check
+    keeps the rows for their batch): the same rows as plain, every btree
+    agreeing with the heap (amcheck heapallindexed); an index expression
+    that fails on one row fails both loads alike."""
+    n = 2 * fkey + (how == "copy")
+    tp, td = f"ep_plain{n}", f"ep_direct{n}"
+    path = tmp_path / "rows.csv"
+    rows = (f"SELECT g, g % 500, md5(g::text), timestamptz '2026-01-01 UTC' - g * interval '1 min' "
+            f"FROM generate_series(1, {ROWS}) g")
+    with cluster.conn() as conn:
+        if fkey:
+            conn.execute(f"CREATE TABLE ep_ref{n} (r int PRIMARY KEY)")
+            conn.execute(f"INSERT INTO ep_ref{n} SELECT generate_series(0, 499)")
+        for t in (tp, td):
+            conn.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, r int, v text, ts timestamptz"
+                         + (f", FOREIGN KEY (r) REFERENCES ep_ref{n}" if fkey else "") + ")")
+            conn.execute(f"CREATE INDEX ON {t} (lower(v), (k % 7))")
+            conn.execute(f"CREATE INDEX ON {t} (r) WHERE r > 250")
+            conn.execute(f"CREATE INDEX ON {t} USING brin (ts)")
+        set_gucs(conn, SET)
+        conn.execute(f"INSERT INTO {tp} {rows}")
+        if how == "copy":
+            conn.execute(f"COPY ({rows}) TO '{path}' WITH (FORMAT csv)")
+            conn.execute(f"/*+ APPEND */ COPY {td} FROM '{path}' WITH (FORMAT csv)")
+        else:
+            conn.execute(f"/*+ APPEND */ INSERT INTO {td} {rows}")
+        st = last_statement(conn)
+        assert st["path"] == "direct", st
+        assert "append" in st["index_maintenance"], st
+        assert table_digest(conn, td) == table_digest(conn, tp)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        for q in ("SELECT count(*) FROM {t} WHERE lower(v) > 'c' AND k % 7 = 3",
+                  "SELECT count(*), sum(k) FROM {t} WHERE r > 400"):
+            assert conn.execute(q.format(t=td)).fetchone() == \
+                conn.execute(q.format(t=tp)).fetchone()
+        conn.execute("RESET enable_seqscan")
+        conn.execute("RESET enable_bitmapscan")
+        verify_table(conn, td)
+
+        # an index expression failing on row 30000: the same error
+        ep, ed = f"ee_plain{n}", f"ee_direct{n}"
+        for t, src in ((ep, tp), (ed, td)):
+            conn.execute(f"CREATE TABLE {t} (LIKE {src} INCLUDING ALL)")
+            conn.execute(f"CREATE INDEX ON {t} ((100 / (k - 30000)))")
+        plain, direct = errors_of_both(conn, how, rows, ep, ed, path)
+        assert plain is not None and plain[0] == "22012", plain
+        assert direct[:3] == plain[:3]
+        if how == "copy":
+            # formed as the row is placed: the line, and here its text too
+            assert plain[3] == f"COPY {ep}, line 30000", plain
+            assert direct[3].startswith(f"COPY {ep}, line 30000: \"30000,"), direct
+        assert conn.execute(f"SELECT count(*) FROM {ed}").fetchone()[0] == 0

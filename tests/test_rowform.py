@@ -119,6 +119,7 @@ def options(d):
 DIALECTS = {
     "text": {"format": "text", "delim": "\t", "null": "\\N"},
     "text_pipe": {"format": "text", "delim": "|", "null": "nil"},
+    "text_null_x": {"format": "text", "delim": "|", "null": "\\X"},
     "text_header": {"format": "text", "delim": "\t", "null": "\\N", "header": "true"},
     "csv": {"format": "csv", "delim": ",", "null": "", "quote": '"', "escape": '"'},
     "csv_semi": {"format": "csv", "delim": ";", "null": "NULL", "quote": "'", "escape": "\\"},

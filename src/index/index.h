@@ -76,8 +76,16 @@ extern void dp_indexes_batch(DPIndexes *ix, EState *estate,
 							 uint64 *linenos, int ntuples, uint64 *error_line);
 
 /*
- * DP_INDEX_BUILD: a placed row (values in 'slot', at 'tid') gives each
- * index its entry, sorted at the end.
+ * Are the leaf's entries taken as each row is placed (dp_indexes_spool),
+ * not per batch: DP_INDEX_BUILD, or DP_INDEX_SORTED whose every index
+ * waits for the end (an empty table's btrees, non-unique btrees that no
+ * trigger reads)?
+ */
+extern bool dp_indexes_at_place(DPIndexes *ix);
+
+/*
+ * dp_indexes_at_place: a placed row (values in 'slot', at 'tid') gives
+ * each index its entry, sorted at the end.
  */
 extern void dp_indexes_spool(DPIndexes *ix, EState *estate,
 							 TupleTableSlot *slot, ItemPointer tid);

@@ -45,6 +45,9 @@ struct DPIndexes
 	bool		empty;			/* DP_INDEX_SORTED: the leaf had no block
 								 * when the load began, and no probe needs
 								 * its keys meanwhile (no ON CONFLICT) */
+	bool		spool_rows;		/* DP_INDEX_SORTED: every index's entries
+								 * wait (a spool, or a BRIN summary), so
+								 * each is taken as its row is placed */
 	int			entries;		/* entries a row gives (BRIN summarized at
 								 * the end: none), for the progress */
 	uint32		used;			/* bit (1 << DPIndexStrategy) per one used */
@@ -62,6 +65,10 @@ extern void dp_sorted_batch(DPIndexes *ix, EState *estate,
 
 /* The spools of the indexes whose entries may wait for the end, or NULL. */
 extern DPBtreeBuild **dp_sorted_begin_spools(DPIndexes *ix);
+
+/* A placed row's entries into the spools (DPIndexes.spool_rows). */
+extern void dp_sorted_spool_row(DPIndexes *ix, EState *estate,
+								TupleTableSlot *slot, ItemPointer tid);
 
 /* The spools' entries inserted now, in key order; no more spools. */
 extern void dp_sorted_insert_spools(DPIndexes *ix);

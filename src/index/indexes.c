@@ -222,6 +222,18 @@ entries_per_row(DPIndexes *ix)
 	return n;
 }
 
+/* DP_INDEX_SORTED: does every index's entry wait in a spool or a summary? */
+static bool
+every_entry_waits(DPIndexes *ix)
+{
+	if (ix->spools == NULL)
+		return false;
+	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+		if (ix->spools[i] == NULL && !ix->summarize[i])
+			return false;
+	return true;
+}
+
 DPIndexes *
 dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 {
@@ -256,6 +268,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
 			RelationGetNumberOfBlocks(rri->ri_RelationDesc) == 0;
 		ix->spools = dp_sorted_begin_spools(ix);
 		ix->summarize = begin_summaries(ix);
+		ix->spool_rows = every_entry_waits(ix);
 	}
 	else
 		ix->strategy = DP_INDEX_ROW;
@@ -315,18 +328,29 @@ dp_indexes_row_by_row(DPIndexes *ix)
 		dp_rebuild_discard_builds(ix);
 	/* the row-by-row path maintains BRIN indexes itself */
 	ix->summarize = NULL;
+	ix->spool_rows = false;
 	ix->entries = entries_per_row(ix);
 	if (ix->strategy != DP_INDEX_NONE)
 		ix->strategy = DP_INDEX_ROW;
+}
+
+bool
+dp_indexes_at_place(DPIndexes *ix)
+{
+	return ix->strategy == DP_INDEX_BUILD ||
+		(ix->strategy == DP_INDEX_SORTED && ix->spool_rows);
 }
 
 void
 dp_indexes_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				 ItemPointer tid)
 {
-	Assert(ix->strategy == DP_INDEX_BUILD);
+	Assert(dp_indexes_at_place(ix));
 	dp_progress_count_entries(ix->entries);
-	dp_rebuild_spool(ix, estate, slot, tid);
+	if (ix->strategy == DP_INDEX_BUILD)
+		dp_rebuild_spool(ix, estate, slot, tid);
+	else
+		dp_sorted_spool_row(ix, estate, slot, tid);
 }
 
 /* The BRIN indexes whose summaries waited for the end (brin.c). */

@@ -45,7 +45,10 @@
  * when they are many against the entries the index holds, merged into a
  * rewrite of a non-unique index (btmerge.c), or inserted in key order.  If
  * the leaf's rows go row by row after all (dp_indexes_row_by_row), the
- * spools are inserted at once.
+ * spools are inserted at once.  When every index of the leaf waits so
+ * (DPIndexes.spool_rows), each row's entries go into the spools as the row
+ * is placed, from its own values (dp_sorted_spool_row), and the row needs
+ * no batch work at all for its indexes.
  *
  * Invariants: entries are formed after the flush that wrote their rows'
  * pages, so an index never points at a page that is not on disk yet; for
@@ -347,6 +350,40 @@ dp_sorted_begin_spools(DPIndexes *ix)
 									   Max(maintenance_work_mem / n, 1024),
 									   false);
 	return spools;
+}
+
+/*
+ * dp_indexes_spool for DP_INDEX_SORTED whose every entry waits: a placed
+ * row's entry into each index's spool, formed from the row's own values
+ * (partial-index predicates and expressions evaluated as form_entries
+ * does), so the row is not kept for its batch nor deformed again.
+ */
+void
+dp_sorted_spool_row(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
+					ItemPointer tid)
+{
+	ResultRelInfo *rri = ix->rri;
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (ix->spools[i] == NULL)
+			continue;			/* summarized at the end */
+		if (ii->ii_Predicate != NIL)
+		{
+			if (ii->ii_PredicateState == NULL)
+				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
+			if (!ExecQual(ii->ii_PredicateState, econtext))
+				continue;
+		}
+		FormIndexDatum(ii, slot, estate, values, isnull);
+		dp_btree_add(ix->spools[i], tid, values, isnull);
+	}
 }
 
 /* The spools' entries inserted in key order now (rows go row by row). */

@@ -203,6 +203,8 @@ struct DPRowFormer
 	char		escape;			/* CSV; '\0' when it is the quote */
 	const char *null_print;
 	int			null_len;
+	bool		null_escaped;	/* text: the NULL string is a backslash and
+								 * bytes that are not special (\N) */
 	int			ncolumns;
 	DPColumn   *columns;
 	DPField    *fields;			/* ncolumns + 1 */

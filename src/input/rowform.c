@@ -31,17 +31,18 @@
  * former does not take handed to core's reader.
  *
  * Plain records.  A record that ends with \n and holds no special byte but
- * delimiters is split from the delimiters' bitmap alone (dp_split_plain);
- * if every column has a fast parser, its fields go straight to their
- * parsers (dp_form_plain), without the strings, lengths and copies of
- * step 3; so does a record split the long way with nothing to undo: a CSV
- * record whose quoted fields are each one run of quotes with nothing
- * special inside (TPC-H's comments), a text record whose backslashes are
- * those of its NULLs (\N).  The parsers raise no errors, so a record
- * dp_form_plain gives up on (a field to de-escape, one a parser hands on)
- * is formed again the general way with the same result and errors; a
- * record that is not plain (the wrong number of fields too) is split by
- * dp_split_record.
+ * delimiters (and, in text format, the backslashes of fields that are the
+ * NULL string \N) is split from the delimiters' bitmap alone
+ * (dp_split_plain); if every column has a fast parser, its fields go
+ * straight to their parsers (dp_form_plain), without the strings, lengths
+ * and copies of step 3.  So does a record split the long way with nothing
+ * to undo: a CSV record whose quoted fields are each one run of quotes
+ * with nothing special inside (TPC-H's comments), a text record whose
+ * backslashes are those of its NULLs where its first field is one.  The
+ * parsers raise no errors, so a record dp_form_plain gives up on (a field
+ * to de-escape, one a parser hands on) is formed again the general way
+ * with the same result and errors; a record that is not plain (the wrong
+ * number of fields too) is split by dp_split_record.
  *
  * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
  * each chunk after a file header) is read tuple by tuple as
@@ -332,6 +333,10 @@ set_format(DPRowFormer *rf, CopyFromState cstate)
 	rf->delim = cstate->opts.delim[0];
 	rf->null_print = cstate->opts.null_print;
 	rf->null_len = cstate->opts.null_print_len;
+	rf->null_escaped = !rf->csv && rf->null_len >= 2 &&
+		rf->null_print[0] == '\\' && rf->null_print[1] != '.' &&
+		strcspn(rf->null_print + 1, "\\\n\r") == rf->null_len - 1 &&
+		memchr(rf->null_print, rf->delim, rf->null_len) == NULL;
 	/* the delimiter first: scan.c marks it in a bitmap of its own too */
 	rf->specials[rf->nspecials++] = rf->delim;
 	rf->specials[rf->nspecials++] = '\n';

@@ -17,7 +17,8 @@
  * byte in text, quotes and escapes in CSV, a newline inside quotes counted
  * as a line) and its field splitters (CopyReadAttributesText /
  * CopyReadAttributesCSV).  A plain record, one that ends with \n and holds
- * no special byte but delimiters, is split from the delimiters' bitmap
+ * no special byte but delimiters (in text format, a field that is the NULL
+ * string \N aside: pg_dump's NULLs), is split from the delimiters' bitmap
  * alone (dp_split_plain), without reading its bytes; any other record by
  * dp_split_record's walk over its special bytes, which gives a plain one
  * the same fields; a CSV field of one quoted run, "...", with nothing
@@ -88,12 +89,29 @@ next_marked(const DPRowFormer *rf, Size from, bool others)
 /* ---- a record's fields and end ---- */
 
 /*
+ * Is the backslash at q, in a text record starting at p, a whole field
+ * that is the NULL string (\N, rf->null_escaped), as core's splitter reads
+ * it raw?  Then it is the field's only special byte.
+ */
+static inline bool
+null_field_at(const DPRowFormer *rf, Size p, Size q)
+{
+	const char *d = rf->data;
+	Size		after = q + rf->null_len;
+
+	return rf->null_escaped && (q == p || d[q - 1] == rf->delim) &&
+		after < rf->len && (d[after] == rf->delim || d[after] == '\n') &&
+		memcmp(d + q, rf->null_print, rf->null_len) == 0;
+}
+
+/*
  * A plain record at rf->pos: one that ends with \n under the \n line style
  * (or the first line's), with no other special byte than delimiters (no
- * backslash, carriage return, quote or escape) and as many fields as
- * columns.  Its fields are the gaps between the delimiters' bits: no byte
- * of the record is read.  False for any other record, which dp_split_record
- * reads (with the same result for a plain one).
+ * backslash, carriage return, quote or escape; in text format, but for
+ * the backslash of a field that is the NULL string \N) and as many fields
+ * as columns.  Its fields are the gaps between the delimiters' bits: no
+ * byte of the record is read but a \N's.  False for any other record,
+ * which dp_split_record reads (with the same result for a plain one).
  */
 bool
 dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
@@ -109,6 +127,8 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 		rf->eol == EOL_CRNL)
 		return false;
 	e = next_marked(rf, p, true);
+	while (e < rf->len && d[e] == '\\' && null_field_at(rf, p, e))
+		e = next_marked(rf, e + rf->null_len, true);
 	if (e >= rf->len || d[e] != '\n')
 		return false;
 

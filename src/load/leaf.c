@@ -103,7 +103,8 @@ needs_post(DPLeaf *leaf, ModifyTableState *mt)
 	TriggerDesc *trig = rri->ri_TrigDesc;
 	DPIndexStrategy ix = dp_indexes_strategy(leaf->indexes);
 
-	return ix == DP_INDEX_ROW || ix == DP_INDEX_SORTED ||
+	return ix == DP_INDEX_ROW ||
+		(ix == DP_INDEX_SORTED && !dp_indexes_at_place(leaf->indexes)) ||
 		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
 		mt->mt_transition_capture != NULL ||
 		rri->ri_WithCheckOptions != NIL ||

@@ -212,7 +212,7 @@ plain_leaf(DPLoad *s, DPLeaf *leaf)
 		s->leaves.mtstate->mt_partition_tuple_routing != NULL ||
 		leaf->writer == NULL || leaf->foreign != NULL ||
 		leaf->conflicts != NULL || leaf->needs_post ||
-		dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD ||
+		dp_indexes_at_place(leaf->indexes) ||
 		(rel->rd_att->constr && rel->rd_att->constr->has_generated_stored) ||
 		rri->ri_WithCheckOptions != NIL ||
 		(rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL))

@@ -165,11 +165,11 @@ dp_load_flush_rule(DPLoad *s, DPLeaf *leaf)
 	return DPF_NONE;
 }
 
-/* The placed row's index entries, for indexes built at the end. */
+/* The placed row's index entries, for indexes built or spooled for the end. */
 static inline void
 spool(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, ItemPointer tid)
 {
-	if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+	if (dp_indexes_at_place(leaf->indexes))
 		dp_indexes_spool(leaf->indexes, s->leaves.estate, slot, tid);
 }
 
@@ -228,7 +228,7 @@ dp_load_go_direct(DPLoad *s)
 		ItemPointerData tid;
 
 		dp_heap_add(leaf->writer, held[i].tuple, &tid);
-		if (dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD)
+		if (dp_indexes_at_place(leaf->indexes))
 		{
 			ExecStoreHeapTuple(held[i].tuple, leaf->slot, false);
 			spool(s, leaf, leaf->slot, &tid);
@@ -311,7 +311,7 @@ void
 dp_load_page_rows(DPLoad *s, DPLeaf *leaf, Page page, BlockNumber blkno)
 {
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-	bool		build = dp_indexes_strategy(leaf->indexes) == DP_INDEX_BUILD;
+	bool		build = dp_indexes_at_place(leaf->indexes);
 	HeapTupleData tup;
 
 	if (!leaf->needs_post && !build)

@@ -320,7 +320,8 @@ insert_sorted_entries(DPQueue *q, DPLeaf *leaves)
 		int			n;
 
 		if (leaf->indexes == NULL ||
-			dp_indexes_strategy(leaf->indexes) != DP_INDEX_SORTED)
+			dp_indexes_strategy(leaf->indexes) != DP_INDEX_SORTED ||
+			dp_indexes_at_place(leaf->indexes))
 			continue;
 		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
 		if (n > 0)
