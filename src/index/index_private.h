@@ -56,6 +56,15 @@ struct DPIndexes
 								 * few buffers behind */
 };
 
+/*
+ * Index i's entry for the row in 'slot' (its partial-index predicate and
+ * expressions evaluated as ExecInsert does, in the per-tuple context):
+ * false when the predicate leaves the row out.
+ */
+extern bool dp_index_entry_values(ResultRelInfo *rri, int i, EState *estate,
+								  TupleTableSlot *slot, Datum *values,
+								  bool *isnull);
+
 /* ---------- sorted.c: DP_INDEX_SORTED ---------- */
 
 /* dp_indexes_batch's work (see index.h). */

@@ -136,27 +136,17 @@ dp_rebuild_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 				 ItemPointer tid)
 {
 	ResultRelInfo *rri = ix->rri;
-	ExprContext *econtext = GetPerTupleExprContext(estate);
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	DPSpoolEntry e = {NULL, tid, values, isnull};
 
-	econtext->ecxt_scantuple = slot;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
 		Relation	idx = rri->ri_IndexRelationDescs[i];
-		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
 
-		if (ix->builds[i] == NULL)
-			continue;			/* summarized at the end */
-		if (ii->ii_Predicate != NIL)
-		{
-			if (ii->ii_PredicateState == NULL)
-				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
-			if (!ExecQual(ii->ii_PredicateState, econtext))
-				continue;
-		}
-		FormIndexDatum(ii, slot, estate, values, isnull);
+		if (ix->builds[i] == NULL ||	/* summarized at the end */
+			!dp_index_entry_values(rri, i, estate, slot, values, isnull))
+			continue;
 		e.build = ix->builds[i];
 		/* only a unique index's sort can raise a duplicate */
 		if (idx->rd_index->indisunique)

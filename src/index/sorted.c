@@ -124,26 +124,17 @@ form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	IndexUniqueCheck check = idx->rd_index->indisunique ?
 		UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
-	ExprState  *predicate = NULL;
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
-	if (ii->ii_Predicate != NIL)
-	{
-		if (ii->ii_PredicateState == NULL)
-			ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
-		predicate = ii->ii_PredicateState;
-	}
 	for (int r = 0; r < b->ntuples; r++)
 	{
 		ItemPointer tid = &b->tuples[r]->t_self;
 
 		ResetExprContext(econtext);
 		ExecStoreHeapTuple(b->tuples[r], slot, false);
-		econtext->ecxt_scantuple = slot;
-		if (predicate != NULL && !ExecQual(predicate, econtext))
+		if (!dp_index_entry_values(rri, i, estate, slot, values, isnull))
 			continue;
-		FormIndexDatum(ii, slot, estate, values, isnull);
 		if (sorted != NULL)
 			dp_btree_add(sorted, tid, values, isnull);
 		else
@@ -362,28 +353,13 @@ void
 dp_sorted_spool_row(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 					ItemPointer tid)
 {
-	ResultRelInfo *rri = ix->rri;
-	ExprContext *econtext = GetPerTupleExprContext(estate);
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
-	econtext->ecxt_scantuple = slot;
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-	{
-		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-
-		if (ix->spools[i] == NULL)
-			continue;			/* summarized at the end */
-		if (ii->ii_Predicate != NIL)
-		{
-			if (ii->ii_PredicateState == NULL)
-				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
-			if (!ExecQual(ii->ii_PredicateState, econtext))
-				continue;
-		}
-		FormIndexDatum(ii, slot, estate, values, isnull);
-		dp_btree_add(ix->spools[i], tid, values, isnull);
-	}
+	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+		if (ix->spools[i] != NULL &&	/* else summarized at the end */
+			dp_index_entry_values(ix->rri, i, estate, slot, values, isnull))
+			dp_btree_add(ix->spools[i], tid, values, isnull);
 }
 
 /* The spools' entries inserted in key order now (rows go row by row). */
