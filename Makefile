@@ -65,6 +65,7 @@ OBJS = \
 	src/input/fasttext.o \
 	src/input/fastbin.o \
 	src/index/indexes.o \
+	src/index/entry.o \
 	src/index/sorted.o \
 	src/index/rebuild.o \
 	src/index/btree.o \

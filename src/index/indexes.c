@@ -60,7 +60,6 @@
 
 #include "heap/heap.h"
 
-#include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_trigger.h"
@@ -333,25 +332,6 @@ dp_indexes_row_by_row(DPIndexes *ix)
 	ix->entries = entries_per_row(ix);
 	if (ix->strategy != DP_INDEX_NONE)
 		ix->strategy = DP_INDEX_ROW;
-}
-
-bool
-dp_index_entry_values(ResultRelInfo *rri, int i, EState *estate,
-					  TupleTableSlot *slot, Datum *values, bool *isnull)
-{
-	IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-
-	econtext->ecxt_scantuple = slot;
-	if (ii->ii_Predicate != NIL)
-	{
-		if (ii->ii_PredicateState == NULL)
-			ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, estate);
-		if (!ExecQual(ii->ii_PredicateState, econtext))
-			return false;
-	}
-	FormIndexDatum(ii, slot, estate, values, isnull);
-	return true;
 }
 
 bool
