@@ -240,6 +240,15 @@ struct DPRowFormer
 	bool		in_core;		/* inside its NextCopyFrom */
 };
 
+/* Are the len bytes at s, a field as it lies, the NULL string? */
+static inline bool
+dp_null_string(const DPRowFormer *rf, const char *s, Size len)
+{
+	return len == (Size) rf->null_len &&
+		(len == 0 || s[0] == rf->null_print[0]) &&
+		memcmp(s, rf->null_print, len) == 0;
+}
+
 /* rowsplit.c: the chunk's special bytes marked; a record's fields. */
 extern void dp_scan_chunk(DPRowFormer *rf);
 extern bool dp_split_plain(DPRowFormer *rf, Size *end, Size *next);

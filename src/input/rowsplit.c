@@ -101,7 +101,7 @@ null_field_at(const DPRowFormer *rf, Size p, Size q)
 
 	return rf->null_escaped && (q == p || d[q - 1] == rf->delim) &&
 		after < rf->len && (d[after] == rf->delim || d[after] == '\n') &&
-		memcmp(d + q, rf->null_print, rf->null_len) == 0;
+		dp_null_string(rf, d + q, rf->null_len);
 }
 
 /*

@@ -214,9 +214,8 @@ dp_field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 		Size		flen = f->end - f->start;
 		char	   *s = rf->out + (f->start - start);
 
-		if ((!rf->csv || !f->marked) && flen == rf->null_len &&
-			(flen == 0 || rf->data[f->start] == rf->null_print[0]) &&
-			memcmp(rf->data + f->start, rf->null_print, flen) == 0)
+		if ((!rf->csv || !f->marked) &&
+			dp_null_string(rf, rf->data + f->start, flen))
 		{
 			strings[i] = NULL;
 			continue;
@@ -276,14 +275,6 @@ dp_fill_defaults(DPRowFormer *rf, ExprContext *econtext, Datum *values,
 	}
 }
 
-/* Are the len bytes at s, a field as it lies, the NULL string? */
-static inline bool
-null_string(const DPRowFormer *rf, const char *s, Size len)
-{
-	return len == rf->null_len && (len == 0 || s[0] == rf->null_print[0]) &&
-		memcmp(s, rf->null_print, len) == 0;
-}
-
 /* What plain_field made of a field. */
 typedef enum DPPlainField
 {
@@ -307,7 +298,7 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
 	const char *s = rf->data + start;
 	Size		len = end - start;
 
-	if (!quoted && null_string(rf, s, len))
+	if (!quoted && dp_null_string(rf, s, len))
 	{
 		values[col->m] = (Datum) 0;
 		nulls[col->m] = true;
@@ -360,7 +351,7 @@ dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
 		else if (rf->csv && dp_simply_quoted(rf, i))
 			got = plain_field(rf, i, f->start + 1, f->end - 1, true, values,
 							  nulls);
-		else if (!rf->csv && null_string(rf, rf->data + f->start,
+		else if (!rf->csv && dp_null_string(rf, rf->data + f->start,
 										 f->end - f->start))
 			got = plain_field(rf, i, f->start, f->end, false, values, nulls);
 		else
