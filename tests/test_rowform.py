@@ -190,6 +190,26 @@ def test_dialects_load_the_same_rows(cluster, tmp_path, dialect, eol):
             assert got["direct"][2][1] == 0
 
 
+@pytest.mark.parametrize("at", [3100, 7900])
+@pytest.mark.parametrize("dialect", ["text", "text_pipe", "csv", "csv_semi"])
+def test_line_numbers_across_chunks(cluster, tmp_path, dialect, at):
+    """8000 random rows (quoted and escaped newlines, doubled quotes,
+    backslash runs; many chunks, serial and parallel) with one bad integer
+    in a later chunk: every load fails on plain COPY's line.  The chunker
+    counts the lines of blocks with quotes or backslashes from bitmaps
+    (chunker.c count_lines), so a wrong count would move the line."""
+    d = DIALECTS[dialect]
+    r = random.Random(hash((dialect, at)) & 0xffff)
+    rows = make_rows(r, 8000)
+    rows[at - 1][3] = "12x"
+    path = write(tmp_path, f"lines_{dialect}.dat", render(rows, d, r, "\n"))
+    with cluster.conn() as conn:
+        got = compare(conn, path, options(d), formed=False)
+        plain = got["plain"][0]
+        assert plain[:2] == ("error", "22P02"), plain
+        assert plain[3].startswith("COPY rf_t, line "), plain
+
+
 BAD_FILES = {
     "extra_field": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\t2\t\\N\tv\tc\textra\n",
     "missing_field": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\n3\ta\tb\t3\t\\N\tv\tc\n",

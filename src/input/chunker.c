@@ -41,6 +41,7 @@
 
 #include "libpq/pqformat.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 
 /* Bytes read from the input at a time. */
 #define DP_READ_SIZE		(1024 * 1024)
@@ -66,8 +67,8 @@ struct DPChunker
 	bool		special[256];	/* bytes the scan must look at one by one */
 	char		specials[DP_SCAN_MAX_SPECIALS]; /* the same, listed */
 	int			nspecials;
-	char		stops[DP_SCAN_MAX_SPECIALS];	/* specials but \n */
-	int			nstops;
+	char		block[DP_BLOCK_BYTES];	/* count_lines' bitmaps: \n, \\, \r,
+										 * the quote, the escape */
 	Size		no_count_until; /* pos before which counting failed */
 	uint64		consumed;		/* bytes cut into chunks so far */
 	/* the scan's state at 'pos', as CopyReadLineText keeps it */
@@ -108,11 +109,17 @@ dp_chunker_begin(CopyFromState cstate)
 			ch->special[(unsigned char) ch->escapec] = true;
 	for (int c = 0; c < 256; c++)
 		if (ch->special[c])
-		{
 			ch->specials[ch->nspecials++] = (char) c;
-			if (c != '\n')
-				ch->stops[ch->nstops++] = (char) c;
-		}
+	/* in text, and for an absent escape, \r stands in: never counted */
+	ch->block[0] = '\n';
+	ch->block[1] = '\\';
+	ch->block[2] = ch->block[3] = ch->block[4] = '\r';
+	if (ch->csv)
+	{
+		ch->block[3] = ch->quotec;
+		if (ch->escapec != '\0')
+			ch->block[4] = ch->escapec;
+	}
 	ch->binary = cstate->opts.binary;
 	ch->cap = 2 * DP_READ_SIZE;
 	ch->buf = palloc(ch->cap);
@@ -211,36 +218,87 @@ skip_ordinary(DPChunker *ch)
 }
 
 /*
+ * A CSV block's lines, when nothing in it needs the byte-by-byte scan: the
+ * quotes toggle the quote state (the escape is the quote, or absent from
+ * the block), so a newline is inside quotes when an odd number of quotes
+ * precede it - the block's prefix parity, flipped when a quote was open
+ * before it; core counts every newline as a line, quoted ones too.  A
+ * backslash at a line's start could begin an end marker: byte by byte.
+ */
+static bool
+csv_block(DPChunker *ch, const uint64 *m)
+{
+	uint64		inq = m[3];
+	uint64		ends;
+
+	for (int shift = 1; shift < 64; shift <<= 1)
+		inq ^= inq << shift;
+	if (ch->in_quote)
+		inq = ~inq;
+	ends = m[0] & ~inq;
+	if (m[1] & ((ends << 1) | (ch->line_start ? 1 : 0)))
+		return false;
+	ch->lines += pg_popcount64(m[0]);
+	ch->in_quote = (inq >> 63) != 0;
+	ch->line_start = (ends >> 63) != 0;
+	return true;
+}
+
+/*
+ * A text block's lines: a backslash makes the next byte data (an escaped
+ * newline ends no line), so runs of backslashes, a backslash whose byte is
+ * in the next block, and a possible end marker (\.) take the byte-by-byte
+ * scan.
+ */
+static bool
+text_block(DPChunker *ch, const char *p, const uint64 *m)
+{
+	uint64		escaped = m[1] << 1;
+	uint64		ends;
+
+	if (m[1] & ((m[1] << 1) | (UINT64CONST(1) << 63)))
+		return false;
+	for (uint64 e = escaped; e != 0; e &= e - 1)
+		if (p[pg_rightmost_one_pos64(e)] == '.')
+			return false;
+	ends = m[0] & ~escaped;
+	ch->lines += pg_popcount64(ends);
+	ch->line_start = (ends >> 63) != 0;
+	return true;
+}
+
+/*
  * Pass over whole 64-byte blocks that cannot hold the cut, counting their
- * lines, while the line style is \n, no quote is open, and the blocks hold
- * nothing but ordinary bytes and newlines (dp_scan_count): each newline
- * there ends a line, and the state after the blocks is that after their
- * last byte.  A cut comes only after 'target' bytes past 'start', so only
- * blocks ending before that are passed over.  False if none was.
+ * lines from their bitmaps (dp_scan_block), while the line style is \n and
+ * the blocks hold no carriage return and no CSV escape other than the
+ * quote; csv_block and text_block take quotes and backslashes.  A cut
+ * comes only after 'target' bytes past 'start', so only blocks ending
+ * before that are passed over.  False if none was.
  */
 static bool
 count_lines(DPChunker *ch, Size target)
 {
-	Size		room;
-	Size		skipped;
-	uint64		lines;
+	Size		from = ch->pos;
 
-	if (ch->eol != EOL_NL || ch->in_quote || ch->pos < ch->no_count_until ||
-		ch->pos + 64 > ch->end || ch->pos - ch->start + 64 >= target)
+	if (ch->eol != EOL_NL || ch->last_was_esc || ch->pos < ch->no_count_until)
 		return false;
-	room = Min(ch->end - ch->pos, target - 1 - (ch->pos - ch->start));
-	lines = dp_scan_count('\n', ch->stops, ch->nstops, ch->buf + ch->pos,
-						  room, &skipped);
-	if (skipped == 0)
+	while (ch->pos + 64 <= ch->end && ch->pos + 64 - ch->start < target)
 	{
-		/* the block has a special byte: scan it byte by byte */
+		const char *p = ch->buf + ch->pos;
+		uint64		m[DP_BLOCK_BYTES];
+
+		dp_scan_block(p, ch->block, m);
+		if ((m[2] | m[4]) != 0 ||
+			!(ch->csv ? csv_block(ch, m) : text_block(ch, p, m)))
+			break;
+		ch->pos += 64;
+	}
+	if (ch->pos == from)
+	{
+		/* the block needs the byte-by-byte scan */
 		ch->no_count_until = ch->pos + 64;
 		return false;
 	}
-	ch->lines += lines;
-	ch->pos += skipped;
-	ch->line_start = ch->buf[ch->pos - 1] == '\n';
-	ch->last_was_esc = false;
 	return true;
 }
 

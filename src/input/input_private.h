@@ -143,13 +143,11 @@ extern void dp_scan_specials(const char *specials, int nspecials,
 extern const char *dp_scan_next(const char *specials, int nspecials,
 								const char *p, const char *end);
 
-/*
- * Count the bytes equal to 'eol' in whole 64-byte blocks from p, at most n
- * bytes, up to the first block that holds one of stops; *skipped gets the
- * bytes counted over (a multiple of 64, 0 where there is no vector code).
- */
-extern uint64 dp_scan_count(char eol, const char *stops, int nstops,
-							const char *p, Size n, Size *skipped);
+/* dp_scan_block's bytes: a chunker block's newlines, escapes, quotes. */
+#define DP_BLOCK_BYTES 5
+
+/* The 64 bytes at p as a bitmap per byte of 'bytes' (DP_BLOCK_BYTES). */
+extern void dp_scan_block(const char *p, const char *bytes, uint64 *maps);
 
 /* ---------- the row former: rowform.c, rowsplit.c, rowvalues.c ---------- */
 

@@ -20,9 +20,9 @@
  * dp_scan_next finds the first special byte after a position without a
  * bitmap, 16 bytes at a time with SSE2, for a scan whose special bytes are
  * rare and whose buffer moves (the chunker's search for line ends).
- * dp_scan_count lets the chunker pass over lines it need not cut: in each
- * 64-byte block without an escape, quote or carriage return it counts the
- * newlines (SSE2 compares, a population count) and moves on.
+ * dp_scan_block gives the chunker a 64-byte block's newlines, backslashes,
+ * carriage returns, quotes and escapes as five bitmaps, from which it
+ * counts the lines of blocks it need not cut (chunker.c's count_lines).
  *
  *-------------------------------------------------------------------------
  */
@@ -220,38 +220,36 @@ dp_scan_next(const char *specials, int nspecials, const char *p,
 	return end;
 }
 
-uint64
-dp_scan_count(char eol, const char *stops, int nstops, const char *p, Size n,
-			  Size *skipped)
+/*
+ * The 64 bytes at p as one bitmap per byte of 'bytes': bit i of maps[k] is
+ * set when p[i] == bytes[k].
+ */
+void
+dp_scan_block(const char *p, const char *bytes, uint64 *maps)
 {
-	uint64		lines = 0;
-	Size		i = 0;
-
 #ifdef DP_HAVE_X86
-	__m128i		want[DP_SCAN_MAX_SPECIALS];
-	__m128i		eolv = _mm_set1_epi8(eol);
+	__m128i		v[4];
 
-	Assert(nstops >= 1 && nstops <= DP_SCAN_MAX_SPECIALS);
-	for (int k = 0; k < nstops; k++)
-		want[k] = _mm_set1_epi8(stops[k]);
-	for (; i + 64 <= n; i += 64)
+	for (int q = 0; q < 4; q++)
+		v[q] = _mm_loadu_si128((const __m128i *) (p + 16 * q));
+	for (int k = 0; k < DP_BLOCK_BYTES; k++)
 	{
-		__m128i		stop = _mm_setzero_si128();
+		__m128i		want = _mm_set1_epi8(bytes[k]);
 		uint64		m = 0;
 
 		for (int q = 0; q < 4; q++)
-		{
-			__m128i		v = _mm_loadu_si128((const __m128i *) (p + i + 16 * q));
+			m |= (uint64) (uint16) _mm_movemask_epi8(_mm_cmpeq_epi8(v[q], want)) << (16 * q);
+		maps[k] = m;
+	}
+#else
+	for (int k = 0; k < DP_BLOCK_BYTES; k++)
+	{
+		uint64		m = 0;
 
-			for (int k = 0; k < nstops; k++)
-				stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, want[k]));
-			m |= (uint64) (uint16) _mm_movemask_epi8(_mm_cmpeq_epi8(v, eolv)) << (16 * q);
-		}
-		if (_mm_movemask_epi8(stop) != 0)
-			break;
-		lines += __builtin_popcountll(m);
+		for (int i = 0; i < 64; i++)
+			if (p[i] == bytes[k])
+				m |= UINT64CONST(1) << i;
+		maps[k] = m;
 	}
 #endif
-	*skipped = i;
-	return lines;
 }
