@@ -186,7 +186,6 @@ prepare_check(DPForeignKey *fk, AttrNumber *pkatts, Oid *pf_ops)
 {
 	StringInfoData q;
 	Oid			argtypes[INDEX_MAX_KEYS];
-	SPIPlanPtr	plan;
 
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT k.ord FROM unnest(");
@@ -211,17 +210,8 @@ prepare_check(DPForeignKey *fk, AttrNumber *pkatts, Oid *pf_ops)
 		generate_operator_clause(&q, pkcol, get_atttype(fk->pkrel, pkatts[i]),
 								 pf_ops[i], fkval, fk->fktypes[i]);
 	}
-	appendStringInfo(&q, "%s) ORDER BY k.ord", dp_fkey_table_lock ? "" : " FOR KEY SHARE OF x");
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	plan = SPI_prepare(q.data, fk->nkeys, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "directpath: could not prepare the check of foreign key \"%s\": %s",
-			 fk->conname, SPI_result_code_string(SPI_result));
-	SPI_keepplan(plan);
-	SPI_finish();
-	return plan;
+	appendStringInfo(&q, "%s) ORDER BY k.ord", DP_FKEY_ROW_LOCK);
+	return dp_fkset_keep_plan(q.data, fk->nkeys, argtypes);
 }
 
 /*

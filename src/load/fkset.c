@@ -421,7 +421,6 @@ dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype)
 	Form_pg_operator op;
 	StringInfoData q;
 	Oid			argtype = get_array_type(fktype);
-	SPIPlanPtr	plan;
 	bool		exact;
 
 	if (!HeapTupleIsValid(tup))
@@ -438,15 +437,23 @@ dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype)
 						 quote_identifier(get_attname(pkrel, pkatt, false)),
 						 quote_identifier(get_namespace_name(op->oprnamespace)),
 						 NameStr(op->oprname),
-						 dp_fkey_table_lock ? "" : " FOR KEY SHARE OF x");
+						 DP_FKEY_ROW_LOCK);
 	ReleaseSysCache(tup);
 	if (!exact)
 		return NULL;
+	return dp_fkset_keep_plan(q.data, 1, &argtype);
+}
+
+SPIPlanPtr
+dp_fkset_keep_plan(const char *query, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan;
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	plan = SPI_prepare(q.data, 1, &argtype);
+	plan = SPI_prepare(query, nargs, argtypes);
 	if (plan == NULL)
-		elog(ERROR, "directpath: could not prepare \"%s\": %s", q.data,
+		elog(ERROR, "directpath: could not prepare \"%s\": %s", query,
 			 SPI_result_code_string(SPI_result));
 	SPI_keepplan(plan);
 	SPI_finish();

@@ -417,6 +417,15 @@ extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 extern struct _SPI_plan *dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt,
 											   Oid pf_op, Oid fktype);
 
+/*
+ * A check query prepared and kept for the statement (SPI_keepplan); and
+ * the lock its referenced rows take: FOR KEY SHARE as core's check takes
+ * it, none under directpath.fkey_table_lock (the table is locked SHARE).
+ */
+extern struct _SPI_plan *dp_fkset_keep_plan(const char *query, int nargs,
+											Oid *argtypes);
+#define DP_FKEY_ROW_LOCK (dp_fkey_table_lock ? "" : " FOR KEY SHARE OF x")
+
 /* Add a row's key (a key with a NULL column is not added) and ordinal. */
 extern void dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal);
 
