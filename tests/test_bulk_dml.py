@@ -14,8 +14,9 @@ Shapes are drawn from fixed seeds (key types, column types with NULL
 shares, secondary, partial, expression and two-column indexes; tables
 vacuumed, frozen or fresh; autocommit, chained, savepoints), as the bulk
 updates of upserts are tested (test_update_access_paths).  Beside them:
-what is left to core and why (RETURNING, a unique key assigned, row
-triggers and foreign keys, HOT-minded tables, SERIALIZABLE, inheritance),
+RETURNING rows, AFTER ROW trigger events, transition tables and foreign
+key actions and checks as the plain statement's; what is left to core and
+why (a volatile RETURNING, a unique key assigned, BEFORE ROW triggers, HOT-minded tables, SERIALIZABLE, inheritance),
 core's errors, a row met twice, rows another transaction changed or locks,
 TOAST values (none leaked: the TOAST table after VACUUM is the plain
 statement's), and a crash in the middle.
@@ -170,27 +171,23 @@ def test_report_and_explain(cluster):
 
 # statement, the reason last_statement() gives (a part of it), extra DDL
 REFUSED = {
-    "returning": ("UPDATE {t} SET a = 1 WHERE k < 100 RETURNING k", "RETURNING", []),
+    "returning volatile": ("UPDATE {t} SET a = 1 WHERE k < 100 RETURNING k, random() >= 0",
+                           "volatile", []),
     "unique key assigned": ("UPDATE {t} SET u = u + 10000000 WHERE k < 100",
                             'assigns column "u" of the unique index', []),
     "primary key assigned": ("UPDATE {t} SET k = k + 100000 WHERE k < 100",
                              'assigns column "k" of the unique index', []),
-    "row trigger": ("UPDATE {t} SET a = 1 WHERE k < 100", "row triggers",
+    "row trigger": ("UPDATE {t} SET a = 1 WHERE k < 100", "BEFORE ROW triggers",
                     ["CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS "
                      "$$BEGIN NEW.b := 'trig'; RETURN NEW; END$$",
                      "CREATE TRIGGER {t}_tr BEFORE UPDATE ON {t} FOR EACH ROW "
                      "EXECUTE FUNCTION {t}_f()"]),
-    "delete trigger": ("DELETE FROM {t} WHERE k < 100", "row triggers",
+    "delete trigger": ("DELETE FROM {t} WHERE k < 100", "BEFORE ROW triggers",
                        ["CREATE TABLE {t}_log (k int)",
                         "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS "
                         "$$BEGIN INSERT INTO {t}_log VALUES (OLD.k); RETURN OLD; END$$",
-                        "CREATE TRIGGER {t}_tr AFTER DELETE ON {t} FOR EACH ROW "
+                        "CREATE TRIGGER {t}_tr BEFORE DELETE ON {t} FOR EACH ROW "
                         "EXECUTE FUNCTION {t}_f()"]),
-    "referenced by a foreign key": ("DELETE FROM {t} WHERE k > 19000", "row triggers",
-                                    ["CREATE TABLE {t}_c (r int REFERENCES {t} "
-                                     "ON DELETE CASCADE)",
-                                     "INSERT INTO {t}_c SELECT g FROM "
-                                     "generate_series(19000, 19100) g"]),
     "hot-minded table": ("UPDATE {t} SET b = 'hot' WHERE k < 5000", "HOT",
                          ["ALTER TABLE {t} SET (fillfactor = 70)"]),
     "stored generated column": ("UPDATE {t} SET a = a + 1 WHERE k < 100", "generated",
@@ -215,7 +212,7 @@ def test_left_to_core_with_the_reason(cluster, case):
     n = list(REFUSED).index(case)
     with cluster.conn() as conn:
         tp, td = twins(conn, f"bd_x{n}", BASE, FILL, extra)
-        if case == "returning":
+        if case.startswith("returning"):
             plain = sorted(conn.execute(sql.format(t=tp)).fetchall())
             direct = sorted(conn.execute("/*+ APPEND */ " + sql.format(t=td)).fetchall())
             assert direct == plain
@@ -228,8 +225,140 @@ def test_left_to_core_with_the_reason(cluster, case):
                     and "by core" not in rep["updates"]), rep
         if case == "delete trigger":
             assert table_digest(conn, f"{td}_log") == table_digest(conn, f"{tp}_log")
-        if case == "referenced by a foreign key":
-            assert table_digest(conn, f"{td}_c") == table_digest(conn, f"{tp}_c")
+        check_table(conn, td)
+
+
+# statements with RETURNING: streamed (a scan of the target) and sorted
+# (a join), other tables' columns, expressions, TOASTed old values
+RETURNING = {
+    "update streamed": "UPDATE {t} SET a = a + 1, b = 'r' || k WHERE k % 3 = 0 "
+                       "RETURNING k, a, b, tableoid <> 0",
+    "update from, sorted": "UPDATE {t} x SET a = s.v FROM bd_rt_s s WHERE s.k = x.k "
+                           "RETURNING x.k, x.a, s.v * 2, length(x.b)",
+    "delete streamed": "DELETE FROM {t} WHERE k % 5 = 0 RETURNING *",
+    "delete using, sorted": "DELETE FROM {t} x USING bd_rt_s s WHERE s.k = x.k "
+                            "RETURNING x.*, s.v",
+    "delete of toasted rows": "DELETE FROM {t} WHERE k % 100 = 0 RETURNING k, md5(b)",
+    "update keeping toasted values": "UPDATE {t} SET a = -a WHERE k % 50 = 0 "
+                                     "RETURNING k, a, md5(b)",
+    "old and new (18)": "UPDATE {t} SET a = a + 10 WHERE k % 7 = 0 "
+                        "RETURNING old.a, new.a, k, old.b = new.b",
+    "delete old and new (18)": "DELETE FROM {t} WHERE k % 9 = 0 RETURNING old.k, new.k",
+}
+
+
+@pytest.mark.parametrize("case", list(RETURNING))
+def test_returning_as_plain(cluster, case):
+    """UPDATE and DELETE ... RETURNING in bulk: the plain statement's rows
+    (as a set: bulk rows come in the order they are changed), its count and
+    table, every row changed in bulk; then with another session's lock on
+    the table, every row through core's node, RETURNING rows included."""
+    n = list(RETURNING).index(case)
+    with cluster.conn() as conn, cluster.conn() as other:
+        if "(18)" in case and conn.info.server_version < 180000:
+            pytest.skip("RETURNING old and new are 18's")
+        big = ("UPDATE {t} SET b = (SELECT string_agg(md5(k::text || g), '') "
+               "FROM generate_series(1, 120) g) WHERE k % 25 = 0")
+        tp, td = twins(conn, f"bd_rt{n}", BASE, FILL, [big])
+        conn.execute("DROP TABLE IF EXISTS bd_rt_s")
+        conn.execute("CREATE TABLE bd_rt_s AS SELECT (g * 7919) % 20000 + 1 AS k, g AS v "
+                     "FROM generate_series(1, 4000) g ORDER BY hashint4(g)")
+        conn.execute("ANALYZE bd_rt_s")
+        sql = RETURNING[case]
+        for locked in (False, True):
+            if locked:
+                tp, td = twins(conn, f"bd_rt{n}l", BASE, FILL, [big])
+                other.execute("BEGIN")
+                other.execute(f"LOCK TABLE {td} IN ROW SHARE MODE")
+            cur = conn.execute(sql.format(t=tp))
+            plain, n_plain = sorted(cur.fetchall(), key=repr), cur.rowcount
+            cur = conn.execute("/*+ APPEND */ " + sql.format(t=td))
+            direct, n_direct = sorted(cur.fetchall(), key=repr), cur.rowcount
+            rep = last_statement(conn)
+            if locked:
+                other.execute("COMMIT")
+            assert len(plain) == n_plain > 0 and n_direct == n_plain, (case, n_plain, n_direct)
+            assert direct == plain, case
+            assert rep["path"] == "direct" and "in bulk" in rep["updates"], rep
+            assert ("by core's executor" in rep["updates"]) == locked, rep
+            assert table_digest(conn, td) == table_digest(conn, tp), case
+            check_table(conn, td)
+
+
+# AFTER ROW triggers (a WHEN condition, OLD and NEW logged), transition
+# tables, and foreign keys on either side: the plain statement's effects
+TRIGGERS = {
+    "after update": ("UPDATE {t} SET a = a + 1, b = 'x' || k WHERE k % 3 = 0", [
+        "CREATE TABLE {t}_log (op text, ok int, oa int, nk int, na int, nb text)",
+        "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+        "INSERT INTO {t}_log VALUES (TG_OP, OLD.k, OLD.a, NEW.k, NEW.a, NEW.b); "
+        "RETURN NULL; END$$",
+        "CREATE TRIGGER {t}_tr AFTER UPDATE ON {t} FOR EACH ROW "
+        "WHEN (OLD.a % 2 = 0) EXECUTE FUNCTION {t}_f()"]),
+    "after delete": ("DELETE FROM {t} x USING bd_tg_s s WHERE s.k = x.k", [
+        "CREATE TABLE {t}_log (op text, ok int, oa int, nk int, na int, nb text)",
+        "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+        "INSERT INTO {t}_log VALUES (TG_OP, OLD.k, OLD.a, NULL, NULL, OLD.b); "
+        "RETURN NULL; END$$",
+        "CREATE TRIGGER {t}_tr AFTER DELETE ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_f()"]),
+    "transition tables": ("UPDATE {t} x SET a = s.v FROM bd_tg_s s WHERE s.k = x.k", [
+        "CREATE TABLE {t}_log (op text, ok int, oa int, nk int, na int, nb text)",
+        "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+        "INSERT INTO {t}_log SELECT TG_OP, o.k, o.a, n.k, n.a, n.b "
+        "FROM o JOIN n USING (k); RETURN NULL; END$$",
+        "CREATE TRIGGER {t}_tr AFTER UPDATE ON {t} REFERENCING OLD TABLE AS o "
+        "NEW TABLE AS n FOR EACH STATEMENT EXECUTE FUNCTION {t}_f()"]),
+    "referenced, cascade": ("DELETE FROM {t} WHERE k > 19000", [
+        "CREATE TABLE {t}_log (r int REFERENCES {t} ON DELETE CASCADE, nb text)",
+        "INSERT INTO {t}_log SELECT g, 'c' FROM generate_series(18900, 19100) g"]),
+    "referenced, set null": ("DELETE FROM {t} WHERE k % 2 = 0", [
+        "CREATE TABLE {t}_log (r int REFERENCES {t} ON DELETE SET NULL, nb text)",
+        "INSERT INTO {t}_log SELECT g, 'c' FROM generate_series(1, 20000, 7) g"]),
+    "referenced, violated": ("DELETE FROM {t} WHERE k % 2 = 0", [
+        "CREATE TABLE {t}_log (r int REFERENCES {t}, nb text)",
+        "INSERT INTO {t}_log VALUES (5, 'a'), (19998, 'b')"]),
+    "referencing, checked": ("UPDATE {t} SET a = (k % 50) + 1 WHERE k % 4 = 0", [
+        "CREATE TABLE {t}_log (id int PRIMARY KEY, nb text)",
+        "INSERT INTO {t}_log SELECT g, 'p' FROM generate_series(0, 99) g",
+        "ALTER TABLE {t} ADD FOREIGN KEY (a) REFERENCES {t}_log"]),
+    "referencing, violated": ("UPDATE {t} SET a = k WHERE k % 4 = 0", [
+        "CREATE TABLE {t}_log (id int PRIMARY KEY, nb text)",
+        "INSERT INTO {t}_log SELECT g, 'p' FROM generate_series(0, 200) g",
+        "ALTER TABLE {t} ADD FOREIGN KEY (a) REFERENCES {t}_log"]),
+}
+
+
+@pytest.mark.parametrize("case", list(TRIGGERS))
+def test_after_row_triggers_as_plain(cluster, case):
+    """AFTER ROW triggers, transition tables and foreign keys of a bulk
+    UPDATE or DELETE: the rows changed in bulk queue their events as core
+    does (fired at the statement's end), so the logs, the cascaded rows and
+    the errors are the plain statement's; nothing is left after an error."""
+    sql, extra = TRIGGERS[case]
+    n = list(TRIGGERS).index(case)
+    with cluster.conn() as conn:
+        conn.execute("DROP TABLE IF EXISTS bd_tg_s")
+        conn.execute("CREATE TABLE bd_tg_s AS SELECT (g * 7919) % 20000 + 1 AS k, g AS v "
+                     "FROM generate_series(1, 3000) g ORDER BY hashint4(g)")
+        conn.execute("ANALYZE bd_tg_s")
+        tp, td = twins(conn, f"bd_tg{n}", BASE, FILL, extra)
+        before = table_digest(conn, td), table_digest(conn, f"{td}_log")
+        errs = []
+        for t, hint in ((tp, ""), (td, "/*+ APPEND */ ")):
+            try:
+                errs.append((conn.execute(hint + sql.format(t=t)).rowcount, None))
+            except psycopg.Error as e:
+                errs.append((None, tuple((m or "").replace(t, "T") for m in (
+                    e.sqlstate, e.diag.message_primary, e.diag.message_detail))))
+        rep = last_statement(conn)
+        assert errs[1] == errs[0], errs
+        if errs[0][1] is None:
+            assert errs[0][0] > 0
+            assert "in bulk" in rep["updates"] and "by core" not in rep["updates"], rep
+            assert table_digest(conn, td) == table_digest(conn, tp), case
+            assert table_digest(conn, f"{td}_log") == table_digest(conn, f"{tp}_log"), case
+        else:
+            assert (table_digest(conn, td), table_digest(conn, f"{td}_log")) == before
         check_table(conn, td)
 
 

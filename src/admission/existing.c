@@ -415,7 +415,7 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 
 /*
  * A bulk UPDATE or DELETE (versions.c): one plain table, changed by this
- * statement alone, no RETURNING, and an UPDATE whose SET assigns no column
+ * statement alone, and an UPDATE whose SET assigns no column
  * of a unique or exclusion index.  Core checks such an update's new key
  * row by row, against rows the statement has not yet reached (so that
  * "SET id = id + 1" fails or not by the order of the scan); the bulk path
@@ -435,9 +435,6 @@ dp_rewrite_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 		return "the target is not a plain table";
 	if (stmt->hasModifyingCTE)
 		return "the statement has a data-modifying WITH";
-	if (mt->returningLists != NIL)
-		return mt->operation == CMD_UPDATE ? "UPDATE ... RETURNING" :
-			"DELETE ... RETURNING";
 	if (mt->operation == CMD_UPDATE)
 		r = tree_ineligible(rte->relid, keys_rule, &(DPKeyChange) {
 			.assigned = column_names(rte->relid,

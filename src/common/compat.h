@@ -194,26 +194,35 @@ typedef char *DPPageArg;
 #endif
 
 /*
- * Prepare a RETURNING projection for a freshly inserted row: 18 lets
- * RETURNING name OLD and NEW, and the projection must be told that OLD
- * does not exist for an INSERT.
+ * Prepare a RETURNING projection as core's ExecProcessReturning does: the
+ * scan tuple is the new row (INSERT, UPDATE) or the old one (DELETE), the
+ * outer tuple the plan's row (other tables' columns); 18 lets RETURNING
+ * name OLD and NEW, and the projection must be told which of them exist.
  */
 static inline void
 dp_returning_prepare(ProjectionInfo *proj, EState *estate,
-					 ResultRelInfo *rri, TupleTableSlot *slot)
+					 ResultRelInfo *rri, TupleTableSlot *oldslot,
+					 TupleTableSlot *newslot, TupleTableSlot *planslot)
 {
 	ExprContext *econtext = proj->pi_exprContext;
 
-	econtext->ecxt_scantuple = slot;
-	econtext->ecxt_outertuple = NULL;
+	econtext->ecxt_scantuple = newslot ? newslot : oldslot;
+	econtext->ecxt_outertuple = planslot;
 #if PG_VERSION_NUM >= 180000
-	econtext->ecxt_newtuple = slot;
-	if (proj->pi_state.flags & EEO_FLAG_HAS_OLD)
-		econtext->ecxt_oldtuple = ExecGetAllNullSlot(estate, rri);
+	econtext->ecxt_oldtuple = oldslot ? oldslot :
+		(proj->pi_state.flags & EEO_FLAG_HAS_OLD) ?
+		ExecGetAllNullSlot(estate, rri) : NULL;
+	econtext->ecxt_newtuple = newslot ? newslot :
+		(proj->pi_state.flags & EEO_FLAG_HAS_NEW) ?
+		ExecGetAllNullSlot(estate, rri) : NULL;
+	if (oldslot == NULL)
+		proj->pi_state.flags |= EEO_FLAG_OLD_IS_NULL;
 	else
-		econtext->ecxt_oldtuple = NULL;
-	proj->pi_state.flags |= EEO_FLAG_OLD_IS_NULL;
-	proj->pi_state.flags &= ~EEO_FLAG_NEW_IS_NULL;
+		proj->pi_state.flags &= ~EEO_FLAG_OLD_IS_NULL;
+	if (newslot == NULL)
+		proj->pi_state.flags |= EEO_FLAG_NEW_IS_NULL;
+	else
+		proj->pi_state.flags &= ~EEO_FLAG_NEW_IS_NULL;
 #endif
 }
 

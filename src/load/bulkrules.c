@@ -8,9 +8,13 @@
  * The bulk path writes headers as heap_update, heap_lock_tuple and
  * heap_delete do, and nothing else: whatever core does per row beyond that
  * must be absent for the statement's kind of change - row triggers and
- * transition tables (foreign keys are triggers, on either side), row
+ * transition tables (foreign keys are triggers, on either side; an
+ * UPDATE's and a DELETE's AFTER ROW ones are queued per row), row
  * security and a view's CHECK OPTION, stored generated columns an update
- * recomputes, RETURNING, SERIALIZABLE's predicate locks, logical decoding
+ * recomputes, an upsert's or MERGE's RETURNING (an UPDATE's or DELETE's is
+ * projected per row, versions.c, unless it calls a volatile function, which
+ * could read the rows changed so far), SERIALIZABLE's predicate locks,
+ * logical decoding
  * (which reads changes from their own records), a partitioned target or a
  * partition (rows that move between partitions), and, where new versions
  * get index entries, deferrable and exclusion indexes.  An UPDATE core
@@ -29,6 +33,7 @@
 #include "catalog/catalog.h"
 #include "commands/trigger.h"
 #include "common/settings.h"
+#include "optimizer/optimizer.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
@@ -48,15 +53,21 @@ merge_refusal(ResultRelInfo *rri)
 	return NULL;
 }
 
-/* The row triggers (or transition tables) the statement's kind would fire. */
+/*
+ * The row triggers (or transition tables) the statement's kind would fire
+ * that the bulk path cannot: an UPDATE's or DELETE's AFTER ROW triggers and
+ * transition tables are queued per row (newvalues.c), not its BEFORE ROW
+ * triggers, which may change or skip a row and lock it first.
+ */
 static bool
 has_row_triggers(TriggerDesc *trig, CmdType op)
 {
 	if (trig == NULL)
 		return false;
 	if (op == CMD_DELETE)
-		return trig->trig_delete_before_row || trig->trig_delete_after_row ||
-			trig->trig_delete_instead_row || trig->trig_delete_old_table;
+		return trig->trig_delete_before_row || trig->trig_delete_instead_row;
+	if (op == CMD_UPDATE)
+		return trig->trig_update_before_row || trig->trig_update_instead_row;
 	if ((op == CMD_INSERT || op == CMD_MERGE) &&
 		(trig->trig_insert_before_row || trig->trig_insert_after_row ||
 		 trig->trig_insert_instead_row || trig->trig_insert_new_table))
@@ -114,14 +125,18 @@ dp_versions_refusal(ModifyTableState *mt)
 	if (RelationIsLogicallyLogged(rel))
 		return "the table is logically logged (logical decoding reads updates and deletes from their own records)";
 	if (has_row_triggers(rel->trigdesc, op))
-		return "the table has row triggers (foreign keys included) or transition tables";
+		return op == CMD_UPDATE || op == CMD_DELETE ?
+			"the table has BEFORE ROW triggers of the statement's kind" :
+			"the table has row triggers (foreign keys included) or transition tables";
 	if (rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL)
 		return "row security or a view's CHECK OPTION applies";
 	if (op != CMD_DELETE &&
 		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return "the table has stored generated columns";
-	if (plan->returningLists != NIL)
+	if (plan->returningLists != NIL && op != CMD_UPDATE && op != CMD_DELETE)
 		return "the statement has RETURNING";
+	if (contain_volatile_functions((Node *) plan->returningLists))
+		return "RETURNING calls a volatile function (it could read the rows changed so far)";
 	if (IsolationIsSerializable())
 		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
 	if (op == CMD_DELETE)

@@ -160,10 +160,11 @@ typedef struct DPRewrite DPRewrite;
  * dp_rewrite_begin, once the statement's ModifyTable node ('mt', an UPDATE
  * or a DELETE of a plain table) is initialised; dp_rewrite_row for each row
  * of its subplan; dp_rewrite_finish changes the rows (in bulk, or through
- * the node), counts them in es_processed and publishes the report.
+ * the node), counts them in es_processed and publishes the report; the
+ * RETURNING rows, if any, go to 'retstore'.
  */
 extern DPRewrite *dp_rewrite_begin(EState *estate, ModifyTableState *mt,
-								   bool hinted);
+								   bool hinted, Tuplestorestate *retstore);
 extern void dp_rewrite_row(DPRewrite *r, TupleTableSlot *planSlot);
 extern void dp_rewrite_finish(DPRewrite *r);
 extern const DPReport *dp_rewrite_report(DPRewrite *r);

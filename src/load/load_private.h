@@ -274,6 +274,21 @@ extern uint64 dp_upsert_pages(DPUpsert *u);
 
 /* ---------- versions.c: updates and deletes in bulk ---------- */
 
+/* A TID as one int8, in TID order, and back. */
+static inline int64
+dp_pack_tid(ItemPointer tid)
+{
+	return ((int64) ItemPointerGetBlockNumber(tid) << 16) |
+		ItemPointerGetOffsetNumber(tid);
+}
+
+static inline void
+dp_unpack_tid(int64 packed, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (packed >> 16),
+				   (OffsetNumber) (packed & 0xFFFF));
+}
+
 typedef struct DPVersions DPVersions;
 
 /*
@@ -289,10 +304,13 @@ extern const char *dp_versions_refusal(ModifyTableState *mt);
  * once the load's pages are written and its index work done: every kept
  * row updated, locked or deleted in bulk, or put into 'rest' for core's
  * executor (returns how many).  An UPDATE's or DELETE's rows arriving in
- * TID order are changed as they come, before dp_versions_run.
+ * TID order are changed as they come, before dp_versions_run.  An
+ * UPDATE's or DELETE's RETURNING rows go to 'retstore' as rows are changed
+ * (TID order; core's rows after them, upsert.c).
  */
 extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt,
-									 Tuplestorestate *rest);
+									 Tuplestorestate *rest,
+									 Tuplestorestate *retstore);
 extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
 							 ItemPointer found);
 extern uint64 dp_versions_run(DPVersions *v);
@@ -315,6 +333,17 @@ extern TupleTableSlot *dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
 									 TupleTableSlot *existing, HeapTuple old,
 									 Buffer buf, bool *lock);
 extern void dp_affected_twice(CmdType op);
+
+/*
+ * An UPDATE's or DELETE's row changed in bulk (its old version at 'oldtid'
+ * in 'oldslot', the new one in 'newslot' or NULL, the plan's row): its
+ * AFTER ROW trigger events queued, its RETURNING row into 'retstore' (if
+ * not NULL).
+ */
+extern void dp_changed_row(ModifyTableState *mt, ItemPointer oldtid,
+						   TupleTableSlot *oldslot, TupleTableSlot *newslot,
+						   TupleTableSlot *planslot,
+						   Tuplestorestate *retstore);
 
 /* ---------- oldpages.c: old versions changed page by page ---------- */
 

@@ -4,7 +4,8 @@
  *	  The new version of a row changed in bulk (versions.c), by core's own
  *	  expressions of the statement's ModifyTable node: ON CONFLICT DO
  *	  UPDATE's WHERE clause and SET projection, MERGE's WHEN MATCHED
- *	  actions, an UPDATE's new-tuple projection.
+ *	  actions, an UPDATE's new-tuple projection; and a changed row's
+ *	  trigger events and RETURNING row.
  *
  * The old version is stored in the node's slot for it (DO UPDATE's
  * oc_Existing, MERGE's and UPDATE's ri_oldTupleSlot) from the pinned page;
@@ -16,14 +17,27 @@
  * marked valid, so that core's executor uses the same one for the rows it
  * takes afterwards.
  *
+ * An UPDATE's or a DELETE's row changed in bulk (dp_changed_row), right
+ * after its new version is placed or its deletion noted, while its old page
+ * is still pinned: its AFTER ROW trigger events and transition table rows
+ * queued as core's ExecUpdateEpilogue and ExecDeleteEpilogue queue them
+ * (the events name the old and new versions by TID; they fire at the
+ * statement's end, when every page is written), and its RETURNING row
+ * projected as ExecProcessReturning projects it, copied into the
+ * statement's tuplestore, the projection's memory reset per row as
+ * ExecModifyTable resets it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "load/load_private.h"
 
 #include "access/tableam.h"
+#include "commands/trigger.h"
+#include "common/compat.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
 #include "utils/rel.h"
+#include "utils/tuplestore.h"
 
 void
 dp_update_projection(ModifyTableState *mt, ResultRelInfo *rri)
@@ -123,4 +137,29 @@ dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
 	econtext->ecxt_outertuple = NULL;
 	return mt->operation == CMD_MERGE ? merge_matched(mt, econtext) :
 		on_conflict(mt, econtext, lock);
+}
+
+void
+dp_changed_row(ModifyTableState *mt, ItemPointer oldtid,
+			   TupleTableSlot *oldslot, TupleTableSlot *newslot,
+			   TupleTableSlot *planslot, Tuplestorestate *retstore)
+{
+	ResultRelInfo *rri = mt->resultRelInfo;
+	EState	   *estate = mt->ps.state;
+
+	/* as ExecDeleteEpilogue and ExecUpdateEpilogue queue them */
+	if (newslot == NULL)
+		ExecARDeleteTriggers(estate, rri, oldtid, NULL,
+							 mt->mt_transition_capture, false);
+	else
+		ExecARUpdateTriggers(estate, rri, NULL, NULL, oldtid, NULL, newslot,
+							 NIL, mt->mt_transition_capture, false);
+	if (retstore != NULL)
+	{
+		ProjectionInfo *proj = rri->ri_projectReturning;
+
+		dp_returning_prepare(proj, estate, rri, oldslot, newslot, planslot);
+		tuplestore_puttupleslot(retstore, ExecProject(proj));
+		ResetExprContext(proj->pi_exprContext);
+	}
 }

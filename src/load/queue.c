@@ -250,7 +250,8 @@ post_row(DPQueue *q, DPLeaf *leaf, TupleTableSlot *slot, DPRow *row)
 
 	if (rri->ri_projectReturning)
 	{
-		dp_returning_prepare(rri->ri_projectReturning, estate, rri, slot);
+		dp_returning_prepare(rri->ri_projectReturning, estate, rri, NULL, slot,
+							 NULL);
 		tuplestore_puttupleslot(q->retstore,
 								ExecProject(rri->ri_projectReturning));
 	}

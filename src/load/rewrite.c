@@ -31,6 +31,11 @@
  *	   which does for them what a plain UPDATE or DELETE does
  *	   (EvalPlanQual included).
  *
+ * RETURNING rows are projected as each row is changed (versions.c), so they
+ * come in the order rows are changed - a scan's order when the rows
+ * stream, TID order when sorted - then those of the rows core's node
+ * takes; the DirectPath node returns them once the statement is done.
+ *
  * A statement refused at execution (triggers, row security, SERIALIZABLE,
  * ...: bulkrules.c) keeps nothing: the DirectPath node (exec.c) lets core's
  * ModifyTable node run it as the plain statement, and the report says why.
@@ -69,7 +74,8 @@ kind_of(ModifyTableState *mt)
 }
 
 DPRewrite *
-dp_rewrite_begin(EState *estate, ModifyTableState *mt, bool hinted)
+dp_rewrite_begin(EState *estate, ModifyTableState *mt, bool hinted,
+				 Tuplestorestate *retstore)
 {
 	DPRewrite  *r = palloc0(sizeof(DPRewrite));
 	Plan	   *subplan = outerPlan(mt->ps.plan);
@@ -80,7 +86,7 @@ dp_rewrite_begin(EState *estate, ModifyTableState *mt, bool hinted)
 	r->estate = estate;
 	r->hinted = hinted;
 	dp_report_init(&r->report);
-	r->upsert = dp_upsert_begin(estate, mt, NULL, NULL);
+	r->upsert = dp_upsert_begin(estate, mt, retstore, NULL);
 	why = dp_upsert_refusal(r->upsert);
 	if (why != NULL)
 		dp_report_normal(&r->report, hinted, kind_of(mt), why);

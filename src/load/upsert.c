@@ -180,7 +180,7 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	 */
 	open_target_indexes(estate, mtstate->resultRelInfo);
 	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
-		u->versions = dp_versions_begin(estate, mtstate, u->rows);
+		u->versions = dp_versions_begin(estate, mtstate, u->rows, retstore);
 	return u;
 }
 

@@ -31,6 +31,9 @@
  *				transaction, HEAP_UPDATED, not frozen; TOAST values it
  *				shares with the old version kept, the others deleted, as
  *				heap_update does), its TID known at once;
+ *				An UPDATE's or DELETE's AFTER ROW trigger events and
+ *				RETURNING row are made then (newvalues.c), from the old
+ *				version on its pinned page and the new version placed;
  *	apply		every 16384 rows, at a page boundary: the builder's pages
  *				are written (multi-insert records, as any direct load's),
  *				then the old pages changed (oldpages.c: VM bits, headers
@@ -138,6 +141,10 @@ struct DPVersions
 	BlockNumber blkno;			/* the old page being evaluated */
 	Buffer		buf;			/* ... pinned, or InvalidBuffer */
 	Tuplestorestate *rest;		/* rows for core's path (upsert.c) */
+	/* an UPDATE's or DELETE's rows, each followed by dp_changed_row */
+	bool		per_row;		/* AFTER ROW triggers or RETURNING */
+	Tuplestorestate *retstore;	/* RETURNING rows, or NULL */
+	TupleTableSlot *oldslot;	/* a deleted row's old version */
 	/* an UPDATE's or DELETE's rows, changed as they arrive in TID order */
 	bool		stream;			/* may still stream */
 	bool		streamed;		/* the run began while the plan ran */
@@ -184,7 +191,8 @@ scan_in_tid_order(PlanState *ps, Relation target)
 }
 
 DPVersions *
-dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
+dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
+				  Tuplestorestate *retstore)
 {
 	DPVersions *v = palloc0(sizeof(DPVersions));
 	CmdType		op = mt->operation;
@@ -200,6 +208,12 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 
 	v->op = op;
 	v->rest = rest;
+	if ((op == CMD_UPDATE || op == CMD_DELETE) &&
+		mt->resultRelInfo->ri_projectReturning != NULL)
+		v->retstore = retstore;
+	v->per_row = (op == CMD_UPDATE || op == CMD_DELETE) &&
+		(v->retstore != NULL || mt->resultRelInfo->ri_TrigDesc != NULL ||
+		 mt->mt_transition_capture != NULL);
 	v->stream = (op == CMD_UPDATE || op == CMD_DELETE) &&
 		scan_in_tid_order(outerPlanState(mt), mt->resultRelInfo->ri_RelationDesc);
 	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
@@ -231,7 +245,9 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 		v->rri->ri_oldTupleSlot;
 	v->heapslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(v->rel),
 										  &TTSOpsHeapTuple);
-	if (op == CMD_DELETE)
+	if (op == CMD_DELETE && v->per_row)
+		v->oldslot = table_slot_create(v->rel, &estate->es_tupleTable);
+	else if (op == CMD_DELETE)
 	{
 		/* a sort of int8s, in memory where a wide one would spill */
 		v->tids = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
@@ -243,14 +259,6 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest)
 	return v;
 }
 
-/* A TID as one int8, in TID order. */
-static inline int64
-pack_tid(ItemPointer tid)
-{
-	return ((int64) ItemPointerGetBlockNumber(tid) << 16) |
-		ItemPointerGetOffsetNumber(tid);
-}
-
 static int
 int64_cmp(const void *a, const void *b)
 {
@@ -258,13 +266,6 @@ int64_cmp(const void *a, const void *b)
 	int64		y = *(const int64 *) b;
 
 	return x < y ? -1 : x > y;
-}
-
-static inline void
-unpack_tid(int64 packed, ItemPointer tid)
-{
-	ItemPointerSet(tid, (BlockNumber) (packed >> 16),
-				   (OffsetNumber) (packed & 0xFFFF));
 }
 
 void
@@ -286,7 +287,7 @@ dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 	{
 		/* a DELETE needs no column of the row: only core might (EPQ) */
 		tuplestore_puttupleslot(v->plan_rows, slot);
-		tuplesort_putdatum(v->tids, Int64GetDatum(pack_tid(found)), false);
+		tuplesort_putdatum(v->tids, Int64GetDatum(dp_pack_tid(found)), false);
 		v->kept++;
 		return;
 	}
@@ -294,7 +295,7 @@ dp_versions_keep(DPVersions *v, TupleTableSlot *slot, ItemPointer found)
 	slot_getallattrs(slot);
 	memcpy(v->put->tts_values, slot->tts_values, sizeof(Datum) * v->natts);
 	memcpy(v->put->tts_isnull, slot->tts_isnull, sizeof(bool) * v->natts);
-	v->put->tts_values[v->natts] = Int64GetDatum(pack_tid(found));
+	v->put->tts_values[v->natts] = Int64GetDatum(dp_pack_tid(found));
 	v->put->tts_values[v->natts + 1] = Int64GetDatum((int64) v->kept++);
 	v->put->tts_isnull[v->natts] = v->put->tts_isnull[v->natts + 1] = false;
 	ExecStoreVirtualTuple(v->put);
@@ -314,7 +315,7 @@ read_row(DPVersions *v, ItemPointer entry)
 	ExecStoreVirtualTuple(v->row);
 	v->row->tts_tableOid = RelationGetRelid(v->rel);
 	packed = DatumGetInt64(v->got->tts_values[v->natts]);
-	unpack_tid(packed, entry);
+	dp_unpack_tid(packed, entry);
 }
 
 /* A row for core's path (upsert.c runs it after the run). */
@@ -408,6 +409,13 @@ delete_found(DPVersions *v, HeapTuple tuple)
 					DP_CHANGE_DELETE);
 	if (HeapTupleHasExternal(tuple))
 		dp_oldpages_toasted(v->old, tuple);
+	if (v->per_row)
+	{
+		ExecStoreBufferHeapTuple(tuple, v->oldslot, v->buf);
+		dp_changed_row(v->mt, &tuple->t_self, v->oldslot, NULL, v->row,
+					   v->retstore);
+		ExecClearTuple(v->oldslot);
+	}
 	if (v->mt->canSetTag)
 		v->estate->es_processed++;
 }
@@ -472,6 +480,14 @@ evaluate_row(DPVersions *v, ItemPointer entry)
 	c->kind = DP_CHANGE_UPDATE;
 	/* TOAST values the new version keeps are shared, the others deleted */
 	dp_heap_add_version(v->builder, newtup, &tuple, &c->newtid);
+	if (v->per_row)
+	{
+		ExecStoreHeapTuple(newtup, v->heapslot, false);
+		v->heapslot->tts_tableOid = RelationGetRelid(v->rel);
+		dp_changed_row(v->mt, &tid, v->existing, v->heapslot, v->row,
+					   v->retstore);
+		ExecClearTuple(v->heapslot);
+	}
 	ExecClearTuple(v->existing);
 	v->versions[v->nversions++] = newtup;
 	if (v->mt->canSetTag)
@@ -636,7 +652,7 @@ delete_by_tid(DPVersions *v)
 		if (packed == prev)
 			continue;
 		prev = packed;
-		unpack_tid(packed, &tid);
+		dp_unpack_tid(packed, &tid);
 		if (ItemPointerGetBlockNumber(&tid) != v->blkno)
 		{
 			leave_page(v);
@@ -671,7 +687,7 @@ delete_rows_to_core(DPVersions *v)
 	while (tuplestore_gettupleslot(v->plan_rows, true, false, v->planslot))
 	{
 		bool		isnull;
-		int64		packed = pack_tid((ItemPointer) DatumGetPointer(
+		int64		packed = dp_pack_tid((ItemPointer) DatumGetPointer(
 			ExecGetJunkAttribute(v->planslot, v->rri->ri_RowIdAttNo, &isnull)));
 
 		if (!v->bulk)

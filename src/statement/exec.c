@@ -14,7 +14,7 @@
  * statement-level triggers as ExecModifyTable would.  RETURNING rows come
  * back from the load in batches, through a tuplestore, and are returned
  * one per call.  An UPDATE's or DELETE's plan rows are all handed over,
- * then changed at once (no RETURNING: refused at plan time).  A MERGE's
+ * then changed at once, their RETURNING rows returned after.  A MERGE's
  * rows are sorted as ExecModifyTable sorts them:
  * a row not matched with a target row gets its WHEN NOT MATCHED action
  * here (an insert goes to the load), a matched one is left, with every
@@ -321,7 +321,8 @@ run_gather(DPScanState *s)
 
 /*
  * A hinted UPDATE or DELETE: every row of the plan kept, then the rows
- * changed in bulk (rewrite.c).  No RETURNING (refused at plan time).
+ * changed in bulk (rewrite.c); RETURNING rows, the bulk path's and core's,
+ * kept in the tuplestore until the end.
  */
 static void
 run_rewrite(DPScanState *s)
@@ -330,12 +331,19 @@ run_rewrite(DPScanState *s)
 	ModifyTableState *mt = s->mtstate;
 	PlanState  *subplan = outerPlanState(mt);
 
-	s->rewrite = dp_rewrite_begin(estate, mt, s->hinted);
+	s->rewrite = dp_rewrite_begin(estate, mt, s->hinted, s->retstore);
 	if (!dp_rewrite_report(s->rewrite)->direct)
 	{
 		/* refused at execution: core's executor, as the plain statement */
-		while (!TupIsNull(ExecProcNode(&mt->ps)))
-			;
+		for (;;)
+		{
+			TupleTableSlot *ret = ExecProcNode(&mt->ps);
+
+			if (TupIsNull(ret))
+				break;
+			if (s->retstore)
+				tuplestore_puttupleslot(s->retstore, ret);
+		}
 		dp_rewrite_finish(s->rewrite);
 		s->done = true;
 		return;
