@@ -16,7 +16,7 @@ vacuumed, frozen or fresh; autocommit, chained, savepoints), as the bulk
 updates of upserts are tested (test_update_access_paths).  Beside them:
 RETURNING rows, AFTER ROW trigger events, transition tables and foreign
 key actions and checks as the plain statement's; what is left to core and
-why (a volatile RETURNING, a unique key assigned, BEFORE ROW triggers, HOT-minded tables, SERIALIZABLE, inheritance),
+why (a volatile RETURNING or policy, a unique key assigned, BEFORE ROW triggers, HOT-minded tables, SERIALIZABLE, inheritance),
 core's errors, a row met twice, rows another transaction changed or locks,
 TOAST values (none leaked: the TOAST table after VACUUM is the plain
 statement's), and a crash in the middle.
@@ -25,8 +25,8 @@ statement's), and a crash in the middle.
 import psycopg
 import pytest
 
-from conftest import (crash_at_fault, last_statement, set_gucs, sqlstate_of, table_digest,
-                      verify_table)
+from conftest import (connect_as, crash_at_fault, last_statement, set_gucs, sqlstate_of,
+                      table_digest, verify_table)
 from test_update_access_paths import Shape, check_table
 
 pytestmark = pytest.mark.directpath
@@ -190,13 +190,6 @@ REFUSED = {
                         "EXECUTE FUNCTION {t}_f()"]),
     "hot-minded table": ("UPDATE {t} SET b = 'hot' WHERE k < 5000", "HOT",
                          ["ALTER TABLE {t} SET (fillfactor = 70)"]),
-    "stored generated column": ("UPDATE {t} SET a = a + 1 WHERE k < 100", "generated",
-                                ["ALTER TABLE {t} ADD COLUMN g int "
-                                 "GENERATED ALWAYS AS (a * 2) STORED"]),
-    "row security": ("UPDATE {t} SET a = 7 WHERE k < 100", "row security",
-                     ["ALTER TABLE {t} ENABLE ROW LEVEL SECURITY",
-                      "ALTER TABLE {t} FORCE ROW LEVEL SECURITY",
-                      "CREATE POLICY {t}_p ON {t} USING (k % 2 = 0)"]),
     "inheritance": ("UPDATE {t} SET a = 3 WHERE k < 100", "more than one target",
                     ["CREATE TABLE {t}_child () INHERITS ({t})",
                      "INSERT INTO {t}_child SELECT 50 + g, NULL, 0, 'c' "
@@ -359,6 +352,65 @@ def test_after_row_triggers_as_plain(cluster, case):
             assert table_digest(conn, f"{td}_log") == table_digest(conn, f"{tp}_log"), case
         else:
             assert (table_digest(conn, td), table_digest(conn, f"{td}_log")) == before
+        check_table(conn, td)
+
+
+# statements run by a role that row security applies to, through views
+# WITH CHECK OPTION, on a table with a stored generated column
+CHECKED = {
+    "policies pass": "UPDATE {t} SET a = a % 50 WHERE k < 3000 RETURNING k, a, g",
+    "update check fails": "UPDATE {t} SET a = a + 5 WHERE k < 3000",
+    "select policy on returning": "UPDATE {t} SET a = 95 WHERE k < 3000 RETURNING k",
+    "delete sees its rows": "DELETE FROM {t} WHERE k % 3 = 0 RETURNING k, g",
+    "view check passes": "UPDATE {t}_v SET a = a - 1 WHERE k < 3000 AND a > 0",
+    "view check fails": "UPDATE {t}_v SET a = a + 1 WHERE k < 3000",
+    "generated columns": "UPDATE {t}_v SET b = b || 'x', a = a - 1 WHERE a > 10",
+    "volatile policy": "UPDATE {t} SET a = a % 50 WHERE k < 3000",
+}
+
+
+@pytest.mark.parametrize("case", list(CHECKED))
+def test_row_security_views_generated_as_plain(cluster, case):
+    """Row security (USING in the plan; an UPDATE's WITH CHECK and, with
+    RETURNING, SELECT policies on each new version), a view's CHECK OPTION
+    and stored generated columns in bulk: the plain statement's rows,
+    table and errors (SQLSTATE, message), nothing left after an error; a
+    policy calling a volatile function leaves the statement to core."""
+    n = list(CHECKED).index(case)
+    ddl = ["ALTER TABLE {t} ADD COLUMN g int GENERATED ALWAYS AS (a * 2 + k) STORED",
+           "CREATE VIEW {t}_v AS SELECT * FROM {t} WHERE a < 50 WITH CHECK OPTION",
+           "ALTER TABLE {t} ENABLE ROW LEVEL SECURITY",
+           "CREATE POLICY {t}_s ON {t} FOR SELECT USING (a <> 95)",
+           "CREATE POLICY {t}_u ON {t} FOR UPDATE USING (k % 2 = 0) WITH CHECK (a < 99)",
+           "CREATE POLICY {t}_d ON {t} FOR DELETE USING (k % 4 = 0)",
+           "GRANT SELECT, UPDATE, DELETE ON {t}, {t}_v TO dp_bd_user"]
+    if case == "volatile policy":
+        ddl.append("CREATE POLICY {t}_r ON {t} FOR UPDATE USING (true) WITH CHECK (random() < 2)")
+    with cluster.conn() as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'dp_bd_user'").fetchone():
+            conn.execute("CREATE ROLE dp_bd_user LOGIN")
+        tp, td = twins(conn, f"bd_ck{n}", BASE, FILL, ddl)
+        before = table_digest(conn, td)
+        out = []
+        with connect_as(cluster, "dp_bd_user") as user:
+            for t, hint in ((tp, ""), (td, "/*+ APPEND */ ")):
+                try:
+                    cur = user.execute(hint + CHECKED[case].format(t=t))
+                    out.append((cur.rowcount, sorted(cur.fetchall()) if cur.description else None))
+                except psycopg.Error as e:
+                    out.append(("error", e.sqlstate, (e.diag.message_primary or "").replace(t, "T")))
+            rep = last_statement(user)
+        assert out[1] == out[0], (case, out)
+        if out[0][0] == "error":
+            assert table_digest(conn, td) == before
+        elif case == "volatile policy":
+            assert "volatile" in rep["reason"] and rep["updates"] is None, rep
+            assert table_digest(conn, td) == table_digest(conn, tp), case
+        else:
+            assert out[0][0] > 0, out
+            assert rep["path"] == "direct" and "in bulk" in rep["updates"], rep
+            assert "by core" not in rep["updates"], rep
+            assert table_digest(conn, td) == table_digest(conn, tp), case
         check_table(conn, td)
 
 

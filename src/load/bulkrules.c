@@ -9,9 +9,10 @@
  * heap_delete do, and nothing else: whatever core does per row beyond that
  * must be absent for the statement's kind of change - row triggers and
  * transition tables (foreign keys are triggers, on either side; an
- * UPDATE's and a DELETE's AFTER ROW ones are queued per row), row
- * security and a view's CHECK OPTION, stored generated columns an update
- * recomputes, an upsert's or MERGE's RETURNING (an UPDATE's or DELETE's is
+ * UPDATE's and a DELETE's AFTER ROW ones are queued per row), an upsert's
+ * or MERGE's row security, view CHECK OPTION and stored generated columns
+ * (an UPDATE's are checked and computed per row, newvalues.c, unless a
+ * policy or check calls a volatile function), an upsert's or MERGE's RETURNING (an UPDATE's or DELETE's is
  * projected per row, versions.c, unless it calls a volatile function, which
  * could read the rows changed so far), SERIALIZABLE's predicate locks,
  * logical decoding
@@ -128,9 +129,12 @@ dp_versions_refusal(ModifyTableState *mt)
 		return op == CMD_UPDATE || op == CMD_DELETE ?
 			"the table has BEFORE ROW triggers of the statement's kind" :
 			"the table has row triggers (foreign keys included) or transition tables";
-	if (rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL)
+	if ((op == CMD_INSERT || op == CMD_MERGE) &&
+		(rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL))
 		return "row security or a view's CHECK OPTION applies";
-	if (op != CMD_DELETE &&
+	if (contain_volatile_functions((Node *) rri->ri_WithCheckOptions))
+		return "a row security policy or a view's CHECK OPTION calls a volatile function (it could read the rows changed so far)";
+	if ((op == CMD_INSERT || op == CMD_MERGE) &&
 		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return "the table has stored generated columns";
 	if (plan->returningLists != NIL && op != CMD_UPDATE && op != CMD_DELETE)

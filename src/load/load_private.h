@@ -334,6 +334,9 @@ extern TupleTableSlot *dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
 									 Buffer buf, bool *lock);
 extern void dp_affected_twice(CmdType op);
 
+/* A new version's generated columns, WITH CHECK policies and constraints. */
+extern void dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot);
+
 /*
  * An UPDATE's or DELETE's row changed in bulk (its old version at 'oldtid'
  * in 'oldslot', the new one in 'newslot' or NULL, the plan's row): its

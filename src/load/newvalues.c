@@ -17,12 +17,17 @@
  * marked valid, so that core's executor uses the same one for the rows it
  * takes afterwards.
  *
+ * A new version is checked as ExecUpdate checks it (dp_check_new_version):
+ * an UPDATE's stored generated columns computed, its row security WITH
+ * CHECK policies, then the table's NOT NULL and CHECK constraints.
+ *
  * An UPDATE's or a DELETE's row changed in bulk (dp_changed_row), right
  * after its new version is placed or its deletion noted, while its old page
  * is still pinned: its AFTER ROW trigger events and transition table rows
  * queued as core's ExecUpdateEpilogue and ExecDeleteEpilogue queue them
  * (the events name the old and new versions by TID; they fire at the
- * statement's end, when every page is written), and its RETURNING row
+ * statement's end, when every page is written), a view's CHECK OPTION on
+ * the new version, and its RETURNING row
  * projected as ExecProcessReturning projects it, copied into the
  * statement's tuplestore, the projection's memory reset per row as
  * ExecModifyTable resets it.
@@ -36,6 +41,7 @@
 #include "common/compat.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
+#include "executor/nodeModifyTable.h"
 #include "utils/rel.h"
 #include "utils/tuplestore.h"
 
@@ -140,6 +146,23 @@ dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
 }
 
 void
+dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot)
+{
+	ResultRelInfo *rri = mt->resultRelInfo;
+	Relation	rel = rri->ri_RelationDesc;
+	EState	   *estate = mt->ps.state;
+
+	/* ExecUpdatePrepareSlot's generated columns, then ExecUpdateAct's */
+	if (mt->operation == CMD_UPDATE && rel->rd_att->constr &&
+		rel->rd_att->constr->has_generated_stored)
+		ExecComputeStoredGenerated(rri, estate, newslot, CMD_UPDATE);
+	if (mt->operation == CMD_UPDATE && rri->ri_WithCheckOptions != NIL)
+		ExecWithCheckOptions(WCO_RLS_UPDATE_CHECK, rri, newslot, estate);
+	if (rel->rd_att->constr)
+		ExecConstraints(rri, newslot, estate);
+}
+
+void
 dp_changed_row(ModifyTableState *mt, ItemPointer oldtid,
 			   TupleTableSlot *oldslot, TupleTableSlot *newslot,
 			   TupleTableSlot *planslot, Tuplestorestate *retstore)
@@ -154,6 +177,8 @@ dp_changed_row(ModifyTableState *mt, ItemPointer oldtid,
 	else
 		ExecARUpdateTriggers(estate, rri, NULL, NULL, oldtid, NULL, newslot,
 							 NIL, mt->mt_transition_capture, false);
+	if (newslot != NULL && rri->ri_WithCheckOptions != NIL)
+		ExecWithCheckOptions(WCO_VIEW_CHECK, rri, newslot, estate);
 	if (retstore != NULL)
 	{
 		ProjectionInfo *proj = rri->ri_projectReturning;

@@ -36,7 +36,7 @@
  * stream, TID order when sorted - then those of the rows core's node
  * takes; the DirectPath node returns them once the statement is done.
  *
- * A statement refused at execution (triggers, row security, SERIALIZABLE,
+ * A statement refused at execution (BEFORE ROW triggers, SERIALIZABLE,
  * ...: bulkrules.c) keeps nothing: the DirectPath node (exec.c) lets core's
  * ModifyTable node run it as the plain statement, and the report says why.
  *

@@ -142,7 +142,7 @@ struct DPVersions
 	Buffer		buf;			/* ... pinned, or InvalidBuffer */
 	Tuplestorestate *rest;		/* rows for core's path (upsert.c) */
 	/* an UPDATE's or DELETE's rows, each followed by dp_changed_row */
-	bool		per_row;		/* AFTER ROW triggers or RETURNING */
+	bool		per_row;		/* AFTER ROW triggers, view checks, RETURNING */
 	Tuplestorestate *retstore;	/* RETURNING rows, or NULL */
 	TupleTableSlot *oldslot;	/* a deleted row's old version */
 	/* an UPDATE's or DELETE's rows, changed as they arrive in TID order */
@@ -213,7 +213,8 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 		v->retstore = retstore;
 	v->per_row = (op == CMD_UPDATE || op == CMD_DELETE) &&
 		(v->retstore != NULL || mt->resultRelInfo->ri_TrigDesc != NULL ||
-		 mt->mt_transition_capture != NULL);
+		 mt->mt_transition_capture != NULL ||
+		 mt->resultRelInfo->ri_WithCheckOptions != NIL);
 	v->stream = (op == CMD_UPDATE || op == CMD_DELETE) &&
 		scan_in_tid_order(outerPlanState(mt), mt->resultRelInfo->ri_RelationDesc);
 	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
@@ -468,9 +469,7 @@ evaluate_row(DPVersions *v, ItemPointer entry)
 		ExecClearTuple(v->existing);
 		return;
 	}
-	/* as ExecUpdate: no triggers, no generated columns, not a partition */
-	if (v->rel->rd_att->constr)
-		ExecConstraints(v->rri, newslot, v->estate);
+	dp_check_new_version(v->mt, newslot);
 	old = MemoryContextSwitchTo(v->chunk_cxt);
 	newtup = ExecCopySlotHeapTuple(newslot);
 	MemoryContextSwitchTo(old);
