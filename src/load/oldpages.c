@@ -62,7 +62,11 @@ struct DPOldPages
 	DPChange   *changes;		/* block order */
 	int			nchanges;
 	int			cap;
-	int			page_first;		/* the current page's first change */
+	/* the current page's changes by offset, valid where slot_gen is gen */
+	BlockNumber page_blkno;
+	uint32		gen;
+	uint32		slot_gen[MaxHeapTuplesPerPage + 1];
+	int			slot_change[MaxHeapTuplesPerPage + 1];
 	HeapTuple  *toasted;		/* deleted rows with TOAST values */
 	int			ntoasted;
 	int			toasted_cap;
@@ -85,16 +89,17 @@ dp_oldpages_begin(Relation rel, TransactionId xid, CommandId cid)
 									ALLOCSET_DEFAULT_SIZES);
 	op->cap = 1024;
 	op->changes = MemoryContextAlloc(op->cxt, sizeof(DPChange) * op->cap);
+	op->page_blkno = InvalidBlockNumber;
 	return op;
 }
 
 DPChange *
 dp_oldpages_find(DPOldPages *op, BlockNumber blkno, OffsetNumber off)
 {
-	for (int i = op->page_first; i < op->nchanges; i++)
-		if (op->changes[i].blkno == blkno && op->changes[i].off == off)
-			return &op->changes[i];
-	return NULL;
+	Assert(off >= FirstOffsetNumber && off <= MaxHeapTuplesPerPage);
+	if (blkno != op->page_blkno || op->slot_gen[off] != op->gen)
+		return NULL;
+	return &op->changes[op->slot_change[off]];
 }
 
 DPChange *
@@ -103,9 +108,15 @@ dp_oldpages_add(DPOldPages *op, BlockNumber blkno, OffsetNumber off,
 {
 	DPChange   *c;
 
-	if (op->nchanges > op->page_first &&
-		op->changes[op->nchanges - 1].blkno != blkno)
-		op->page_first = op->nchanges;
+	Assert(off >= FirstOffsetNumber && off <= MaxHeapTuplesPerPage);
+	if (blkno != op->page_blkno)
+	{
+		/* a new page: every slot of the last one is stale at once */
+		op->page_blkno = blkno;
+		op->gen++;
+	}
+	op->slot_gen[off] = op->gen;
+	op->slot_change[off] = op->nchanges;
 	if (op->nchanges == op->cap)
 	{
 		op->cap *= 2;
@@ -262,7 +273,7 @@ dp_oldpages_apply(DPOldPages *op)
 		}
 	}
 	op->nchanges = 0;
-	op->page_first = 0;
+	op->page_blkno = InvalidBlockNumber;
 	op->ntoasted = 0;
 	op->toasted_cap = 0;
 	op->toasted = NULL;
