@@ -1,5 +1,5 @@
 --
--- Index entries sorted on integer keys (src/index/keysort.c) against
+-- Index entries sorted on integer and uuid keys (src/index/keysort.c) against
 -- core's btree tuplesort (directpath.index_key_sort = off): every key kind,
 -- DESC columns, duplicates, extreme values, NULL keys and memory overflow
 -- (both hand the entries to the tuplesort), indexes it does not take, and
@@ -39,22 +39,22 @@ END $$;
 CREATE DOMAIN ks_dom AS int4;
 -- 60,000 rows: keys scattered, repeated (n), and every kind's extremes
 CREATE TABLE ks_src (id int8, a int2, b int4, c int8, d oid, e date,
-                     f timestamp, g timestamptz, h ks_dom, n int);
+                     f timestamp, g timestamptz, h ks_dom, n int, u uuid);
 INSERT INTO ks_src
   SELECT x, (x % 65536 - 32768)::int2, hashint4(x), hashint4(x)::int8 * 2147483648,
          (hashint4(x)::int8 & 4294967295)::oid,
          date '2000-01-01' + hashint4(x) % 1000000,
          timestamp '2000-01-01' + hashint4(x) * interval '1 s',
          timestamptz '2000-01-01 UTC' + hashint4(x + 1) * interval '1 ms',
-         -hashint4(x), x % 7
+         -hashint4(x), x % 7, md5((x % 40000)::text)::uuid
   FROM generate_series(1, 59990) x;
 INSERT INTO ks_src VALUES
-  (59991, -32768, -2147483648, -9223372036854775808, 0, '-infinity', '-infinity', '-infinity', -2147483648, 0),
-  (59992, 32767, 2147483647, 9223372036854775807, 4294967295, 'infinity', 'infinity', 'infinity', 2147483647, 6),
-  (59993, 0, 0, 0, 2147483648, '4713-01-01 BC', '4713-01-01 BC', '4713-01-01 BC', 0, 3),
-  (59994, -1, -1, -1, 2147483647, '1999-12-31', '1999-12-31 23:59:59.999999', '1999-12-31 23:59:59.999999+00', -1, 3),
-  (59995, 1, 1, 1, 1, '2000-01-02', '2000-01-01 00:00:00.000001', '2000-01-01 00:00:00.000001+00', 1, 3);
-INSERT INTO ks_src SELECT id + 100000, a, b, c, d, e, f, g, h, n FROM ks_src WHERE id <= 5;
+  (59991, -32768, -2147483648, -9223372036854775808, 0, '-infinity', '-infinity', '-infinity', -2147483648, 0, '00000000-0000-0000-0000-000000000000'),
+  (59992, 32767, 2147483647, 9223372036854775807, 4294967295, 'infinity', 'infinity', 'infinity', 2147483647, 6, 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+  (59993, 0, 0, 0, 2147483648, '4713-01-01 BC', '4713-01-01 BC', '4713-01-01 BC', 0, 3, '80000000-0000-0000-0000-000000000000'),
+  (59994, -1, -1, -1, 2147483647, '1999-12-31', '1999-12-31 23:59:59.999999', '1999-12-31 23:59:59.999999+00', -1, 3, '7fffffff-ffff-ffff-8000-000000000000'),
+  (59995, 1, 1, 1, 1, '2000-01-02', '2000-01-01 00:00:00.000001', '2000-01-01 00:00:00.000001+00', 1, 3, '00000000-0000-0001-0000-000000000000');
+INSERT INTO ks_src SELECT id + 100000, a, b, c, d, e, f, g, h, n, u FROM ks_src WHERE id <= 5;
 
 CREATE FUNCTION ks_table(t text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -72,7 +72,12 @@ BEGIN
   EXECUTE format('CREATE INDEX %I ON %I (n DESC, c)', t || '_nc', t);
   EXECUTE format('CREATE INDEX %I ON %I (a, e DESC, d)', t || '_aed', t);
   EXECUTE format('CREATE INDEX %I ON %I ((b %% 100))', t || '_expr', t);
-  -- not taken: four key columns, an INCLUDE column, a text key
+  EXECUTE format('CREATE INDEX %I ON %I (u)', t || '_u', t);
+  EXECUTE format('CREATE INDEX %I ON %I (u DESC)', t || '_ud', t);
+  EXECUTE format('CREATE INDEX %I ON %I (n, u)', t || '_nu', t);
+  -- not taken: four key columns, four words (two uuids), an INCLUDE
+  -- column, a text key
+  EXECUTE format('CREATE INDEX %I ON %I (u, u DESC)', t || '_uu', t);
   EXECUTE format('CREATE INDEX %I ON %I (n, b, c, a)', t || '_four', t);
   EXECUTE format('CREATE INDEX %I ON %I (b) INCLUDE (c)', t || '_incl', t);
   EXECUTE format('CREATE INDEX %I ON %I ((id::text))', t || '_text', t);
@@ -95,7 +100,7 @@ BEGIN
   RETURN QUERY SELECT c, ks_same_order('ks_on', 'ks_off', c)
   FROM unnest(ARRAY['id', 'a, id', 'b DESC, id', 'c, id', 'd, id', 'e, id',
                     'f, id', 'g, id', 'h, id', 'n, g, id', 'n DESC, c, id',
-                    'a, e DESC, d, id']) c;
+                    'a, e DESC, d, id', 'u, id', 'u DESC, id', 'n, u, id']) c;
 END $$;
 
 -- existing storage with rows: each batch sorted and merged into the trees
@@ -123,7 +128,8 @@ SELECT ks_pair($$/*+ APPEND */ INSERT INTO @
   SELECT id, CASE WHEN id % 5000 = 7 THEN NULL ELSE a END, b,
          CASE WHEN id > 40000 THEN NULL ELSE c END, d, e, f,
          CASE WHEN id % 3 = 0 THEN NULL ELSE g END, h,
-         CASE WHEN id % 1000 = 1 THEN NULL ELSE n END
+         CASE WHEN id % 1000 = 1 THEN NULL ELSE n END,
+         CASE WHEN id % 4 = 0 THEN NULL ELSE u END
   FROM ks_src WHERE id % 100 <> 0$$) IS NOT NULL;
 RESET maintenance_work_mem;
 SELECT * FROM ks_check('ks_on');

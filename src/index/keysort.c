@@ -3,8 +3,8 @@
  * keysort.c
  *	  The sort of the btree page builder's entries (btree.c): on integer
  *	  sort words for indexes whose every column is an integer, an oid, a
- *	  date or a timestamp ordered by its default operator class and whose
- *	  uniqueness need not be checked, else core's btree tuplesort.
+ *	  date, a timestamp or a uuid ordered by its default operator class and
+ *	  whose uniqueness need not be checked, else core's btree tuplesort.
  *
  * Why.  A load sorts each batch's entries of each index (sorted.c), and a
  * multi-column key with few distinct values in its first column (a device
@@ -20,14 +20,16 @@
  * or with an inlined comparison (core's sort template) where the radix
  * sort would not pay or its second array does not fit in workmem.
  *
- * Which indexes (words_begin): no INCLUDE columns; at most
- * DP_KEYSORT_KEYS key columns; each column's btree comparison function
+ * Which indexes (words_begin): no INCLUDE columns; key columns taking at
+ * most DP_KEYSORT_KEYS words; each column's btree comparison function
  * (support function 1, read from the relcache) is btint2cmp, btint4cmp,
  * btint8cmp, btoidcmp, date_cmp or timestamp_cmp (timestamptz's too), and
- * its stored form is the matching pass-by-value width.  Those functions
- * compare the Datum as a signed (oid: unsigned) integer of that width, so
- * the mapping is: sign-extend, flip the sign bit (oid: zero-extend); a
- * DESC column takes the complement.  NULLS FIRST/LAST does not matter:
+ * its stored form is the matching pass-by-value width, or uuid_cmp on the
+ * 16-byte uuid.  The integer functions compare the Datum as a signed (oid:
+ * unsigned) integer of that width, so the mapping is: sign-extend, flip
+ * the sign bit (oid: zero-extend), one word; uuid_cmp compares the bytes as
+ * memcmp does, so a uuid is two words, its bytes read big-endian; a DESC
+ * column takes the complement of its words.  NULLS FIRST/LAST does not matter:
  * an entry with a NULL key is not taken.  Collations do not apply.
  *
  * An entry is its sort words and its TID, 32 bytes (tuplesort's entry and
@@ -57,12 +59,14 @@
 
 #include "access/nbtree.h"
 #include "catalog/pg_index.h"
+#include "port/pg_bswap.h"
 #include "common/radix.h"
 #include "common/settings.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
+#include "utils/uuid.h"
 
 /* Key columns an index may have to be sorted here. */
 #define DP_KEYSORT_KEYS 3
@@ -77,6 +81,7 @@ typedef enum DPKeyKind
 	DP_KEY_INT32,
 	DP_KEY_INT64,
 	DP_KEY_UINT32,
+	DP_KEY_UUID,				/* two words */
 } DPKeyKind;
 
 /* One entry: its sort words (unused ones 0) and its TID's. */
@@ -92,8 +97,10 @@ typedef struct DPWordSort
 {
 	Relation	index;
 	int			nkeys;
+	int			nwords;			/* the key columns' words */
 	DPKeyKind	kind[DP_KEYSORT_KEYS];
 	bool		desc[DP_KEYSORT_KEYS];
+	int			word[DP_KEYSORT_KEYS];	/* each column's first word */
 	DPKeyEntry *entries;
 	int64		n;				/* entries taken */
 	int64		max;			/* room in 'entries' */
@@ -172,6 +179,9 @@ key_kind(Relation index, int col, DPKeyKind *kind)
 			*kind = DP_KEY_UINT32;
 			len = sizeof(Oid);
 			break;
+		case F_UUID_CMP:
+			*kind = DP_KEY_UUID;
+			return !att->attbyval && att->attlen == UUID_LEN;
 		default:
 			return false;
 	}
@@ -196,6 +206,13 @@ words_begin(Relation index, int workmem)
 			return NULL;
 		}
 		ks->desc[i] = (index->rd_indoption[i] & INDOPTION_DESC) != 0;
+		ks->word[i] = ks->nwords;
+		ks->nwords += ks->kind[i] == DP_KEY_UUID ? 2 : 1;
+		if (ks->nwords > DP_KEYSORT_KEYS)
+		{
+			pfree(ks);
+			return NULL;
+		}
 	}
 	ks->index = index;
 	ks->nkeys = nkeys;
@@ -274,9 +291,26 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 		ks->max = max;
 	}
 	e = &ks->entries[ks->n++];
-	for (int i = 0; i < DP_KEYSORT_KEYS; i++)
-		e->key[i] = i < ks->nkeys ?
-			sort_word(ks->kind[i], ks->desc[i], values[i]) : 0;
+	memset(e->key, 0, sizeof(e->key));
+	for (int i = 0; i < ks->nkeys; i++)
+	{
+		uint64	   *w = &e->key[ks->word[i]];
+
+		if (ks->kind[i] != DP_KEY_UUID)
+		{
+			*w = sort_word(ks->kind[i], ks->desc[i], values[i]);
+			continue;
+		}
+		/* a uuid's bytes as two big-endian words: memcmp's order */
+		memcpy(w, DatumGetUUIDP(values[i])->data, UUID_LEN);
+		w[0] = pg_ntoh64(w[0]);
+		w[1] = pg_ntoh64(w[1]);
+		if (ks->desc[i])
+		{
+			w[0] = ~w[0];
+			w[1] = ~w[1];
+		}
+	}
 	e->tid = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
 		ItemPointerGetOffsetNumberNoCheck(tid);
 	ks->tid_disorder |= ks->n > 1 && e->tid < ks->last_tid;
@@ -294,10 +328,10 @@ static void
 words_sort(DPWordSort *ks)
 {
 	Size		offs[DP_KEYSORT_KEYS + 1];
-	int			nwords = ks->nkeys;
+	int			nwords = ks->nwords;
 	Size		used = (Size) ks->n * sizeof(DPKeyEntry);
 
-	for (int i = 0; i < ks->nkeys; i++)
+	for (int i = 0; i < ks->nwords; i++)
 		offs[i] = offsetof(DPKeyEntry, key) + i * sizeof(uint64);
 	if (ks->tid_disorder)
 		offs[nwords++] = offsetof(DPKeyEntry, tid);
@@ -307,12 +341,26 @@ words_sort(DPWordSort *ks)
 	ks->sorted = true;
 }
 
-/* Entry e's values and TID. */
+/* Entry e's values (a uuid's in 'uuids', the caller's) and TID. */
 static void
-entry_values(DPWordSort *ks, DPKeyEntry *e, Datum *values, ItemPointer tid)
+entry_values(DPWordSort *ks, DPKeyEntry *e, Datum *values, ItemPointer tid,
+			 pg_uuid_t *uuids)
 {
 	for (int i = 0; i < ks->nkeys; i++)
-		values[i] = word_value(ks->kind[i], ks->desc[i], e->key[i]);
+	{
+		const uint64 *w = &e->key[ks->word[i]];
+		uint64		be[2];
+
+		if (ks->kind[i] != DP_KEY_UUID)
+		{
+			values[i] = word_value(ks->kind[i], ks->desc[i], *w);
+			continue;
+		}
+		be[0] = pg_hton64(ks->desc[i] ? ~w[0] : w[0]);
+		be[1] = pg_hton64(ks->desc[i] ? ~w[1] : w[1]);
+		memcpy(uuids[i].data, be, UUID_LEN);
+		values[i] = UUIDPGetDatum(&uuids[i]);
+	}
 	ItemPointerSet(tid, (BlockNumber) (e->tid >> 16),
 				   (OffsetNumber) (e->tid & 0xFFFF));
 }
@@ -322,6 +370,7 @@ words_next(DPWordSort *ks)
 {
 	static const bool isnull[DP_KEYSORT_KEYS] = {false};
 	Datum		values[DP_KEYSORT_KEYS];
+	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
 	MemoryContext old;
 	IndexTuple	itup;
@@ -330,7 +379,7 @@ words_next(DPWordSort *ks)
 		words_sort(ks);
 	if (ks->next >= ks->n)
 		return NULL;
-	entry_values(ks, &ks->entries[ks->next++], values, &tid);
+	entry_values(ks, &ks->entries[ks->next++], values, &tid, uuids);
 	if (++ks->read_count > DP_KEYSORT_READ_SPAN)
 	{
 		/* the other context's tuples are a whole span old */
@@ -351,12 +400,13 @@ words_move(DPWordSort *ks, Tuplesortstate *sort)
 {
 	static const bool isnull[DP_KEYSORT_KEYS] = {false};
 	Datum		values[DP_KEYSORT_KEYS];
+	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
 
 	Assert(!ks->sorted);
 	for (int64 i = 0; i < ks->n; i++)
 	{
-		entry_values(ks, &ks->entries[i], values, &tid);
+		entry_values(ks, &ks->entries[i], values, &tid, uuids);
 		tuplesort_putindextuplevalues(sort, ks->index, &tid, values,
 									  (bool *) isnull);
 	}
