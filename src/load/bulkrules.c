@@ -8,20 +8,21 @@
  * The bulk path writes headers as heap_update, heap_lock_tuple and
  * heap_delete do, and nothing else: whatever core does per row beyond that
  * must be absent for the statement's kind of change - row triggers and
- * transition tables (foreign keys are triggers, on either side; an
- * UPDATE's and a DELETE's AFTER ROW ones are queued per row), an upsert's
- * or MERGE's row security, view CHECK OPTION and stored generated columns
- * (an UPDATE's are checked and computed per row, newvalues.c, unless a
- * policy or check calls a volatile function), an upsert's or MERGE's RETURNING (an UPDATE's or DELETE's is
- * projected per row, versions.c, unless it calls a volatile function, which
- * could read the rows changed so far), SERIALIZABLE's predicate locks,
- * logical decoding
+ * transition tables (foreign keys are triggers, on either side), row
+ * security and a view's CHECK OPTION, stored generated columns an update
+ * recomputes, RETURNING, SERIALIZABLE's predicate locks, logical decoding
  * (which reads changes from their own records), a partitioned target or a
  * partition (rows that move between partitions), and, where new versions
  * get index entries, deferrable and exclusion indexes.  An UPDATE core
  * would make HOT is left to it too: on a table whose fillfactor keeps room
  * and whose SET assigns no column an index depends on, core writes no
  * index entry at all, which appending new versions cannot match.
+ *
+ * A plain UPDATE's or DELETE's AFTER ROW triggers, transition tables,
+ * RETURNING, row security and view checks, and an UPDATE's stored
+ * generated columns, are done per row instead (newvalues.c), unless a
+ * RETURNING list, policy or check calls a volatile function (which could
+ * read the rows changed so far); an upsert's and MERGE's are not.
  *
  * Rules judged at plan time instead (existing.c): a unique key assigned,
  * data-modifying WITH, inheritance.
@@ -108,6 +109,7 @@ dp_versions_refusal(ModifyTableState *mt)
 	Relation	rel = rri->ri_RelationDesc;
 	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
 	CmdType		op = mt->operation;
+	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
 	const char *why;
 
 	if (!dp_bulk_update)
@@ -120,24 +122,23 @@ dp_versions_refusal(ModifyTableState *mt)
 		return why;
 	if (op == CMD_INSERT && rri->ri_onConflict == NULL)
 		return "the statement has no DO UPDATE";
-	if ((op == CMD_UPDATE || op == CMD_DELETE) &&
-		rri->ri_RowIdAttNo == InvalidAttrNumber)
+	if (plain_dml && rri->ri_RowIdAttNo == InvalidAttrNumber)
 		return "the statement has no row identity (ctid)";
 	if (RelationIsLogicallyLogged(rel))
 		return "the table is logically logged (logical decoding reads updates and deletes from their own records)";
 	if (has_row_triggers(rel->trigdesc, op))
-		return op == CMD_UPDATE || op == CMD_DELETE ?
+		return plain_dml ?
 			"the table has BEFORE ROW triggers of the statement's kind" :
 			"the table has row triggers (foreign keys included) or transition tables";
-	if ((op == CMD_INSERT || op == CMD_MERGE) &&
+	if (!plain_dml &&
 		(rel->rd_rel->relrowsecurity || rri->ri_WithCheckOptions != NIL))
 		return "row security or a view's CHECK OPTION applies";
 	if (contain_volatile_functions((Node *) rri->ri_WithCheckOptions))
 		return "a row security policy or a view's CHECK OPTION calls a volatile function (it could read the rows changed so far)";
-	if ((op == CMD_INSERT || op == CMD_MERGE) &&
+	if (!plain_dml &&
 		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return "the table has stored generated columns";
-	if (plan->returningLists != NIL && op != CMD_UPDATE && op != CMD_DELETE)
+	if (!plain_dml && plan->returningLists != NIL)
 		return "the statement has RETURNING";
 	if (contain_volatile_functions((Node *) plan->returningLists))
 		return "RETURNING calls a volatile function (it could read the rows changed so far)";

@@ -152,6 +152,13 @@ extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
  */
 extern const char *dp_fkeys_parallel_refusal(Relation rel);
 
+/*
+ * upsert.c: the ModifyTable node 'mt' run to its end, as ExecutePlan runs
+ * it, its RETURNING rows copied into 'retstore' (if not NULL).
+ */
+extern void dp_upsert_run_node(ModifyTableState *mt,
+							   Tuplestorestate *retstore);
+
 /* ---------- rewrite.c: a hinted UPDATE or DELETE in bulk ---------- */
 
 typedef struct DPRewrite DPRewrite;

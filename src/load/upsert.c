@@ -235,6 +235,20 @@ run_statement(DPUpsert *u)
 }
 
 void
+dp_upsert_run_node(ModifyTableState *mt, Tuplestorestate *retstore)
+{
+	for (;;)
+	{
+		TupleTableSlot *ret = ExecProcNode(&mt->ps);
+
+		if (TupIsNull(ret))
+			break;
+		if (retstore)
+			tuplestore_puttupleslot(retstore, ret);
+	}
+}
+
+void
 dp_upsert_run(DPUpsert *u)
 {
 	ModifyTableState *mt = u->mtstate;
@@ -256,15 +270,7 @@ dp_upsert_run(DPUpsert *u)
 	mt->mt_done = false;
 	PG_TRY();
 	{
-		for (;;)
-		{
-			TupleTableSlot *ret = ExecProcNode(&mt->ps);
-
-			if (TupIsNull(ret))
-				break;
-			if (u->retstore)
-				tuplestore_puttupleslot(u->retstore, ret);
-		}
+		dp_upsert_run_node(mt, u->retstore);
 	}
 	PG_FINALLY();
 	{

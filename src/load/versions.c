@@ -196,6 +196,7 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 {
 	DPVersions *v = palloc0(sizeof(DPVersions));
 	CmdType		op = mt->operation;
+	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
 
 	/* DO UPDATE keeps rows of the target; the others, subplan rows */
 	TupleDesc	desc = op != CMD_INSERT ? ExecGetResultType(outerPlanState(mt)) :
@@ -208,14 +209,13 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 
 	v->op = op;
 	v->rest = rest;
-	if ((op == CMD_UPDATE || op == CMD_DELETE) &&
-		mt->resultRelInfo->ri_projectReturning != NULL)
+	if (plain_dml && mt->resultRelInfo->ri_projectReturning != NULL)
 		v->retstore = retstore;
-	v->per_row = (op == CMD_UPDATE || op == CMD_DELETE) &&
+	v->per_row = plain_dml &&
 		(v->retstore != NULL || mt->resultRelInfo->ri_TrigDesc != NULL ||
 		 mt->mt_transition_capture != NULL ||
 		 mt->resultRelInfo->ri_WithCheckOptions != NIL);
-	v->stream = (op == CMD_UPDATE || op == CMD_DELETE) &&
+	v->stream = plain_dml &&
 		scan_in_tid_order(outerPlanState(mt), mt->resultRelInfo->ri_RelationDesc);
 	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
 	v->rri = mt->resultRelInfo;

@@ -335,15 +335,7 @@ run_rewrite(DPScanState *s)
 	if (!dp_rewrite_report(s->rewrite)->direct)
 	{
 		/* refused at execution: core's executor, as the plain statement */
-		for (;;)
-		{
-			TupleTableSlot *ret = ExecProcNode(&mt->ps);
-
-			if (TupIsNull(ret))
-				break;
-			if (s->retstore)
-				tuplestore_puttupleslot(s->retstore, ret);
-		}
+		dp_upsert_run_node(mt, s->retstore);
 		dp_rewrite_finish(s->rewrite);
 		s->done = true;
 		return;
