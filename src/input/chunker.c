@@ -280,7 +280,8 @@ count_lines(DPChunker *ch, Size target)
 {
 	Size		from = ch->pos;
 
-	if (ch->eol != EOL_NL || ch->last_was_esc || ch->pos < ch->no_count_until)
+	if (ch->eol != EOL_NL || ch->last_was_esc || ch->pos < ch->no_count_until ||
+		ch->pos + 64 > ch->end || ch->pos + 64 - ch->start >= target)
 		return false;
 	while (ch->pos + 64 <= ch->end && ch->pos + 64 - ch->start < target)
 	{
