@@ -139,6 +139,21 @@ SELECT NOT EXISTS (SELECT * FROM ks_on EXCEPT SELECT * FROM ks_off) AS same_rows
 SELECT (SELECT count(*) FROM (SELECT a FROM ks_on ORDER BY a, id) s) AS rows,
        (SELECT a FROM ks_on ORDER BY a DESC NULLS FIRST LIMIT 1) AS first_desc;
 
+-- entries past maintenance_work_mem without NULL keys, into tables left
+-- empty by an earlier transaction (every btree's entries kept for the end):
+-- the sort words go to temporary files in sorted runs, merged when read
+TRUNCATE ks_on, ks_off;
+SET maintenance_work_mem = '1MB';
+SELECT ks_pair('/*+ APPEND */ INSERT INTO @ SELECT * FROM ks_src ORDER BY hashint4(id::int)');
+SELECT * FROM ks_check('ks_on');
+SELECT * FROM ks_compare();
+SELECT NOT EXISTS (SELECT * FROM ks_on EXCEPT SELECT * FROM ks_off) AS same_rows;
+-- a duplicate of the unique index is found across the runs
+TRUNCATE ks_on;
+/*+ APPEND */ INSERT INTO ks_on SELECT * FROM ks_src UNION ALL SELECT * FROM ks_src WHERE id = 777;
+SELECT count(*) FROM ks_on;
+RESET maintenance_work_mem;
+
 -- new storage: the indexes built from entries sorted during the load (a
 -- unique index's sort must check duplicates: core's tuplesort)
 BEGIN;

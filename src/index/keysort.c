@@ -47,9 +47,17 @@
  *	 (index_private.h) is until a later read, and what they keep longer
  *	 they copy.
  * - Memory stays within the caller's workmem and those two spans of
- *	 tuples: an entry that would take the entries past workmem, or one with
- *	 a NULL key, is refused, and every entry taken moves to a tuplesort
- *	 (words_move, tuplesort_of), which spills and orders NULLs.
+ *	 tuples.  The entries take at most half of it, so that the radix sort
+ *	 finds its second array in the other half; when they fill it, they are
+ *	 sorted and written to a temporary file as a run (words_spill), and
+ *	 reading merges the runs and the entries in memory (words_merge: one
+ *	 entry a run in memory, a binary heap of the runs).  So a load's
+ *	 entries stay on sort words however many they are; before, past
+ *	 workmem they moved to core's tuplesort, whose spilled sort compares
+ *	 index tuples (a fifth of a parallel load's leader went there).  Only
+ *	 an entry with a NULL key, or a workmem too small for a run of
+ *	 DP_KEYSORT_MIN_RUN entries, moves every entry taken, runs included,
+ *	 to a tuplesort (words_move, tuplesort_of), which orders NULLs.
  * - Uniqueness is not checked on sort words: a sort that must check it
  *	 (a build of a unique index) is core's tuplesort from the start.
  *
@@ -59,9 +67,11 @@
 
 #include "access/nbtree.h"
 #include "catalog/pg_index.h"
+#include "commands/tablespace.h"
 #include "port/pg_bswap.h"
 #include "common/radix.h"
 #include "common/settings.h"
+#include "storage/buffile.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -73,6 +83,9 @@
 
 /* Reads a tuple read stays valid for, at least. */
 #define DP_KEYSORT_READ_SPAN 1024
+
+/* The fewest entries a run spilled to disk holds (else: core's tuplesort). */
+#define DP_KEYSORT_MIN_RUN 4096
 
 /* How a key column's Datum maps to its sort word. */
 typedef enum DPKeyKind
@@ -109,6 +122,16 @@ typedef struct DPWordSort
 	bool		tid_disorder;	/* a TID added below an earlier one */
 	bool		sorted;
 	Size		limit;			/* workmem */
+	/* sorted runs spilled to temporary files, merged when read */
+	int			nruns;
+	int			maxruns;
+	BufFile   **runs;
+	int64	   *run_left;		/* entries of each run not read yet */
+	DPKeyEntry *heads;			/* each source's next entry: the runs, then
+								 * the entries in memory (index nruns) */
+	int		   *heap;			/* sources with a head, a min-heap by it */
+	int			nheap;
+	DPKeyEntry	out;			/* the entry merged last */
 	MemoryContext cxt;			/* the entries */
 	MemoryContext read_cxt[2];	/* the tuples read, in turn */
 	int			read_turn;		/* which one takes them now */
@@ -142,6 +165,7 @@ entry_cmp(const DPKeyEntry *a, const DPKeyEntry *b)
 }
 
 static void words_end(DPWordSort *ks);
+static void words_spill(DPWordSort *ks);
 
 #define ST_SORT sort_entries
 #define ST_ELEMENT_TYPE DPKeyEntry
@@ -281,14 +305,20 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 			return false;
 	if (ks->n == ks->max)
 	{
-		int64		max = Max(ks->max * 2, 1024);
+		int64		cap = ks->limit / 2 / sizeof(DPKeyEntry);
+		int64		max = Min(Max(ks->max * 2, 1024), cap);
 
-		if (max * sizeof(DPKeyEntry) > ks->limit)
+		if (max > ks->max)
+		{
+			ks->entries = ks->entries == NULL ?
+				MemoryContextAllocHuge(ks->cxt, max * sizeof(DPKeyEntry)) :
+				repalloc_huge(ks->entries, max * sizeof(DPKeyEntry));
+			ks->max = max;
+		}
+		else if (cap >= DP_KEYSORT_MIN_RUN)
+			words_spill(ks);
+		else
 			return false;
-		ks->entries = ks->entries == NULL ?
-			MemoryContextAllocHuge(ks->cxt, max * sizeof(DPKeyEntry)) :
-			repalloc_huge(ks->entries, max * sizeof(DPKeyEntry));
-		ks->max = max;
 	}
 	e = &ks->entries[ks->n++];
 	memset(e->key, 0, sizeof(e->key));
@@ -341,6 +371,132 @@ words_sort(DPWordSort *ks)
 	ks->sorted = true;
 }
 
+/*
+ * The entries in memory, full: sorted and written to a temporary file of
+ * their own as a run, and the array emptied for the next ones.
+ */
+static void
+words_spill(DPWordSort *ks)
+{
+	MemoryContext old = MemoryContextSwitchTo(ks->cxt);
+	BufFile    *file;
+
+	words_sort(ks);
+	if (ks->nruns == 0)
+		PrepareTempTablespaces();	/* temp_tablespaces, as tuplesort */
+	if (ks->nruns == ks->maxruns)
+	{
+		ks->maxruns = Max(ks->maxruns * 2, 8);
+		ks->runs = ks->runs == NULL ?
+			palloc(ks->maxruns * sizeof(BufFile *)) :
+			repalloc(ks->runs, ks->maxruns * sizeof(BufFile *));
+		ks->run_left = ks->run_left == NULL ?
+			palloc(ks->maxruns * sizeof(int64)) :
+			repalloc(ks->run_left, ks->maxruns * sizeof(int64));
+	}
+	file = BufFileCreateTemp(false);
+	BufFileWrite(file, ks->entries, ks->n * sizeof(DPKeyEntry));
+	if (BufFileSeek(file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind temporary file of a directpath key sort")));
+	elog(DEBUG2, "directpath: key sort of index \"%s\": run %d of %lld entries written",
+		 RelationGetRelationName(ks->index), ks->nruns + 1, (long long) ks->n);
+	ks->runs[ks->nruns] = file;
+	ks->run_left[ks->nruns++] = ks->n;
+	ks->n = 0;
+	ks->sorted = false;
+	ks->tid_disorder = false;
+	MemoryContextSwitchTo(old);
+}
+
+/* The next entry of run 'r' into 'e'; false at the run's end. */
+static bool
+run_read(DPWordSort *ks, int r, DPKeyEntry *e)
+{
+	size_t		got;
+
+	if (ks->run_left[r] == 0)
+		return false;
+	got = BufFileRead(ks->runs[r], e, sizeof(DPKeyEntry));
+	if (got != sizeof(DPKeyEntry))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not read temporary file of a directpath key sort: read only %zu of %zu bytes",
+						got, sizeof(DPKeyEntry))));
+	ks->run_left[r]--;
+	return true;
+}
+
+/* Source r's next entry into its head: a run's, or the memory's (nruns). */
+static bool
+source_next(DPWordSort *ks, int r)
+{
+	if (r < ks->nruns)
+		return run_read(ks, r, &ks->heads[r]);
+	if (ks->next >= ks->n)
+		return false;
+	ks->heads[r] = ks->entries[ks->next++];
+	return true;
+}
+
+/* Move the heap's entry at 'i' down to its place. */
+static void
+heap_sift_down(DPWordSort *ks, int i)
+{
+	for (;;)
+	{
+		int			least = i;
+		int			l = 2 * i + 1;
+		int			tmp;
+
+		if (l < ks->nheap &&
+			entry_cmp(&ks->heads[ks->heap[l]], &ks->heads[ks->heap[least]]) < 0)
+			least = l;
+		if (l + 1 < ks->nheap &&
+			entry_cmp(&ks->heads[ks->heap[l + 1]], &ks->heads[ks->heap[least]]) < 0)
+			least = l + 1;
+		if (least == i)
+			return;
+		tmp = ks->heap[i];
+		ks->heap[i] = ks->heap[least];
+		ks->heap[least] = tmp;
+		i = least;
+	}
+}
+
+/* The merge's start: every source's first entry, heaped. */
+static void
+merge_begin(DPWordSort *ks)
+{
+	int			nsources = ks->nruns + 1;
+
+	ks->heads = MemoryContextAlloc(ks->cxt, nsources * sizeof(DPKeyEntry));
+	ks->heap = MemoryContextAlloc(ks->cxt, nsources * sizeof(int));
+	ks->nheap = 0;
+	for (int r = 0; r < nsources; r++)
+		if (source_next(ks, r))
+			ks->heap[ks->nheap++] = r;
+	for (int i = ks->nheap / 2 - 1; i >= 0; i--)
+		heap_sift_down(ks, i);
+}
+
+/* The least entry of all sources (copied to ks->out), or NULL at the end. */
+static DPKeyEntry *
+merge_next(DPWordSort *ks)
+{
+	int			r;
+
+	if (ks->nheap == 0)
+		return NULL;
+	r = ks->heap[0];
+	ks->out = ks->heads[r];
+	if (!source_next(ks, r))
+		ks->heap[0] = ks->heap[--ks->nheap];
+	heap_sift_down(ks, 0);
+	return &ks->out;
+}
+
 /* Entry e's values (a uuid's in 'uuids', the caller's) and TID. */
 static void
 entry_values(DPWordSort *ks, DPKeyEntry *e, Datum *values, ItemPointer tid,
@@ -374,12 +530,21 @@ words_next(DPWordSort *ks)
 	ItemPointerData tid;
 	MemoryContext old;
 	IndexTuple	itup;
+	DPKeyEntry *e;
 
 	if (!ks->sorted)
+	{
 		words_sort(ks);
-	if (ks->next >= ks->n)
+		if (ks->nruns > 0)
+			merge_begin(ks);
+	}
+	if (ks->nruns > 0)
+		e = merge_next(ks);
+	else
+		e = ks->next < ks->n ? &ks->entries[ks->next++] : NULL;
+	if (e == NULL)
 		return NULL;
-	entry_values(ks, &ks->entries[ks->next++], values, &tid, uuids);
+	entry_values(ks, e, values, &tid, uuids);
 	if (++ks->read_count > DP_KEYSORT_READ_SPAN)
 	{
 		/* the other context's tuples are a whole span old */
@@ -403,7 +568,16 @@ words_move(DPWordSort *ks, Tuplesortstate *sort)
 	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
 
+	DPKeyEntry	e;
+
 	Assert(!ks->sorted);
+	for (int r = 0; r < ks->nruns; r++)
+		while (run_read(ks, r, &e))
+		{
+			entry_values(ks, &e, values, &tid, uuids);
+			tuplesort_putindextuplevalues(sort, ks->index, &tid, values,
+										  (bool *) isnull);
+		}
 	for (int64 i = 0; i < ks->n; i++)
 	{
 		entry_values(ks, &ks->entries[i], values, &tid, uuids);
@@ -416,6 +590,8 @@ words_move(DPWordSort *ks, Tuplesortstate *sort)
 static void
 words_end(DPWordSort *ks)
 {
+	for (int r = 0; r < ks->nruns; r++)
+		BufFileClose(ks->runs[r]);
 	MemoryContextDelete(ks->cxt);
 	pfree(ks);
 }

@@ -35,8 +35,11 @@
  * (common/radix.c), or by core's sort template with an inlined comparison
  * where that would not pay: no tuple formed, copied, deformed or compared
  * through a function pointer (a 6M-row load's two sets spent a tenth of
- * its time there).  The array grows up to the caller's 'sortmem'; full,
- * it is sorted and each key's duplicates dropped in place (its first
+ * its time there).  The array grows up to half the caller's 'sortmem',
+ * so that the radix sort finds its second array in the other half (with
+ * the array filling all of it, every compaction fell back to the
+ * comparison sort: a tenth of a parallel load's leader); full, it is
+ * sorted and each key's duplicates dropped in place (its first
  * entry, of the smallest ordinal, kept), and when that leaves it more than
  * half full, its entries move to the tuplesort, which takes every later
  * key (int_spill).  The order and the keys read back are the tuplesort's.
@@ -119,7 +122,7 @@ struct DPFkeySet
 	DPIntKey   *ints;
 	int64		nints;
 	int64		maxints;		/* allocated */
-	int64		limit;			/* entries 'sortmem' holds */
+	int64		limit;			/* entries half of 'sortmem' holds */
 	int64		next_int;		/* reading back */
 	uint64		last_ordinal;	/* the ordinal added last */
 	bool		ordinal_disorder;	/* one added below an earlier one */
@@ -308,7 +311,8 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts,
 		TupleDescInitEntryCollation(s->sortdesc, i + 1, att->attcollation);
 	}
 	TupleDescInitEntry(s->sortdesc, nkeys + 1, "ordinal", INT8OID, -1, 0);
-	s->limit = (int64) sortmem * 1024 / sizeof(DPIntKey);
+	/* half: the radix sort's second array takes the other */
+	s->limit = (int64) sortmem * 1024 / sizeof(DPIntKey) / 2;
 	if (dp_index_key_sort && s->limit >= 1024 && int_kinds(s))
 	{
 		s->maxints = Min(s->limit, 65536);
