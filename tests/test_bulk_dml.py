@@ -294,6 +294,14 @@ TRIGGERS = {
         "INSERT INTO {t}_log VALUES (TG_OP, OLD.k, OLD.a, NULL, NULL, OLD.b); "
         "RETURN NULL; END$$",
         "CREATE TRIGGER {t}_tr AFTER DELETE ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_f()"]),
+    # a statement trigger and another event's row trigger: nothing per row
+    "other events' triggers": ("DELETE FROM {t} x USING bd_tg_s s WHERE s.k = x.k", [
+        "CREATE TABLE {t}_log (op text, ok int, oa int, nk int, na int, nb text)",
+        "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+        "INSERT INTO {t}_log VALUES (TG_OP || ' ' || TG_LEVEL, NULL, NULL, NULL, NULL, "
+        "(SELECT count(*) FROM {t})::text); RETURN NULL; END$$",
+        "CREATE TRIGGER {t}_ti AFTER INSERT OR UPDATE ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_f()",
+        "CREATE TRIGGER {t}_ts AFTER DELETE ON {t} FOR EACH STATEMENT EXECUTE FUNCTION {t}_f()"]),
     "transition tables": ("UPDATE {t} x SET a = s.v FROM bd_tg_s s WHERE s.k = x.k", [
         "CREATE TABLE {t}_log (op text, ok int, oa int, nk int, na int, nb text)",
         "CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "

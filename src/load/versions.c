@@ -150,7 +150,7 @@ struct DPVersions
 	bool		streamed;		/* the run began while the plan ran */
 	bool		bulk;			/* the run holds ExclusiveLock */
 	ItemPointerData last;		/* the last row streamed */
-	/* a DELETE's rows: their TIDs sorted alone, the rows kept aside */
+	/* a DELETE's rows (without RETURNING): their TIDs sorted alone */
 	Tuplesortstate *tids;		/* packed TIDs (int8) */
 	Tuplestorestate *plan_rows; /* the rows, in arrival order, for core */
 	TupleTableSlot *planslot;	/* ... read back */
@@ -197,6 +197,7 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 	DPVersions *v = palloc0(sizeof(DPVersions));
 	CmdType		op = mt->operation;
 	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
+	TriggerDesc *trig = mt->resultRelInfo->ri_TrigDesc;
 
 	/* DO UPDATE keeps rows of the target; the others, subplan rows */
 	TupleDesc	desc = op != CMD_INSERT ? ExecGetResultType(outerPlanState(mt)) :
@@ -211,10 +212,12 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 	v->rest = rest;
 	if (plain_dml && mt->resultRelInfo->ri_projectReturning != NULL)
 		v->retstore = retstore;
+	/* AFTER ROW triggers of the event (a referenced side's actions too) */
 	v->per_row = plain_dml &&
-		(v->retstore != NULL || mt->resultRelInfo->ri_TrigDesc != NULL ||
-		 mt->mt_transition_capture != NULL ||
-		 mt->resultRelInfo->ri_WithCheckOptions != NIL);
+		(v->retstore != NULL || mt->mt_transition_capture != NULL ||
+		 mt->resultRelInfo->ri_WithCheckOptions != NIL ||
+		 (trig != NULL && (op == CMD_DELETE ? trig->trig_delete_after_row :
+						   trig->trig_update_after_row)));
 	v->stream = plain_dml &&
 		scan_in_tid_order(outerPlanState(mt), mt->resultRelInfo->ri_RelationDesc);
 	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
@@ -248,7 +251,7 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 										  &TTSOpsHeapTuple);
 	if (op == CMD_DELETE && v->per_row)
 		v->oldslot = table_slot_create(v->rel, &estate->es_tupleTable);
-	else if (op == CMD_DELETE)
+	if (op == CMD_DELETE && v->retstore == NULL)
 	{
 		/* a sort of int8s, in memory where a wide one would spill */
 		v->tids = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
