@@ -535,6 +535,22 @@ row_values(const DPProgressRow *row, TimestampTz now, Datum *values,
 	nulls[16] = left < 0;
 }
 
+/* The rows of the view: which process a row describes, by its name. */
+typedef enum DPProcessRow
+{
+	DP_ROW_STATEMENT,			/* a serial statement */
+	DP_ROW_WORKER,				/* a parallel worker */
+	DP_ROW_LEADER,				/* a parallel leader's own share */
+	DP_ROW_TOTAL				/* a parallel statement's whole */
+} DPProcessRow;
+
+static const char *const process_names[] = {
+	[DP_ROW_STATEMENT] = "statement",
+	[DP_ROW_WORKER] = "worker",
+	[DP_ROW_LEADER] = "leader",
+	[DP_ROW_TOTAL] = "total",
+};
+
 /*
  * Put one row of the view: slot 'row' as process 'process'; numbers only
  * for a reader entitled to them.  A parallel leader's own row ("leader")
@@ -542,7 +558,7 @@ row_values(const DPProgressRow *row, TimestampTz now, Datum *values,
  * and has no total; its "total" row counts the statement.
  */
 static void
-put_row(ReturnSetInfo *rsinfo, const DPProgressRow *row, const char *process,
+put_row(ReturnSetInfo *rsinfo, const DPProgressRow *row, DPProcessRow process,
 		bool entitled, TimestampTz now)
 {
 	Datum		values[DP_PROGRESS_COLS];
@@ -551,7 +567,7 @@ put_row(ReturnSetInfo *rsinfo, const DPProgressRow *row, const char *process,
 	memset(nulls, true, sizeof(nulls));
 	values[0] = Int32GetDatum(row->pid);
 	nulls[0] = false;
-	values[17] = CStringGetTextDatum(process);
+	values[17] = CStringGetTextDatum(process_names[process]);
 	nulls[17] = false;
 	if (entitled)
 	{
@@ -559,7 +575,7 @@ put_row(ReturnSetInfo *rsinfo, const DPProgressRow *row, const char *process,
 		values[1] = Int32GetDatum(row->leader_pid);
 		nulls[1] = row->leader_pid == 0;
 		row_values(row, now, values, nulls);
-		if (strcmp(process, "leader") == 0)
+		if (process == DP_ROW_LEADER)
 		{
 			values[7] = Int64GetDatum(Max(row->rows - row->worker_rows, 0));
 			nulls[11] = nulls[12] = nulls[13] = nulls[16] = true;
@@ -591,13 +607,13 @@ dp_get_progress(PG_FUNCTION_ARGS)
 			continue;
 		entitled = all || has_privs_of_role(GetUserId(), row.userid);
 		if (row.leader_pid != 0)
-			put_row(rsinfo, &row, "worker", entitled, now);
+			put_row(rsinfo, &row, DP_ROW_WORKER, entitled, now);
 		else if (row.workers == 0 || !processes)
-			put_row(rsinfo, &row, "statement", entitled, now);
+			put_row(rsinfo, &row, DP_ROW_STATEMENT, entitled, now);
 		else
 		{
-			put_row(rsinfo, &row, "leader", entitled, now);
-			put_row(rsinfo, &row, "total", entitled, now);
+			put_row(rsinfo, &row, DP_ROW_LEADER, entitled, now);
+			put_row(rsinfo, &row, DP_ROW_TOTAL, entitled, now);
 		}
 	}
 	return (Datum) 0;
