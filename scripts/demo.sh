@@ -3,7 +3,7 @@
 # the project's 2-vCPU machine (once PostgreSQL is provisioned):
 #
 #   scripts/demo.sh [--rows N] [--csv-rows N] [--watch-rows N] [--runs R] [--major M]
-#                   [--plot PATH]
+#                   [--workers W] [--plot PATH]
 #
 # 1. Provision PostgreSQL (scripts/provision.sh), build and install
 #    directpath, make sure .venv has matplotlib (bench/requirements.txt), and
@@ -19,8 +19,8 @@
 #    200,000; written once by the server with COPY ... TO) loaded by
 #    COPY ... FROM the file (FORMAT csv) into an existing table with a
 #    primary key, a secondary btree index and a foreign key to a customers
-#    table: plain COPY, /*+ APPEND */ COPY and /*+ APPEND PARALLEL(2) */
-#    COPY.  directpath.last_statement() tells whether the direct loads took
+#    table: plain COPY, /*+ APPEND */ COPY and /*+ APPEND PARALLEL(W) */
+#    COPY (--workers, default 2).  directpath.last_statement() tells whether the direct loads took
 #    the direct path and whether the parallel one really ran in parallel
 #    (its foreign key is checked by the leader as a set at the end); if
 #    not, the reason is printed and the row is labelled serial.
@@ -44,8 +44,9 @@ csv_rows=200000
 watch_rows=10000000
 major=18
 runs=3
+par_workers=2
 plot="$top/docs/img/demo.png"
-usage="usage: $0 [--rows N] [--csv-rows N] [--watch-rows N] [--runs R] [--major M] [--plot PATH]"
+usage="usage: $0 [--rows N] [--csv-rows N] [--watch-rows N] [--runs R] [--major M] [--workers W] [--plot PATH]"
 while [ $# -gt 0 ]; do
 	[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 	case "$1" in
@@ -54,6 +55,7 @@ while [ $# -gt 0 ]; do
 	--watch-rows) watch_rows=$2 ;;
 	--major) major=$2 ;;
 	--runs) runs=$2 ;;
+	--workers) par_workers=$2 ;;
 	--plot) plot=$2 ;;
 	*) echo "$usage" >&2; exit 2 ;;
 	esac
@@ -206,7 +208,7 @@ bare=(
 orders=(
 	"plain|plain COPY|orders|$orders_ddl|COPY orders FROM '$csv' WITH (FORMAT csv);|no"
 	"direct|/*+ APPEND */ COPY|orders|$orders_ddl|/*+ APPEND */ COPY orders FROM '$csv' WITH (FORMAT csv);|no"
-	"parallel|/*+ APPEND PARALLEL(2) */ COPY|orders|$orders_ddl|/*+ APPEND PARALLEL(2) */ COPY orders FROM '$csv' WITH (FORMAT csv);|no"
+	"parallel|/*+ APPEND PARALLEL($par_workers) */ COPY|orders|$orders_ddl|/*+ APPEND PARALLEL($par_workers) */ COPY orders FROM '$csv' WITH (FORMAT csv);|no"
 )
 
 # measure GROUP SCENARIO...: R rounds over the scenarios; the runs of

@@ -25,7 +25,7 @@ CASES = {
 KINDS = {  # method kind: colour, legend
     "plain": ("#9e9e9e", "plain (no hint)"),
     "direct": ("#1f77b4", "/*+ APPEND */ (direct)"),
-    "parallel": ("#2ca02c", "/*+ APPEND PARALLEL(2) */"),
+    "parallel": ("#2ca02c", "/*+ APPEND PARALLEL(n) */"),
 }
 MARKS = {"serial": "ran serially", "fallback": "fell back"}
 
