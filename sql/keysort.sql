@@ -182,6 +182,15 @@ SELECT ks_pair($$/*+ APPEND PARALLEL(1) */ INSERT INTO @ SELECT * FROM ks_copy$$
 SELECT * FROM ks_check('ks_on');
 SELECT * FROM ks_compare();
 SELECT NOT EXISTS (SELECT * FROM ks_on EXCEPT SELECT * FROM ks_off) AS same_rows;
+-- the same into tables left empty, past maintenance_work_mem: the
+-- leader's sort words in runs on disk
+TRUNCATE ks_on, ks_off;
+SET maintenance_work_mem = '1MB';
+SELECT ks_pair($$/*+ APPEND PARALLEL(1) */ INSERT INTO @ SELECT * FROM ks_copy$$) IS NOT NULL;
+RESET maintenance_work_mem;
+SELECT * FROM ks_check('ks_on');
+SELECT * FROM ks_compare();
+SELECT NOT EXISTS (SELECT * FROM ks_on EXCEPT SELECT * FROM ks_off) AS same_rows;
 
 DROP TABLE ks_on, ks_off, ks_src, ks_copy;
 DROP FUNCTION ks_check, ks_same_order, ks_table, ks_pair, ks_compare;
