@@ -50,11 +50,12 @@
  *	 tuples.  The entries take at most half of it, so that the radix sort
  *	 finds its second array in the other half; when they fill it, they are
  *	 sorted and written to a temporary file as a run (words_spill), and
- *	 reading merges the runs and the entries in memory (words_merge: one
- *	 entry a run in memory, a binary heap of the runs).  So a load's
- *	 entries stay on sort words however many they are; before, past
- *	 workmem they moved to core's tuplesort, whose spilled sort compares
- *	 index tuples (a fifth of a parallel load's leader went there).  Only
+ *	 reading merges the runs and the entries in memory (merge_begin,
+ *	 merge_next: one entry a run in memory, a binary heap of the runs).  So
+ *	 a load's entries stay on sort words however many they are; before,
+ *	 past workmem they moved to core's tuplesort, whose spilled sort
+ *	 compares index tuples (45% of a parallel load's leader on the demo's
+ *	 COPY at the default maintenance_work_mem).  Only
  *	 an entry with a NULL key, or a workmem too small for a run of
  *	 DP_KEYSORT_MIN_RUN entries, moves every entry taken, runs included,
  *	 to a tuplesort (words_move, tuplesort_of), which orders NULLs.
@@ -567,7 +568,6 @@ words_move(DPWordSort *ks, Tuplesortstate *sort)
 	Datum		values[DP_KEYSORT_KEYS];
 	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
-
 	DPKeyEntry	e;
 
 	Assert(!ks->sorted);
