@@ -561,29 +561,32 @@ words_next(DPWordSort *ks)
 	return itup;
 }
 
+/* Entry e into core's tuplesort. */
 static void
-words_move(DPWordSort *ks, Tuplesortstate *sort)
+move_entry(DPWordSort *ks, Tuplesortstate *sort, DPKeyEntry *e)
 {
 	static const bool isnull[DP_KEYSORT_KEYS] = {false};
 	Datum		values[DP_KEYSORT_KEYS];
 	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
+
+	entry_values(ks, e, values, &tid, uuids);
+	tuplesort_putindextuplevalues(sort, ks->index, &tid, values,
+								  (bool *) isnull);
+}
+
+/* Every entry taken, the runs' and the memory's, into core's tuplesort. */
+static void
+words_move(DPWordSort *ks, Tuplesortstate *sort)
+{
 	DPKeyEntry	e;
 
 	Assert(!ks->sorted);
 	for (int r = 0; r < ks->nruns; r++)
 		while (run_read(ks, r, &e))
-		{
-			entry_values(ks, &e, values, &tid, uuids);
-			tuplesort_putindextuplevalues(sort, ks->index, &tid, values,
-										  (bool *) isnull);
-		}
+			move_entry(ks, sort, &e);
 	for (int64 i = 0; i < ks->n; i++)
-	{
-		entry_values(ks, &ks->entries[i], values, &tid, uuids);
-		tuplesort_putindextuplevalues(sort, ks->index, &tid, values,
-									  (bool *) isnull);
-	}
+		move_entry(ks, sort, &ks->entries[i]);
 	words_end(ks);
 }
 
