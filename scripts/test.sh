@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build directpath against each PostgreSQL major and run its test suites.
 #
-#   scripts/test.sh [--no-regress] [--no-pytest] [-k EXPR] [MAJOR ...]
+#   scripts/test.sh [--no-regress] [--no-pytest] [-k EXPR] [-j N] [MAJOR ...]
 #
 # MAJOR defaults to 15 16 17 18.  For each major:
 #   1. scripts/provision.sh MAJOR            (PostgreSQL into .pg/MAJOR)
@@ -9,7 +9,9 @@
 #                                             on failure)
 #   3. regress: make installcheck            (pg_regress --temp-instance, run in
 #                                             a scratch directory of the test user)
-#   4. pytest:  pytest tests/ -p no:cacheprovider  with DP_PG_BINDIR=.pg/MAJOR/bin
+#   4. pytest:  pytest tests/ -p no:cacheprovider  with DP_PG_BINDIR=.pg/MAJOR/bin,
+#               in N processes (pytest-xdist; a test file stays in one process,
+#               so its module's cluster is made once)
 #
 # PostgreSQL refuses to run as root: when started as root, 3 and 4 run as the
 # system user $DP_TEST_USER (default dptest; created if missing) and the tree
@@ -18,6 +20,10 @@
 #   --no-regress   skip the pg_regress suites
 #   --no-pytest    skip the pytest suites
 #   -k EXPR        passed to pytest (select tests)
+#   -j N           pytest processes (default $DP_PYTEST_JOBS or 2; 1: no xdist).
+#                  The tests wait on servers and disks more than on the CPU:
+#                  two processes take the suite from 15 to about N minutes
+#                  a major on the 2-core machine.
 #
 # Ends with one line per major and then "N passed, N failed" counting
 # majors x suites; exits non-zero when anything failed.  Scratch files go to a
@@ -36,6 +42,7 @@ majors=()
 run_regress=1
 run_pytest=1
 kexpr=""
+jobs=${DP_PYTEST_JOBS:-2}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--no-regress) run_regress=0 ;;
@@ -46,6 +53,11 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-k*) kexpr=${1#-k} ;;
+	-j)
+		[ $# -ge 2 ] || { echo "test.sh: -j needs a number" >&2; exit 2; }
+		jobs=$2
+		shift
+		;;
 	-h | --help) usage; exit 0 ;;
 	[0-9]*) majors+=("$1") ;;
 	*) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -178,8 +190,9 @@ for m in "${majors[@]}"; do
 			pdir="$mdir/pytest"
 			dp_user_dir "$pdir"
 			dp_log "pytest for PostgreSQL $m"
-			args=("$top/tests" -p no:cacheprovider --basetemp="$pdir/tmp")
+			args=("$top/tests" -p no:cacheprovider --basetemp="$pdir/tmp" --durations=40)
 			[ -n "$kexpr" ] && args+=(-k "$kexpr")
+			[ "$jobs" -gt 1 ] && args+=(-n "$jobs" --dist loadfile)
 			(cd "$pdir" && dp_as_user env DP_PG_BINDIR="$pgdir/bin" \
 				DP_SMALL_FS="${DP_SMALL_FS:-}" \
 				LD_LIBRARY_PATH="$pgdir/lib" PYTHONDONTWRITEBYTECODE=1 \
