@@ -91,6 +91,10 @@ CASES = {
     "one row, both constraints": [(14000, "x"), (14000, "a")],
     "the last row": [(20000, "x")],
     "early and late": [(300, "a"), (19000, "x")],
+    # partitioned: row 8001 goes to the second leaf, row 9000 to the first;
+    # each leaf's keys go to its sets as its rows are placed, and the first
+    # violation is still the first row's in input order across the leaves
+    "two leaves, input order": [(9000, "a"), (8001, "x")],
 }
 
 
@@ -103,7 +107,7 @@ def test_errors_like_plain(cluster, tmp_path, case, how):
     with cluster.conn() as conn:
         make_parents(conn, p)
         for t in (tp, td):
-            make_child(conn, t, p)
+            make_child(conn, t, p, partitioned="leaves" in case)
         set_gucs(conn, SET)
         # the same error but for the table's (and its constraints') name
         plain, direct = errors_of_both(conn, how, rows_sql(CASES[case]), tp, td, path)

@@ -19,65 +19,56 @@
  *
  * (stopped after its first row unless every violation is wanted) over the
  * batch's keys in input order, once batch_all_found, probing them sorted
- * and distinct, has missed one (MATCH SIMPLE skips a key with a
- * NULL column; MATCH FULL skips an all-NULL key and rejects a mixed one,
- * as core does), with the constraint's PK = FK operators, each referenced
+ * and distinct, has missed one (MATCH SIMPLE skips a key with a NULL
+ * column; MATCH FULL skips an all-NULL key and rejects a mixed one, as
+ * core does), with the constraint's PK = FK operators, each referenced
  * row locked FOR KEY SHARE as core's check locks it, run as core runs it:
  * as the referenced table's owner, FORCE ROW LEVEL SECURITY ignored, a
  * fresh snapshot (SPI, not read-only).  The first key found missing is
  * reported with core's error (23503, message, detail, and COPY's line of
- * its row): of the batch's violations, the first row's in input order, and
- * for that row the first constraint's in trigger order, as core's events,
- * fired row by row at the end of the statement, would report.  The checks
- * come after the batch's other after-insert work (queue.c), so that a
- * unique violation, raised at once by core, is reported first too.
- * Meanwhile the rows queue no event for the constraint: while a
- * directly written row's AFTER ROW triggers are queued, the leaf's trigger
- * descriptor is a copy without the constraint's check trigger
- * (dp_fkeys_swap).
+ * its row): the first violating row's in input order, its first
+ * constraint's in trigger order, as core's events would report.  The
+ * checks come after the batch's other after-insert work (queue.c), so that
+ * a unique violation, raised at once by core, is reported first too.  The
+ * rows queue no event for the constraint: while their AFTER ROW triggers
+ * are queued, the leaf's trigger descriptor is a copy without the
+ * constraint's check trigger (dp_fkeys_swap).
  *
  * With directpath.fkey_table_lock the referenced table is locked SHARE when
- * the load begins and the queries lock no row: nobody else can write it
- * until this transaction ends, and a check's fresh snapshot (READ COMMITTED
- * only, below) comes after the lock.  No lock record, page image or dirty
- * page per referenced row; the table takes no other writes meanwhile.
+ * the load begins and the queries lock no row (no lock record, page image
+ * or dirty page per referenced row; nobody else writes the table until the
+ * transaction ends, and a check's fresh snapshot comes after the lock).
  *
  * A constraint keeps core's per-row events, and the report says why, when
- * checking per batch could answer differently: deferrable (SET
- * CONSTRAINTS may defer it); referencing the target or one of its
- * ancestors (a row may reference a row of a later batch); a partitioned
- * referenced table; a temporal (PERIOD) key; a transaction whose snapshot
- * lasts (REPEATABLE READ and SERIALIZABLE: core checks against it); a
- * leaf with other AFTER ROW triggers (which run before core's check and
- * could add the referenced rows).  Rows that go the normal path (the held
- * rows of a small statement) keep their events too.
+ * checking per batch could answer differently: deferrable; referencing
+ * the target or an ancestor (a row may reference a later batch's); a
+ * partitioned referenced table; a temporal key; REPEATABLE READ and
+ * SERIALIZABLE (core checks against the transaction's snapshot); a leaf
+ * with other AFTER ROW triggers (they run before core's check and could
+ * add the referenced rows).  Rows left on the normal path keep them too.
  *
  * A large load checks its later keys as one set (fkset.c): once a leaf's
  * directly written rows pass directpath.fkey_set_rows, a MATCH SIMPLE
- * constraint's keys go into a sort instead (goes_to_set), and at the end
- * of the load (dp_fkeys_check_sets, from finish.c) the distinct keys are
+ * constraint's keys go into a sort instead (goes_to_set; in a parallel
+ * load's leader, which receives pages in parallel mode where no query may
+ * run, from the first row, and a constraint that cannot go keeps the load
+ * serial: dp_fkeys_parallel_refusal).  Once every constraint of a leaf
+ * does and nothing else acts per row, a row's keys go to the sets as it is
+ * placed and the row is not queued (dp_fkeys_at_place, dp_fkeys_add_row).
+ * At the end (dp_fkeys_check_sets, from finish.c) the distinct keys are
  * checked in chunks by the same query, each with the first ordinal of its
- * rows, so that the first violation in input order is the one reported,
- * as above, but without an input line, as core's end-of-statement check.
- *
- * A parallel load's leader receives pages in parallel mode, where no query
- * may run: there every constraint goes to the set from the first row, and
- * a target with a constraint that cannot go (dp_fkeys_parallel_refusal)
- * runs serially.  The set is checked at the
- * end, after the workers, as a serial load's; the first violation is then
- * the first in the order the pages arrived, not in input order.
+ * rows: the first violation in input order (a parallel load's: in the
+ * order the pages arrived) is reported as above, without an input line,
+ * as core's end-of-statement check.
  *
  * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each
- * row's first constraint in trigger order (dp_fkeys_check with 'all'), and
- * queue.c checks before the batch's other work; it takes a violating row
- * back after its own index entries (a duplicate is recorded as one) and
- * before its trigger events and its place in a transition table.  A
- * violation of a constraint left per row still fails the COPY, as in core.
+ * row's first constraint in trigger order (dp_fkeys_check with 'all'),
+ * taken back by queue.c.  A constraint left per row fails the COPY.
  *
  * Invariants: every directly written row of a batched constraint is
- * checked before the statement ends, after its page is written; such a
- * row queues no event for that constraint; the leaf's trigger descriptor
- * is its own outside dp_fkeys_swap's window.
+ * checked before the statement ends, after its page is written, and
+ * queues no event for it; the leaf's trigger descriptor is its own
+ * outside dp_fkeys_swap's window.
  *
  *-------------------------------------------------------------------------
  */
@@ -666,6 +657,25 @@ goes_to_set(DPForeignKeys *f, int k, int ntuples, bool all)
 							 Max(work_mem, maintenance_work_mem / f->nkeys));
 	MemoryContextSwitchTo(old);
 	return true;
+}
+
+bool
+dp_fkeys_at_place(DPForeignKeys *f)
+{
+	if (f->rowwise->trig_insert_after_row || f->rowwise->trig_insert_new_table)
+		return false;			/* other trigger events need the rows queued */
+	for (int k = 0; k < f->nkeys; k++)
+		if (!goes_to_set(f, k, 0, false))
+			return false;
+	return true;
+}
+
+void
+dp_fkeys_add_row(DPForeignKeys *f, TupleTableSlot *slot, uint64 ordinal)
+{
+	for (int k = 0; k < f->nkeys; k++)
+		dp_fkset_add_slot(f->keys[k].set, slot, ordinal);
+	f->rows++;
 }
 
 int

@@ -500,38 +500,60 @@ int_add(DPFkeySet *s, uint64 ordinal)
 	s->ints[s->nints++] = e;
 }
 
-void
-dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal)
+/*
+ * The key in s->put (its columns filled, none NULL) added with its
+ * ordinal, in the set's memory context.
+ */
+static void
+add_put(DPFkeySet *s, uint64 ordinal)
 {
-	MemoryContext old = MemoryContextSwitchTo(s->cxt);
-
-	ExecClearTuple(s->put);
-	for (int i = 0; i < s->nkeys; i++)
-	{
-		s->put->tts_values[i] = heap_getattr(row, s->fkatts[i], s->leafdesc,
-											 &s->put->tts_isnull[i]);
-		if (s->put->tts_isnull[i])
-		{
-			/* MATCH SIMPLE: a key with a NULL references nothing */
-			MemoryContextSwitchTo(old);
-			return;
-		}
-	}
 	if (s->ints != NULL)
 	{
 		int_add(s, ordinal);
-		MemoryContextSwitchTo(old);
 		return;
 	}
 	if (same_as_added(s))
-	{
-		MemoryContextSwitchTo(old);
 		return;
-	}
 	s->put->tts_values[s->nkeys] = Int64GetDatum((int64) ordinal);
 	s->put->tts_isnull[s->nkeys] = false;
 	ExecStoreVirtualTuple(s->put);
 	tuplesort_puttupleslot(s->sort, s->put);
+}
+
+void
+dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+	bool		null = false;
+
+	ExecClearTuple(s->put);
+	for (int i = 0; i < s->nkeys && !null; i++)
+	{
+		s->put->tts_values[i] = heap_getattr(row, s->fkatts[i], s->leafdesc,
+											 &s->put->tts_isnull[i]);
+		null = s->put->tts_isnull[i];
+	}
+	/* MATCH SIMPLE: a key with a NULL references nothing */
+	if (!null)
+		add_put(s, ordinal);
+	MemoryContextSwitchTo(old);
+}
+
+void
+dp_fkset_add_slot(DPFkeySet *s, TupleTableSlot *slot, uint64 ordinal)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+	bool		null = false;
+
+	ExecClearTuple(s->put);
+	for (int i = 0; i < s->nkeys && !null; i++)
+	{
+		s->put->tts_values[i] = slot_getattr(slot, s->fkatts[i],
+											 &s->put->tts_isnull[i]);
+		null = s->put->tts_isnull[i];
+	}
+	if (!null)
+		add_put(s, ordinal);
 	MemoryContextSwitchTo(old);
 }
 

@@ -95,17 +95,21 @@ check_leaf(Relation rel, bool routed)
 				 errhint("Retry the statement; it was planned before the partition changed.")));
 }
 
-/* Does a row of this leaf need work after its heap insert? */
+/*
+ * Does a row of this leaf need work after its heap insert, other than its
+ * AFTER ROW INSERT triggers' events (*after_rows: does it have some)?
+ */
 static bool
-needs_post(DPLeaf *leaf, ModifyTableState *mt)
+needs_post_but_triggers(DPLeaf *leaf, ModifyTableState *mt, bool *after_rows)
 {
 	ResultRelInfo *rri = leaf->rri;
 	TriggerDesc *trig = rri->ri_TrigDesc;
 	DPIndexStrategy ix = dp_indexes_strategy(leaf->indexes);
 
+	*after_rows = trig && (trig->trig_insert_after_row ||
+						   trig->trig_insert_new_table);
 	return ix == DP_INDEX_ROW ||
 		(ix == DP_INDEX_SORTED && !dp_indexes_at_place(leaf->indexes)) ||
-		(trig && (trig->trig_insert_after_row || trig->trig_insert_new_table)) ||
 		mt->mt_transition_capture != NULL ||
 		rri->ri_WithCheckOptions != NIL ||
 		rri->ri_projectReturning != NULL;
@@ -143,7 +147,15 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 											 set->mtstate->ps.plan ?
 											 rri->ri_onConflictArbiterIndexes :
 											 set->arbiters, set->do_update);
-	leaf->needs_post = needs_post(leaf, set->mtstate);
+	{
+		bool		after_rows;
+		bool		other = needs_post_but_triggers(leaf, set->mtstate,
+													&after_rows);
+
+		leaf->needs_post = other || after_rows;
+		/* the batched foreign keys may be all (dp_fkeys_at_place) */
+		leaf->post_is_fkeys = !other && after_rows && leaf->fkeys != NULL;
+	}
 	MemoryContextSwitchTo(old);
 
 	if (foreign)

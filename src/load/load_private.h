@@ -48,6 +48,9 @@ typedef struct DPLeaf
 								 * NULL */
 	TupleTableSlot *slot;		/* heap-tuple slot for deferred work */
 	bool		needs_post;		/* anything to do after the heap insert? */
+	bool		post_is_fkeys;	/* ... only the batched foreign keys' check */
+	bool		fkeys_at_place; /* ... which takes the keys as rows are
+								 * placed (dp_fkeys_at_place), queueing none */
 	int			full_pages;		/* writer's full pages last counted */
 	struct DPSample *sample;	/* its rows sampled for statistics, or NULL */
 	bool		appends;		/* its writer began on a non-empty relation */
@@ -92,6 +95,7 @@ typedef struct DPRow
 	char	   *raw;			/* input line text, kept only for rejects */
 	DPFkeyViolation fk;			/* its foreign-key violation found per
 								 * batch, key -1 if none */
+	uint64		ordinal;		/* its place in the load's input order */
 } DPRow;
 
 /* ---------- leaf.c, queue.c ---------- */
@@ -126,9 +130,14 @@ extern uint64 dp_queue_deleted(DPQueue *q);
 /* The current line's text if a row of 'leaf' must keep it, else NULL. */
 extern const char *dp_queue_line_text(DPQueue *q, DPLeaf *leaf);
 
-/* Queue a row ('raw' is copied); its work runs at dp_queue_process. */
+/*
+ * Queue a row ('raw' is copied); its work runs at dp_queue_process.  Each
+ * row queued takes the next ordinal (its place in the load's input order);
+ * a row placed without being queued takes its own by dp_queue_next_ordinal.
+ */
 extern void dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup,
 						 uint64 lineno, const char *raw);
+extern uint64 dp_queue_next_ordinal(DPQueue *q);
 
 /* The queued rows' after-insert work, in input order; empties the queue. */
 extern void dp_queue_process(DPQueue *q, DPLeaf *leaves);
@@ -411,6 +420,19 @@ extern int	dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples,
 						   const uint64 *ordinals, int ntuples, bool all,
 						   DPFkeyViolation *v);
 
+/*
+ * Do the leaf's foreign keys go to their sets as its rows are placed
+ * (dp_fkeys_add_row), each row queueing nothing for them?  Once every
+ * constraint is checked as a set (begun here in a parallel leader, past
+ * directpath.fkey_set_rows rows otherwise) and no other AFTER ROW trigger
+ * acts; stays true once true.
+ */
+extern bool dp_fkeys_at_place(DPForeignKeys *f);
+
+/* A placed row's keys added to the sets, at 'ordinal' of the input. */
+extern void dp_fkeys_add_row(DPForeignKeys *f, TupleTableSlot *slot,
+							 uint64 ordinal);
+
 /* A violation found by a set check: the first in input order. */
 typedef struct DPFkeyFound
 {
@@ -458,8 +480,13 @@ extern struct _SPI_plan *dp_fkset_keep_plan(const char *query, int nargs,
 											Oid *argtypes);
 #define DP_FKEY_ROW_LOCK (dp_fkey_table_lock ? "" : " FOR KEY SHARE OF x")
 
-/* Add a row's key (a key with a NULL column is not added) and ordinal. */
+/*
+ * Add a row's key (a key with a NULL column is not added) and ordinal,
+ * from its tuple or from a slot holding it.
+ */
 extern void dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal);
+extern void dp_fkset_add_slot(DPFkeySet *s, TupleTableSlot *slot,
+							  uint64 ordinal);
 
 /*
  * The next at most 'max' distinct keys in key order (an array per key

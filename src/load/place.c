@@ -173,13 +173,32 @@ spool(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, ItemPointer tid)
 		dp_indexes_spool(leaf->indexes, s->leaves.estate, slot, tid);
 }
 
+/*
+ * Is the leaf's only after-insert work its foreign keys' set check, which
+ * takes a row's keys as it is placed (fkeys.c)?  Then the row is not
+ * queued: no copy of it is kept until its page is written.  Not with a
+ * rejects table, which wants every violating row found per batch.
+ */
+static bool
+keys_at_place(DPLoad *s, DPLeaf *leaf)
+{
+	if (!leaf->fkeys_at_place && leaf->post_is_fkeys && s->rejects == NULL)
+		leaf->fkeys_at_place = dp_fkeys_at_place(leaf->fkeys);
+	return leaf->fkeys_at_place;
+}
+
 /* Put the row in 'slot' on a page; queue it if it has deferred work. */
 static void
 place(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot, uint64 lineno)
 {
 	int			full;
 
-	if (leaf->needs_post)
+	if (leaf->needs_post && keys_at_place(s, leaf))
+	{
+		full = dp_heap_add_slot(leaf->writer, slot, &slot->tts_tid, NULL);
+		dp_fkeys_add_row(leaf->fkeys, slot, dp_queue_next_ordinal(s->queue));
+	}
+	else if (leaf->needs_post)
 	{
 		MemoryContext old = MemoryContextSwitchTo(dp_queue_memory(s->queue));
 		HeapTuple	copy;
@@ -304,17 +323,20 @@ dp_load_insert_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot,
 
 /*
  * A page placed whole: each of its rows gets what place() gives a row,
- * its entries spooled for an index build or the row queued for its
- * after-insert work (index entries), with no input line of its own.
+ * its entries spooled for an index build, its foreign keys' values added
+ * to their sets, or the row queued for its after-insert work, with no
+ * input line of its own.
  */
 void
 dp_load_page_rows(DPLoad *s, DPLeaf *leaf, Page page, BlockNumber blkno)
 {
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	bool		build = dp_indexes_at_place(leaf->indexes);
+	bool		keys = leaf->needs_post && keys_at_place(s, leaf);
+	bool		queue = leaf->needs_post && !keys;
 	HeapTupleData tup;
 
-	if (!leaf->needs_post && !build)
+	if (!queue && !keys && !build)
 		return;					/* no index: nothing per row */
 	tup.t_tableOid = RelationGetRelid(leaf->rri->ri_RelationDesc);
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
@@ -324,17 +346,22 @@ dp_load_page_rows(DPLoad *s, DPLeaf *leaf, Page page, BlockNumber blkno)
 		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 		tup.t_len = ItemIdGetLength(lp);
 		ItemPointerSet(&tup.t_self, blkno, off);
-		if (leaf->needs_post)
+		if (queue)
 		{
 			MemoryContext old = MemoryContextSwitchTo(dp_queue_memory(s->queue));
 
 			dp_queue_add(s->queue, leaf, heap_copytuple(&tup), 0, NULL);
 			MemoryContextSwitchTo(old);
 		}
-		if (build)
+		if (build || keys)
 		{
+			/* one deforming of the row for its entries and its keys */
 			ExecStoreHeapTuple(&tup, leaf->slot, false);
-			spool(s, leaf, leaf->slot, &tup.t_self);
+			if (build)
+				spool(s, leaf, leaf->slot, &tup.t_self);
+			if (keys)
+				dp_fkeys_add_row(leaf->fkeys, leaf->slot,
+								 dp_queue_next_ordinal(s->queue));
 			ExecClearTuple(leaf->slot);
 		}
 	}

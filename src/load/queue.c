@@ -63,8 +63,8 @@ struct DPQueue
 	uint64	   *error_line;		/* the load's: the row being processed */
 	DPRejects  *rejects;		/* COPY's rejects table, or NULL */
 	uint64		deleted;		/* rows taken back as duplicates */
-	uint64		processed;		/* rows of earlier batches: the ordinal of
-								 * this batch's first row */
+	uint64		next_ordinal;	/* the next placed row's place in the
+								 * load's input order, queued or not */
 	bool		direct;			/* processing directly written rows */
 };
 
@@ -136,6 +136,13 @@ dp_queue_add(DPQueue *q, DPLeaf *leaf, HeapTuple tup, uint64 lineno,
 	row->lineno = lineno;
 	row->raw = raw ? MemoryContextStrdup(q->rowcxt, raw) : NULL;
 	row->fk.key = -1;
+	row->ordinal = q->next_ordinal++;
+}
+
+uint64
+dp_queue_next_ordinal(DPQueue *q)
+{
+	return q->next_ordinal++;
 }
 
 /*
@@ -354,7 +361,7 @@ mark_foreign_keys(DPQueue *q, DPLeaf *leaves, bool all)
 		n = leaf_rows(q, leaf, r.tuples, r.linenos, r.places);
 		/* each row's place in the load's input order */
 		for (int i = 0; i < n; i++)
-			r.linenos[i] = q->processed + r.places[i];
+			r.linenos[i] = q->rows[r.places[i]].ordinal;
 		if (n == 0 || dp_fkeys_check(leaf->fkeys, r.tuples, r.linenos, n, all,
 									 v) < 0)
 			continue;
@@ -420,7 +427,6 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 	if (!q->rejects)
 		check_foreign_keys(q, leaves);
 	name_line(q, 0);
-	q->processed += q->nrows;
 	clear(q);
 }
 
