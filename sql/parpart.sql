@@ -296,10 +296,23 @@ ALTER TABLE pp_t_1 ADD FOREIGN KEY (k) REFERENCES pp_ref;
 /*+ APPEND PARALLEL(2) */ INSERT INTO pp_t SELECT * FROM pp_src WHERE id <= 1000;
 SELECT pp_report();
 ALTER TABLE pp_t_1 DROP CONSTRAINT pp_t_1_k_fkey;
-CREATE TABLE pp_g (id int, g int GENERATED ALWAYS AS (id * 2) STORED) PARTITION BY RANGE (id);
+-- stored generated columns: computed by the workers (ExecInsert's order,
+-- before the constraints: NOT NULL sees the computed value), unless an
+-- expression is not parallel safe (the load then runs serially)
+CREATE TABLE pp_g (id int, g int GENERATED ALWAYS AS (id * 2) STORED NOT NULL)
+  PARTITION BY RANGE (id);
 CREATE TABLE pp_g_1 PARTITION OF pp_g FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
 /*+ APPEND PARALLEL(2) */ INSERT INTO pp_g SELECT id FROM pp_src WHERE id <= 1000;
 SELECT pp_report();
+SELECT count(*), count(*) FILTER (WHERE g = id * 2) AS computed FROM pp_g;
+CREATE FUNCTION pp_twice(int) RETURNS int IMMUTABLE PARALLEL UNSAFE LANGUAGE sql
+  AS 'SELECT $1 * 2';
+CREATE TABLE pp_gu (id int, g int GENERATED ALWAYS AS (pp_twice(id)) STORED);
+/*+ APPEND PARALLEL(2) */ INSERT INTO pp_gu SELECT id FROM pp_src WHERE id <= 1000;
+SELECT pp_report();
+SELECT count(*), count(*) FILTER (WHERE g = id * 2) AS computed FROM pp_gu;
+DROP TABLE pp_gu;
+DROP FUNCTION pp_twice(int);
 /*+ APPEND PARALLEL(2) */ INSERT INTO pp_t SELECT * FROM pp_src WHERE id <= 1000;
 SELECT pp_report();
 -- a partition key whose function is not parallel safe: routing it would

@@ -12,7 +12,8 @@ the statement cancelled, each while the leader sleeps after its first
 batch with the workers' queues full: the statement fails (or the cluster
 recovers), nothing of the load is visible, the heap passes verify_heapam,
 and the same load then succeeds in parallel; a committed parallel load
-survives an immediate stop.
+survives an immediate stop.  Stored generated columns computed by the
+workers give the plain statement's rows.
 """
 
 import hashlib
@@ -329,3 +330,32 @@ def test_copy_from_stdin(cluster):
         assert_parallel(conn)
         assert table_digest(conn, t) == want
         verify_table(conn, t)
+
+
+@pytest.mark.parametrize("shape", ["plain", "partitioned"])
+@LOAD_KINDS
+def test_generated_columns_computed_by_workers(cluster, kind, shape):
+    """A stored generated column is computed where the row is placed, in
+    the workers too, before NOT NULL and CHECK (ExecInsert's order): the
+    load runs in parallel and gives the plain statement's rows."""
+    t, tp = f"par_gen_{kind}_{shape}", f"par_genp_{kind}_{shape}"
+    cols = ("(id int NOT NULL, v text, k int CHECK (k >= 0), g text GENERATED ALWAYS AS "
+            "(v || ':' || k::text) STORED NOT NULL CHECK (length(g) > 33))")
+    with cluster.conn() as conn:
+        make_source(conn)
+        for name in (t, tp):
+            if shape == "plain":
+                conn.execute(f"CREATE TABLE {name} {cols}")
+            else:
+                conn.execute(f"CREATE TABLE {name} {cols} PARTITION BY RANGE (id)")
+                conn.execute(f"CREATE TABLE {name}_a PARTITION OF {name} "
+                             "FOR VALUES FROM (1) TO (150001)")
+                conn.execute(f"CREATE TABLE {name}_d PARTITION OF {name} DEFAULT")
+        load = LOADS[kind]
+        conn.execute(load.replace("/*+ APPEND PARALLEL(2) */ ", "").format(t=f"{tp} (id, v, k)"))
+        conn.execute(load.format(t=f"{t} (id, v, k)"))
+        assert_parallel(conn)
+        assert table_digest(conn, t) == table_digest(conn, tp)
+        assert conn.execute(f"SELECT count(*) FROM {t} WHERE g IS DISTINCT FROM "
+                            "v || ':' || k::text").fetchone()[0] == 0
+        verify_target(conn, t)

@@ -27,8 +27,8 @@
  * When the input or the target does not allow it (parplan.c, parcopy.c;
  * parcheck.c) the statement runs serially, and last_statement().parallel
  * says why.  The leaves of a partitioned target whose rows need what a
- * worker cannot do (their own triggers, foreign keys, generated columns or
- * CHECK constraints) are held: workers route their rows to the leader,
+ * worker cannot do (their own triggers, foreign keys, or generated columns
+ * or CHECK constraints that are not parallel safe) are held: workers route their rows to the leader,
  * which keeps them in a tuplestore and loads them as a serial load would
  * once it has left parallel mode (dp_parallel_load_held: their triggers
  * and foreign key checks may write, which parallel mode forbids).

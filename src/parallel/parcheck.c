@@ -8,8 +8,8 @@
  * The target must be a plain heap, or a partitioned table whose every leaf
  * is one, without INSERT triggers other than foreign key checks that the
  * leader can check as a set at the end (load/fkeys.c), row security or
- * check options, stored generated columns or CHECK constraints that are not
- * parallel safe, outside serializable isolation and with parallel workers
+ * check options, stored generated columns (computed by the workers) or
+ * CHECK constraints whose expressions are not parallel safe, outside serializable isolation and with parallel workers
  * to be had; a partition targeted itself needs a parallel-safe partition
  * constraint (its rows are checked against its bound), a partitioned
  * table in the target's tree a parallel-safe partition key (routing runs
@@ -21,15 +21,16 @@
  * table every process shares: each leaf a worker may route a row to,
  * sorted by relid (dp_parallel_leaf_cmp, placer.c).  When the input allows
  * it ('may_hold'), a leaf that fails the rules only by its own triggers,
- * foreign keys, generated columns or CHECK constraints, or by being a
+ * foreign keys, unsafe generated columns or CHECK constraints, or by being a
  * foreign table, is held rather than refused: the workers route its rows
  * to the leader, which keeps them in the tuplestores set up here and loads
  * them as a serial load would once it has left parallel mode (their
  * triggers and foreign key checks may write, which parallel mode forbids).
  *
  * Invariants.
- * - Whatever a worker evaluates (quals, projections, defaults, CHECK
- *	 constraints, partition keys and bounds) is parallel safe by core's
+ * - Whatever a worker evaluates (quals, projections, defaults, stored
+ *	 generated columns, CHECK constraints, partition keys and bounds) is
+ *	 parallel safe by core's
  *	 own test (is_parallel_safe, through dp_expr_parallel_safe).
  * - Every relation of a partitioned target's tree is locked AccessShare
  *	 while it is listed, as the planner locks a read; a leaf is locked
@@ -84,6 +85,30 @@ checks_parallel_safe(Relation rel)
 }
 
 /*
+ * The first stored generated column of 'rel' whose expression is not
+ * parallel safe (a worker computes the columns of the rows it places, as
+ * ExecInsert does before the constraints), or NULL.
+ */
+static const char *
+generated_unsafe(Relation rel)
+{
+	TupleConstr *constr = rel->rd_att->constr;
+
+	if (constr == NULL || !constr->has_generated_stored)
+		return NULL;
+	for (int i = 0; i < constr->num_defval; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rel->rd_att,
+											  constr->defval[i].adnum - 1);
+
+		if (att->attgenerated == ATTRIBUTE_GENERATED_STORED &&
+			!dp_expr_parallel_safe(stringToNode(constr->defval[i].adbin)))
+			return NameStr(att->attname);
+	}
+	return NULL;
+}
+
+/*
  * Why the INSERT triggers of a relation keep a worker from placing its
  * rows, as a phrase ("has ..."), or NULL.  Statement triggers fire in the
  * leader before and after the load, as in a serial one.  A row's AFTER
@@ -126,6 +151,7 @@ static const char *
 heap_refusal(Relation rel, const char *what)
 {
 	const char *why;
+	const char *col;
 
 	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
 		return psprintf("%s is a foreign table", what);
@@ -136,8 +162,9 @@ heap_refusal(Relation rel, const char *what)
 	if ((why = triggers_refusal(rel)) != NULL ||
 		(why = dp_fkeys_parallel_refusal(rel)) != NULL)
 		return psprintf("%s %s", what, why);
-	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
-		return psprintf("%s has stored generated columns", what);
+	if ((col = generated_unsafe(rel)) != NULL)
+		return psprintf("%s has stored generated column \"%s\", whose expression is not parallel safe",
+						what, col);
 	if (!checks_parallel_safe(rel))
 		return psprintf("a CHECK constraint of %s is not parallel safe", what);
 	/* a materialized view's heap was judged by born.c (heap, not temporary) */

@@ -13,8 +13,10 @@
  *			state: partition bounds, default partitions, the root's own
  *			partition constraint and "no partition ... found for row" are
  *			core's), and is converted to the leaf's format;
- *	check	NOT NULL and CHECK constraints of the leaf, as ExecInsert checks
- *			a routed row (ExecConstraints); a target that is itself a
+ *	check	the leaf's stored generated columns computed, then its NOT NULL
+ *			and CHECK constraints checked, as ExecInsert does for a routed
+ *			row (ExecComputeStoredGenerated, ExecConstraints; the leader's
+ *			check made both parallel safe); a target that is itself a
  *			partition (not routed) also its partition constraint, as
  *			ExecInsert checks a row inserted into a partition directly
  *			(routing checks a partitioned target's own);
@@ -60,6 +62,7 @@
 #include "executor/execPartition.h"
 #include "foreign/fdwapi.h"
 #include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
 #include "utils/rel.h"
 
 /* One leaf's state in a placer. */
@@ -273,6 +276,9 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 		}
 	}
 	rel = p->rri->ri_RelationDesc;
+	/* ExecInsert's order: the leaf's generated columns, then constraints */
+	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
+		ExecComputeStoredGenerated(p->rri, pl->estate, leafrow, CMD_INSERT);
 	if (rel->rd_att->constr)
 		ExecConstraints(p->rri, leafrow, pl->estate);
 	if (pl->mt == NULL && rel->rd_rel->relispartition)
