@@ -22,8 +22,8 @@
 #   -k EXPR        passed to pytest (select tests)
 #   -j N           pytest processes (default $DP_PYTEST_JOBS or 2; 1: no xdist).
 #                  The tests wait on servers and disks more than on the CPU:
-#                  two processes take the suite from 15 to about N minutes
-#                  a major on the 2-core machine.
+#                  two processes take a major's suite from 15 to 8-10
+#                  minutes on the 2-core machine.
 #
 # Ends with one line per major and then "N passed, N failed" counting
 # majors x suites; exits non-zero when anything failed.  Scratch files go to a
