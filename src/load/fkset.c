@@ -114,7 +114,7 @@ struct DPFkeySet
 {
 	int			nkeys;
 	AttrNumber	fkatts[INDEX_MAX_KEYS]; /* in the leaf */
-	TupleDesc	leafdesc;
+	TupleTableSlot *row;		/* a leaf row added as a tuple (dp_fkset_add) */
 	TupleDesc	sortdesc;		/* the key columns, then the ordinal */
 	int			sortmem;		/* kB */
 	/* integer keys, while 'ints' is not NULL */
@@ -298,7 +298,6 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts,
 										 ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(s->cxt);
 	s->nkeys = nkeys;
-	s->leafdesc = desc;
 	s->sortmem = sortmem;
 	memcpy(s->fkatts, fkatts, sizeof(AttrNumber) * nkeys);
 	s->sortdesc = CreateTemplateTupleDesc(nkeys + 1);
@@ -320,6 +319,7 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts,
 	}
 	else
 		begin_tuplesort(s);
+	s->row = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
 	s->put = MakeSingleTupleTableSlot(s->sortdesc, &TTSOpsVirtual);
 	s->got = MakeSingleTupleTableSlot(s->sortdesc, &TTSOpsMinimalTuple);
 	MemoryContextSwitchTo(old);
@@ -523,20 +523,9 @@ add_put(DPFkeySet *s, uint64 ordinal)
 void
 dp_fkset_add(DPFkeySet *s, HeapTuple row, uint64 ordinal)
 {
-	MemoryContext old = MemoryContextSwitchTo(s->cxt);
-	bool		null = false;
-
-	ExecClearTuple(s->put);
-	for (int i = 0; i < s->nkeys && !null; i++)
-	{
-		s->put->tts_values[i] = heap_getattr(row, s->fkatts[i], s->leafdesc,
-											 &s->put->tts_isnull[i]);
-		null = s->put->tts_isnull[i];
-	}
-	/* MATCH SIMPLE: a key with a NULL references nothing */
-	if (!null)
-		add_put(s, ordinal);
-	MemoryContextSwitchTo(old);
+	ExecStoreHeapTuple(row, s->row, false);
+	dp_fkset_add_slot(s, s->row, ordinal);
+	ExecClearTuple(s->row);
 }
 
 void
@@ -552,6 +541,7 @@ dp_fkset_add_slot(DPFkeySet *s, TupleTableSlot *slot, uint64 ordinal)
 											 &s->put->tts_isnull[i]);
 		null = s->put->tts_isnull[i];
 	}
+	/* MATCH SIMPLE: a key with a NULL references nothing */
 	if (!null)
 		add_put(s, ordinal);
 	MemoryContextSwitchTo(old);
@@ -655,6 +645,7 @@ dp_fkset_next(DPFkeySet *s, int max, Datum **values, uint64 *ordinals)
 void
 dp_fkset_end(DPFkeySet *s)
 {
+	ExecDropSingleTupleTableSlot(s->row);
 	ExecDropSingleTupleTableSlot(s->put);
 	ExecDropSingleTupleTableSlot(s->got);
 	if (s->sort != NULL)
