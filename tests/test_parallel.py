@@ -165,11 +165,19 @@ def paused_parallel_load(cluster, t, kind):
     bg = Background(cluster, [LOADS[kind].format(t=t)], settings, name="loader")
     bg.start()
     wait_fault_sleep(cluster, bg, "first_batch", off)
+    # The leader can take its first batch before every worker is in
+    # pg_stat_activity (a loaded machine starts them late): wait for one.
+    deadline = time.monotonic() + 30
     with cluster.conn() as conn:
-        workers = [r[0] for r in conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
-            (bg.pid, bg.pid)).fetchall()]
-    assert workers, "the load runs without parallel workers"
+        while True:
+            workers = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
+                (bg.pid, bg.pid)).fetchall()]
+            if workers or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    assert workers, ("the load runs without parallel workers:\n"
+                     + cluster.log_tail(30, off))
     return bg, workers
 
 
