@@ -192,6 +192,32 @@ SELECT * FROM ks_check('ks_on');
 SELECT * FROM ks_compare();
 SELECT NOT EXISTS (SELECT * FROM ks_on EXCEPT SELECT * FROM ks_off) AS same_rows;
 
+-- entries that come in key order (a serial key; rows in their key's
+-- order): the radix sort finds them sorted and moves nothing; in order but
+-- for the last entry, or in reverse, it sorts them
+BEGIN;
+CREATE TABLE ks_asc (k int8, n int4);
+CREATE INDEX ks_asc_k ON ks_asc (k);
+CREATE INDEX ks_asc_nk ON ks_asc (n, k);
+CREATE TABLE ks_late (LIKE ks_asc INCLUDING INDEXES);
+CREATE TABLE ks_rev (LIKE ks_asc INCLUDING INDEXES);
+/*+ APPEND */ INSERT INTO ks_asc SELECT g, g / 10 FROM generate_series(1, 20000) g;
+/*+ APPEND */ INSERT INTO ks_late
+  SELECT * FROM (SELECT g, g / 10 FROM generate_series(1, 20000) g) s
+  UNION ALL SELECT 0, 0;
+/*+ APPEND */ INSERT INTO ks_rev SELECT g, g / 10 FROM generate_series(20000, 1, -1) g;
+COMMIT;
+SELECT * FROM ks_check('ks_asc') UNION ALL SELECT * FROM ks_check('ks_late')
+  UNION ALL SELECT * FROM ks_check('ks_rev');
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT (SELECT k FROM ks_late ORDER BY k LIMIT 1) AS late_first,
+       (SELECT k FROM ks_rev ORDER BY k LIMIT 1) AS rev_first,
+       (SELECT array_agg(k) FROM (SELECT k FROM ks_late WHERE n = 0 ORDER BY n, k) s) AS late_n0;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+DROP TABLE ks_asc, ks_late, ks_rev;
+
 DROP TABLE ks_on, ks_off, ks_src, ks_copy;
 DROP FUNCTION ks_check, ks_same_order, ks_table, ks_pair, ks_compare;
 DROP DOMAIN ks_dom;

@@ -13,7 +13,11 @@
  *
  * Algorithm.  One pass over the entries finds which bytes of which words
  * differ from the first entry's (the others are the same in every entry
- * and order nothing) and counts each varying byte's values at once.  Then
+ * and order nothing), and whether every entry's words are at least its
+ * predecessor's: entries that came in order (a serial key, rows loaded in
+ * their primary key's order, as dumps and generators write them) are
+ * sorted already, and a stable sort leaves them as they are.  Otherwise it
+ * counts each varying byte's values.  Then
  * one counting-sort pass per varying byte, least significant first (the
  * last word's low byte) to most significant (the first word's high byte):
  * the pass moves every entry to the place its byte's running count gives,
@@ -82,6 +86,37 @@ scatter(const char *src, char *dst, int64 n, Size size, DPRadixPass *p)
 	}
 }
 
+/*
+ * The bits of each word that differ between entries into 'diff'; true when
+ * every entry's words are at least its predecessor's (in order already).
+ */
+static bool
+survey(const char *src, int64 n, Size size, const Size *offs, int nwords,
+	   uint64 *diff)
+{
+	bool		disorder = false;
+
+	for (int64 i = 1; i < n; i++)
+	{
+		const char *e = src + i * size;
+
+		for (int w = 0; w < nwords; w++)
+			diff[w] |= word_at(e, offs[w]) ^ word_at(src, offs[w]);
+		for (int w = 0; w < nwords && !disorder; w++)
+		{
+			uint64		cur = word_at(e, offs[w]);
+			uint64		prev = word_at(e - size, offs[w]);
+
+			if (cur != prev)
+			{
+				disorder = cur < prev;
+				break;
+			}
+		}
+	}
+	return !disorder;
+}
+
 bool
 dp_radix_sort(void *entries, int64 n, Size size, const Size *offs,
 			  int nwords, Size limit)
@@ -96,17 +131,13 @@ dp_radix_sort(void *entries, int64 n, Size size, const Size *offs,
 	if (n < DP_RADIX_MIN_ENTRIES || (Size) n * size > limit)
 		return false;
 
-	/* the bytes that vary */
-	for (int64 i = 1; i < n; i++)
-		for (int w = 0; w < nwords; w++)
-			diff[w] |= word_at(src + i * size, offs[w]) ^ word_at(src, offs[w]);
+	if (survey(src, n, size, offs, nwords, diff))
+		return true;			/* sorted as they came: a stable sort keeps it */
 	for (int w = 0; w < nwords; w++)
 		for (int b = 0; b < 8; b++)
 			npasses += ((diff[w] >> (8 * b)) & 0xFF) != 0;
 	if (npasses > DP_RADIX_MAX_PASSES)
 		return false;
-	if (npasses == 0)
-		return true;			/* every entry's words are the same */
 	dst = MemoryContextAllocExtended(CurrentMemoryContext, (Size) n * size,
 									 MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 	if (dst == NULL)
