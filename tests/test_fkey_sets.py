@@ -7,8 +7,9 @@ the first violating row's key in input order, and, as core's checks at the
 end of a statement, no COPY line), wherever the violations are; NULL keys
 (MATCH SIMPLE) and composite keys; a partitioned target whose leaves share
 the input order; the referenced rows locked FOR KEY SHARE (a parent DELETE
-waits), or with directpath.fkey_table_lock their tables locked SHARE and no
-row; nothing left after an error.  The report names the constraints
+waits) with the headers and visibility map bits the plain statement's
+checks leave, or with directpath.fkey_table_lock their tables locked SHARE
+and no row; nothing left after an error.  The report names the constraints
 checked so, with their distinct keys.  Integer keys (one or two columns
 of int2, int4, int8, oid, date, timestamptz), which the set keeps as an
 array of integers, kept in memory, compacted in a small one, moved to the
@@ -138,6 +139,54 @@ def test_referenced_rows_locked(cluster):
             other.execute(f"DELETE FROM {p}_a WHERE id = 4000")
         bg.execute("COMMIT")
         assert sqlstate_of(other, f"DELETE FROM {p}_a WHERE id = 4000") == "23503"
+
+
+def lock_headers(conn, t):
+    """Each row of 't': its line pointer, the xmax bits a row lock sets
+    (KEYSHR, EXCL, LOCK_ONLY, IS_MULTI; KEYS_UPDATED, HOT_UPDATED), whether
+    the xmax is this transaction's and t_ctid the row itself; and each
+    block's visibility map bits."""
+    rows = conn.execute(
+        "SELECT b, lp, t_infomask & (16 | 64 | 128 | 4096), t_infomask2 & (8192 | 16384), "
+        "t_xmax::text = txid_current()::text, t_ctid = ('(' || b || ',' || lp || ')')::tid "
+        f"FROM generate_series(0, pg_relation_size('{t}') / 8192 - 1) b, "
+        f"heap_page_items(get_raw_page('{t}', b::int)) ORDER BY 1, 2").fetchall()
+    vm = conn.execute(f"SELECT blkno, all_visible, all_frozen FROM pg_visibility_map('{t}') "
+                      "ORDER BY 1").fetchall()
+    return rows, vm
+
+
+def test_rows_locked_as_core_locks_them(cluster):
+    """The set's rows locked page by page (fklock.c) carry what the plain
+    INSERT's checks leave, row by row, on twin parents: pages whose first
+    change since the checkpoint this is (locked and logged as one image),
+    pages changed since (locked by heap_lock_tuple), rows an ended
+    transaction locked before (the lock taken over), frozen pages (the
+    all-frozen bit cleared, all-visible kept)."""
+    heads = {}
+    for how in ("plain", "direct"):
+        p, t = f"fh_{how}_p", f"fh_{how}_c"
+        with cluster.conn() as conn:
+            make_parents(conn, p)
+            make_child(conn, t, p)
+            conn.execute(f"VACUUM FREEZE {p}_a, {p}_b")
+            conn.execute(f"SELECT FROM {p}_a WHERE id <= 300 FOR KEY SHARE")
+            conn.execute("CHECKPOINT")
+            conn.execute(f"SELECT FROM {p}_a WHERE id BETWEEN 2000 AND 2600 FOR KEY SHARE")
+            conn.execute(f"SELECT FROM {p}_b WHERE x <= 500 FOR KEY SHARE")
+            set_gucs(conn, SET)
+            conn.execute("BEGIN")
+            conn.execute(f"{'' if how == 'plain' else '/*+ APPEND */ '}INSERT INTO {t} {rows_sql()}")
+            if how == "direct":
+                assert "then as a set at the end:" in last_statement(conn)["foreign_keys"]
+            heads[how] = [lock_headers(conn, f"{p}_{x}") for x in ("a", "b")]
+            conn.execute("COMMIT")
+    for (rows_p, vm_p), (rows_d, vm_d) in zip(heads["plain"], heads["direct"]):
+        assert rows_d == rows_p
+        assert vm_d == vm_p
+    rows, vm = heads["direct"][0]
+    assert all(r[4] and r[2] == 16 | 128 for r in rows), rows[:5]      # every row locked
+    assert vm and all(v[1] and not v[2] for v in vm), vm
 
 
 @pytest.mark.parametrize("set_rows", ["2000", "0"])

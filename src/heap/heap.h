@@ -167,10 +167,13 @@ extern void dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid,
 							 CommandId cid, bool frozen);
 
 /*
- * Clear the VM bits of heap blocks 'blocks' (ascending), each VM page
- * changed logged as an image, before those heap pages change in place.
+ * Clear the VM bits 'flags' (VISIBILITYMAP_VALID_BITS, or only
+ * VISIBILITYMAP_ALL_FROZEN for a row lock) of heap blocks 'blocks'
+ * (ascending), each VM page changed logged as an image, before those heap
+ * pages change in place.
  */
-extern void dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n);
+extern void dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n,
+							   uint8 flags);
 
 /* Mark heap blocks [start, end) all-visible and all-frozen in the VM. */
 extern void dp_vm_set_frozen(Relation rel, BlockNumber start, BlockNumber end);

@@ -139,17 +139,20 @@ log_cleared(Relation rel, Buffer vmbuf, bool changed)
 }
 
 /*
- * Clear both VM bits of heap blocks 'blocks' (ascending), before their
- * pages change.  Core clears a bit in the same WAL record as the heap
- * change that needs it; a page changed in place by directpath is logged
- * as a full image instead (load/versions.c), so the bits are cleared
+ * Clear the VM bits 'flags' of heap blocks 'blocks' (ascending), before
+ * their pages change: both for an update or delete, all-frozen for a row
+ * lock (load/fklock.c), as heap_lock_tuple clears it.  Core clears a bit
+ * in the same WAL record as the heap change that needs it; a page changed
+ * in place by directpath is logged as a full image instead
+ * (load/versions.c, load/fklock.c), so the bits are cleared
  * first and each VM page changed is logged once, as an image, before any
  * heap page it covers is.  A map left cleared by a crash before the heap
  * pages change is only conservative (VACUUM sets it again); a map page
  * that does not exist is not created.
  */
 void
-dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n)
+dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n,
+				   uint8 flags)
 {
 	Buffer		vmbuf = InvalidBuffer;
 	BlockNumber mapblk = InvalidBlockNumber;
@@ -165,7 +168,7 @@ dp_vm_clear_logged(Relation rel, const BlockNumber *blocks, int n)
 		}
 		/* get_status pins the map page, if it exists, without extending */
 		if (visibilitymap_get_status(rel, blocks[i], &vmbuf) != 0 &&
-			visibilitymap_clear(rel, blocks[i], vmbuf, VISIBILITYMAP_VALID_BITS))
+			visibilitymap_clear(rel, blocks[i], vmbuf, flags))
 			changed = true;
 	}
 	log_cleared(rel, vmbuf, changed);

@@ -35,9 +35,8 @@
  * constraint's check trigger (dp_fkeys_swap).
  *
  * With directpath.fkey_table_lock the referenced table is locked SHARE when
- * the load begins and the queries lock no row (no lock record, page image
- * or dirty page per referenced row; nobody else writes the table until the
- * transaction ends, and a check's fresh snapshot comes after the lock).
+ * the load begins and no row is locked (nobody else writes the table until
+ * the transaction ends; a check's fresh snapshot comes after the lock).
  *
  * A constraint keeps core's per-row events, and the report says why, when
  * checking per batch could answer differently: deferrable; referencing
@@ -47,23 +46,22 @@
  * with other AFTER ROW triggers (they run before core's check and could
  * add the referenced rows).  Rows left on the normal path keep them too.
  *
- * A large load checks its later keys as one set (fkset.c): once a leaf's
- * directly written rows pass directpath.fkey_set_rows, a MATCH SIMPLE
- * constraint's keys go into a sort instead (goes_to_set; in a parallel
- * load's leader, which receives pages in parallel mode where no query may
- * run, from the first row, and a constraint that cannot go keeps the load
- * serial: dp_fkeys_parallel_refusal).  Once every constraint of a leaf
- * does and nothing else acts per row, a row's keys go to the sets as it is
- * placed and the row is not queued (dp_fkeys_at_place, dp_fkeys_add_row).
+ * A large load checks its later keys as one set (fkset.c): past
+ * directpath.fkey_set_rows rows of a leaf, a MATCH SIMPLE constraint's keys
+ * go into a sort (goes_to_set; in a parallel load's leader, in parallel
+ * mode where no query may run, from the first row, and a constraint that
+ * cannot go keeps the load serial: dp_fkeys_parallel_refusal).  Once every
+ * constraint of a leaf does and nothing else acts per row, a row's keys go
+ * to the sets as it is placed and it is not queued (dp_fkeys_at_place).
  * At the end (dp_fkeys_check_sets, from finish.c) the distinct keys are
- * checked in chunks by the same query, each with the first ordinal of its
- * rows: the first violation in input order (a parallel load's: in the
- * order the pages arrived) is reported as above, without an input line,
- * as core's end-of-statement check.
+ * checked in chunks, each with the first ordinal of its rows, found by one
+ * scan whose rows are locked page by page (fklock.c), else by the same
+ * query: the first violation in input order (a parallel load's: in the
+ * order pages arrived) is reported as above, without an input line.
  *
- * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each
- * row's first constraint in trigger order (dp_fkeys_check with 'all'),
- * taken back by queue.c.  A constraint left per row fails the COPY.
+ * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each row's
+ * first constraint in trigger order (dp_fkeys_check with 'all'), taken
+ * back by queue.c.  A constraint left per row fails the COPY.
  *
  * Invariants: every directly written row of a batched constraint is
  * checked before the statement ends, after its page is written, and
@@ -262,9 +260,9 @@ describe(Relation leaf, Trigger *t, DPForeignKey *fk, bool prepare)
 		LockRelationOid(fk->pkrel, ShareLock);
 	if (prepare)
 		fk->plan = prepare_check(fk, pkatts, pf_ops);
-	if (prepare && fk->set_ok && fk->nkeys == 1)
-		fk->find_plan = dp_fkset_prepare_find(fk->pkrel, pkatts[0], pf_ops[0],
-											  fk->fktypes[0]);
+	if (prepare && fk->set_ok)
+		fk->find_plan = dp_fkset_prepare_find(fk->pkrel, fk->nkeys, pkatts,
+											  pf_ops, fk->fktypes);
 	return NULL;
 }
 
@@ -519,8 +517,8 @@ batch_keys(DPForeignKeys *f, int k, HeapTuple *tuples, int n, bool all,
 /*
  * Run the check as the referenced table's owner, as core does; the
  * (0-based) positions of the keys not found, in order, go to missing[]
- * (only the first without 'all'); returns how many.  With the set's
- * 'plan' instead (missing NULL): how many keys it found.
+ * (only the first without 'all'); returns how many; for the find plan
+ * (missing NULL), the keys found with their rows locked, or -1 (fklock.c).
  */
 static int
 run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
@@ -540,6 +538,9 @@ run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
 		elog(ERROR, "directpath: the check of foreign key \"%s\" failed",
 			 fk->conname);
 	nmissing = (int) SPI_processed;
+	if (plan == fk->find_plan && !dp_fkey_table_lock &&
+		!dp_fklock_rows(fk->pkrel, SPI_tuptable, SPI_processed, arrays[0]))
+		nmissing = -1;
 	for (int i = 0; missing != NULL && i < nmissing; i++)
 	{
 		bool		isnull;
@@ -621,7 +622,6 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 	m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
 	missing = palloc(sizeof(int) * Max(m, 1));
 	nmissing = m > 0 ? run_check(&f->keys[k], f->keys[k].plan, arrays, all, missing) : 0;
-
 	for (int i = 0; i < nmissing; i++)
 	{
 		int			r = rows[missing[i]];

@@ -47,16 +47,18 @@
  * Finding a chunk at once.  fkeys.c checks a chunk of keys with a query
  * that probes each key by a subquery of its own (an index rescan and a
  * LockRows per key: about 1.4 us a key, 90 ms a chunk of 65,536 on TPC-H's
- * orders).  For a key of one column, a chunk goes first to
- * dp_fkset_prepare_find's query, "SELECT 1 FROM ONLY parent x WHERE x.pk
- * OPERATOR(=) ANY ($1) FOR KEY SHARE OF x": one index scan over the
- * sorted array, which btree walks leaf by leaf, every row found locked
- * FOR KEY SHARE as the check locks it (30 ms the chunk).  The keys of a
+ * orders).  A chunk goes first to dp_fkset_prepare_find's query, which
+ * locks nothing and returns each row's ctid and xmin: for a key of one
+ * column "SELECT x.ctid, x.xmin FROM ONLY parent x WHERE x.pk
+ * OPERATOR(=) ANY ($1)", one index scan over the sorted array, which
+ * btree walks leaf by leaf; for more, an index probe per key of unnest's
+ * rows ("LATERAL (... OFFSET 0)": no join over the table).  The keys of a
  * chunk are distinct and the referenced key unique, so every key was
- * found iff the scan returns as many rows as there are keys; otherwise (a
- * key missing, or two keys equal but for their bytes) the chunk goes to
- * the check query, which names the missing keys (and locks again what it
- * finds, a no-op in the same transaction).
+ * found iff the scan returns as many rows as there are keys; then
+ * fklock.c locks the rows FOR KEY SHARE page by page.  Otherwise (a key
+ * missing, two keys equal but for their bytes, a row changed since the
+ * scan) the chunk goes to the check query, which names the missing keys
+ * and locks what it finds (a no-op for rows this transaction locked).
  *
  * Invariants: the keys come out sorted, each with the smallest ordinal of
  * the rows that added it; memory is the sort's or the array's (both within
@@ -418,34 +420,66 @@ int_spill(DPFkeySet *s)
 	s->ints = NULL;
 }
 
-SPIPlanPtr
-dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype)
+/*
+ * Key column 'i''s condition into 'q': "x.col OPERATOR(op) k.vN", or with
+ * 'any' "... ANY ($1)"; false where the operator does not take the
+ * columns' types as they are (a cast to write).
+ */
+static bool
+find_clause(StringInfo q, Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype,
+			int i, bool any)
 {
 	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(pf_op));
 	Form_pg_operator op;
-	StringInfoData q;
-	Oid			argtype = get_array_type(fktype);
 	bool		exact;
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for operator %u", pf_op);
 	op = (Form_pg_operator) GETSTRUCT(tup);
-	/* the operator takes the columns as they are: no cast to write */
 	exact = op->oprleft == get_atttype(pkrel, pkatt) && op->oprright == fktype &&
-		OidIsValid(argtype);
-	initStringInfo(&q);
+		OidIsValid(get_array_type(fktype));
 	if (exact)
-		appendStringInfo(&q, "SELECT 1 FROM ONLY %s x WHERE x.%s OPERATOR(%s.%s) ANY ($1)%s",
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(pkrel)),
-													get_rel_name(pkrel)),
+		appendStringInfo(q, "%sx.%s OPERATOR(%s.%s) %s%d%s", i > 0 ? " AND " : " ",
 						 quote_identifier(get_attname(pkrel, pkatt, false)),
 						 quote_identifier(get_namespace_name(op->oprnamespace)),
-						 NameStr(op->oprname),
-						 DP_FKEY_ROW_LOCK);
+						 NameStr(op->oprname), any ? "ANY ($" : "k.v", i + 1,
+						 any ? ")" : "");
 	ReleaseSysCache(tup);
-	if (!exact)
-		return NULL;
-	return dp_fkset_keep_plan(q.data, 1, &argtype);
+	return exact;
+}
+
+SPIPlanPtr
+dp_fkset_prepare_find(Oid pkrel, int nkeys, const AttrNumber *pkatts,
+					  const Oid *pf_ops, const Oid *fktypes)
+{
+	StringInfoData q;
+	Oid			argtypes[INDEX_MAX_KEYS];
+
+	initStringInfo(&q);
+	/* more than one column: a probe of the index per key (OFFSET 0: no join) */
+	if (nkeys > 1)
+	{
+		appendStringInfoString(&q, "SELECT x.ctid, x.xmin FROM unnest(");
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&q, "%s$%d", i > 0 ? ", " : "", i + 1);
+		appendStringInfoString(&q, ") k(");
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&q, "%sv%d", i > 0 ? ", " : "", i + 1);
+		appendStringInfoString(&q, "), LATERAL (");
+	}
+	appendStringInfo(&q, "SELECT x.ctid, x.xmin FROM ONLY %s x WHERE",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(pkrel)),
+												get_rel_name(pkrel)));
+	for (int i = 0; i < nkeys; i++)
+	{
+		argtypes[i] = get_array_type(fktypes[i]);
+		if (!find_clause(&q, pkrel, pkatts[i], pf_ops[i], fktypes[i], i,
+						 nkeys == 1))
+			return NULL;
+	}
+	if (nkeys > 1)
+		appendStringInfoString(&q, " OFFSET 0) x");
+	return dp_fkset_keep_plan(q.data, nkeys, argtypes);
 }
 
 SPIPlanPtr

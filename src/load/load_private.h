@@ -21,6 +21,7 @@
 
 struct DPIndexes;				/* index/index.h */
 struct DPSampleGroup;			/* stats/stats.h */
+struct SPITupleTable;			/* executor/spi.h */
 
 typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
@@ -464,12 +465,24 @@ extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 								 const AttrNumber *fkatts, int sortmem);
 
 /*
- * For a one-column key: the query that finds and locks a set's chunk of
- * keys by one scan ($1 their array; a row per key found), or NULL where
- * the types do not allow it.
+ * The query that finds a set's chunk of keys at once ($1..$n an array per
+ * key column; a row per key found: its ctid and xmin, for dp_fklock_rows),
+ * or NULL where the types do not allow it.
  */
-extern struct _SPI_plan *dp_fkset_prepare_find(Oid pkrel, AttrNumber pkatt,
-											   Oid pf_op, Oid fktype);
+extern struct _SPI_plan *dp_fkset_prepare_find(Oid pkrel, int nkeys,
+											   const AttrNumber *pkatts,
+											   const Oid *pf_ops,
+											   const Oid *fktypes);
+
+/*
+ * fklock.c: lock FOR KEY SHARE, page by page, the 'nfound' rows (ctid,
+ * xmin) that a set's find query returned in 'tt' for the chunk of keys in
+ * the array 'keys'.  False when not every key was found, or a row could
+ * not be locked so (changed since the query, or its xmax set): the caller
+ * then checks the chunk with its check query.
+ */
+extern bool dp_fklock_rows(Oid pkrel, struct SPITupleTable *tt,
+						   uint64 nfound, Datum keys);
 
 /*
  * A check query prepared and kept for the statement (SPI_keepplan); and

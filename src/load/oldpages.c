@@ -47,6 +47,7 @@
 
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
+#include "access/visibilitymapdefs.h"
 #include "common/fault.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
@@ -247,7 +248,7 @@ dp_oldpages_apply(DPOldPages *op)
 	for (int i = 0; i < op->nchanges; i++)
 		if (nblocks == 0 || blocks[nblocks - 1] != op->changes[i].blkno)
 			blocks[nblocks++] = op->changes[i].blkno;
-	dp_vm_clear_logged(op->rel, blocks, nblocks);
+	dp_vm_clear_logged(op->rel, blocks, nblocks, VISIBILITYMAP_VALID_BITS);
 	for (int i = 1; i <= op->nchanges; i++)
 		if (i == op->nchanges || op->changes[i].blkno != op->changes[first].blkno)
 		{
