@@ -337,7 +337,7 @@ def test_integer_keys_like_plain(cluster, types, mode):
 
 def test_equal_keys_of_other_bytes(cluster):
     """numeric keys 1.0 and 1.00 are equal but kept apart by the set: the
-    scan that finds and locks a chunk at once finds one row for both (fewer
+    scan that finds a chunk at once (fkset.c) finds one row for both (fewer
     rows than keys), so the chunk goes to the check query, which finds
     none missing; a key really missing then fails as the plain INSERT."""
     p, tp, td = "fn_p", "fn_plain", "fn_direct"

@@ -108,8 +108,8 @@ typedef struct DPForeignKey
 	bool		typbyval[INDEX_MAX_KEYS];
 	char		typalign[INDEX_MAX_KEYS];
 	SPIPlanPtr	plan;			/* the check, kept for the statement */
-	SPIPlanPtr	find_plan;		/* a set's chunk found and locked by one
-								 * scan (fkset.c), or NULL */
+	SPIPlanPtr	find_plan;		/* a set's chunk found at once (fkset.c),
+								 * its rows locked by fklock.c, or NULL */
 	bool		set_ok;			/* may be checked as a set (fkset.c) */
 	DPFkeySet  *set;			/* ... and is, from some row on, or NULL */
 	uint64		set_keys;		/* distinct keys the set checked */
