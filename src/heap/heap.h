@@ -167,6 +167,15 @@ extern void dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid,
 							 CommandId cid, bool frozen);
 
 /*
+ * Set a row's header as heap_lock_tuple does for a lock on a row no other
+ * transaction holds: xmax 'xid', HEAP_XMAX_LOCK_ONLY | 'lockbits'
+ * (HEAP_XMAX_KEYSHR_LOCK or HEAP_XMAX_EXCL_LOCK), HEAP_KEYS_UPDATED and
+ * HEAP_HOT_UPDATED clear, t_ctid 'self' (no update chain).
+ */
+extern void dp_tuple_set_lock(HeapTupleHeader h, TransactionId xid,
+							  uint16 lockbits, ItemPointer self);
+
+/*
  * Clear the VM bits 'flags' (VISIBILITYMAP_VALID_BITS, or only
  * VISIBILITYMAP_ALL_FROZEN for a row lock) of heap blocks 'blocks'
  * (ascending), each VM page changed logged as an image, before those heap

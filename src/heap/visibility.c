@@ -7,7 +7,9 @@
  * Tuple headers follow what heap_insert gives a new row of the current
  * (sub)transaction: xact bits cleared, xmax invalid, xmin = our XID, cmin
  * = the statement's command id.  A frozen tuple additionally carries
- * HEAP_XMIN_FROZEN (the real xmin stays, as in core).
+ * HEAP_XMIN_FROZEN (the real xmin stays, as in core).  A row locked in
+ * place (load/oldpages.c, load/fklock.c) gets what heap_lock_tuple gives a
+ * row no other transaction holds.
  *
  * Freezing is allowed only under COPY FREEZE's conditions, checked by
  * admission.c and leaf.c: the relation's storage was created or truncated in the current
@@ -85,6 +87,18 @@ dp_tuple_prepare(HeapTuple tup, Oid relid, TransactionId xid, CommandId cid,
 	HeapTupleHeaderSetCmin(h, cid);
 	HeapTupleHeaderSetXmax(h, 0);
 	tup->t_tableOid = relid;
+}
+
+void
+dp_tuple_set_lock(HeapTupleHeader h, TransactionId xid, uint16 lockbits,
+				  ItemPointer self)
+{
+	h->t_infomask &= ~HEAP_XMAX_BITS;
+	h->t_infomask2 &= ~HEAP_KEYS_UPDATED;
+	h->t_infomask |= HEAP_XMAX_LOCK_ONLY | lockbits;
+	HeapTupleHeaderClearHotUpdated(h);
+	HeapTupleHeaderSetXmax(h, xid);
+	h->t_ctid = *self;
 }
 
 /* Mark heap blocks [start, end) all-visible and all-frozen in the VM. */

@@ -188,12 +188,7 @@ lock_page(DPRowLocker *lk, DPLockRow *rows, int n)
 				continue;
 			h = (HeapTupleHeader)
 				PageGetItem(page, PageGetItemId(page, ItemPointerGetOffsetNumber(&rows[i].tid)));
-			h->t_infomask &= ~HEAP_XMAX_BITS;
-			h->t_infomask2 &= ~HEAP_KEYS_UPDATED;
-			h->t_infomask |= HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK;
-			HeapTupleHeaderClearHotUpdated(h);
-			HeapTupleHeaderSetXmax(h, lk->xid);
-			h->t_ctid = rows[i].tid;
+			dp_tuple_set_lock(h, lk->xid, HEAP_XMAX_KEYSHR_LOCK, &rows[i].tid);
 		}
 		MarkBufferDirty(buf);
 		if (RelationNeedsWAL(lk->rel))

@@ -160,27 +160,22 @@ static void
 set_header(DPOldPages *op, HeapTupleHeader h, DPChange *c, CommandId cmax,
 		   bool iscombo, ItemPointer self)
 {
-	h->t_infomask &= ~HEAP_XMAX_BITS;
+	if (c->kind == DP_CHANGE_LOCK)
+	{
+		dp_tuple_set_lock(h, op->xid, HEAP_XMAX_EXCL_LOCK, self);
+		return;
+	}
+	h->t_infomask &= ~(HEAP_XMAX_BITS | HEAP_MOVED);
 	h->t_infomask2 &= ~HEAP_KEYS_UPDATED;
 	HeapTupleHeaderClearHotUpdated(h);
 	HeapTupleHeaderSetXmax(h, op->xid);
-	switch (c->kind)
+	HeapTupleHeaderSetCmax(h, cmax, iscombo);
+	if (c->kind == DP_CHANGE_UPDATE)
+		h->t_ctid = c->newtid;
+	else
 	{
-		case DP_CHANGE_UPDATE:
-			h->t_infomask &= ~HEAP_MOVED;
-			HeapTupleHeaderSetCmax(h, cmax, iscombo);
-			h->t_ctid = c->newtid;
-			break;
-		case DP_CHANGE_DELETE:
-			h->t_infomask &= ~HEAP_MOVED;
-			h->t_infomask2 |= HEAP_KEYS_UPDATED;
-			HeapTupleHeaderSetCmax(h, cmax, iscombo);
-			h->t_ctid = *self;
-			break;
-		case DP_CHANGE_LOCK:
-			h->t_infomask |= HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
-			h->t_ctid = *self;
-			break;
+		h->t_infomask2 |= HEAP_KEYS_UPDATED;
+		h->t_ctid = *self;
 	}
 }
 
