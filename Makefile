@@ -33,6 +33,7 @@ OBJS = \
 	src/load/queue.o \
 	src/load/foreign.o \
 	src/load/fkeys.o \
+	src/load/fkfind.o \
 	src/load/fklock.o \
 	src/load/fkset.o \
 	src/load/rejects.o \

@@ -17,6 +17,8 @@ tuplesort when it overflows, or sorted by the tuplesort from the start:
 the same rows and errors as plain.
 """
 
+import re
+
 import psycopg
 import pytest
 
@@ -355,3 +357,71 @@ def test_equal_keys_of_other_bytes(cluster):
         plain, direct = errors_of_both(conn, "insert", bad, tp, td, None)
         assert plain is not None and plain[0] == "23503" and "9999.5" in plain[2]
         assert direct == plain
+
+
+# parent keys (a, b) with b 1..per for each a; the child references b <= used
+LEADING = {"few rows a key": (3000, 4, 2), "many rows a key": (2, 50000, 3000)}
+
+
+@pytest.mark.parametrize("order", ["a, b", "b, a"])
+@pytest.mark.parametrize("spread", list(LEADING))
+def test_leading_column_find(cluster, spread, order):
+    """A two-column integer key's chunks found by their index's leading
+    column alone (fkfind.c's wide query), the rows kept to the chunk's
+    keys: the same rows and row locks as the plain INSERT on twin parents
+    (rows sharing a referenced leading value but not referenced stay
+    unlocked), whichever column the constraint names first; a leading
+    value with more rows than DP_FKFIND_SPREAD a key sends the chunks to
+    probes per key; a key missing beside a present leading value fails
+    as plain does."""
+    na, per, used = LEADING[spread]
+    n = list(LEADING).index(spread) * 2 + ["a, b", "b, a"].index(order)
+    ka, kb = ("x", "y") if order == "a, b" else ("y", "x")
+    rows = (f"SELECT g, (g * 7) % {na} + 1, (g * 13) % {used} + 1 "
+            f"FROM generate_series(1, 20000) g")
+    heads, notes = {}, []
+    for how in ("plain", "direct"):
+        p, t = f"fw{n}_{how}_p", f"fw{n}_{how}_c"
+        with cluster.conn() as conn:
+            conn.execute(f"CREATE TABLE {p} (a int, b int, PRIMARY KEY (a, b))")
+            conn.execute(f"INSERT INTO {p} SELECT i, j FROM generate_series(1, {na}) i, "
+                         f"generate_series(1, {per}) j")
+            conn.execute(f"CREATE TABLE {t} (n int, x int, y int, "
+                         f"FOREIGN KEY ({ka}, {kb}) REFERENCES {p} ({order}))")
+            conn.execute(f"VACUUM FREEZE {p}")
+            conn.execute("CHECKPOINT")
+            set_gucs(conn, dict(SET, client_min_messages="debug2"))
+            conn.add_notice_handler(lambda d: notes.append(d.message_primary))
+            conn.execute("BEGIN")
+            conn.execute(f"{'' if how == 'plain' else '/*+ APPEND */ '}INSERT INTO {t} {rows}")
+            if how == "direct":
+                assert "then as a set at the end:" in last_statement(conn)["foreign_keys"]
+            heads[how] = lock_headers(conn, p)
+            conn.execute("COMMIT")
+            conn.execute("SET client_min_messages = notice")
+            if how == "direct":
+                assert table_digest(conn, t) == table_digest(conn, f"fw{n}_plain_c")
+                bad = rows.replace("SELECT g, (g * 7)",
+                                   f"SELECT g, CASE WHEN g = 15000 THEN 1 ELSE (g * 7)")
+                bad = bad.replace(f"% {na} + 1,", f"% {na} + 1 END,").replace(
+                    f"(g * 13) % {used} + 1", f"CASE WHEN g = 15000 THEN {per} + 5 "
+                    f"ELSE (g * 13) % {used} + 1 END")
+                conn.execute(f"TRUNCATE {t}, fw{n}_plain_c")
+                plain, direct = errors_of_both(conn, "insert", bad, f"fw{n}_plain_c", t, None)
+                assert plain is not None and plain[0] == "23503", plain
+                assert tuple(x.replace(p, f"fw{n}_plain_p") if isinstance(x, str) else x
+                             for x in direct) == plain
+    assert heads["direct"] == heads["plain"]
+    locked = [r for r in heads["direct"][0] if r[4]]
+    assert 0 < len(locked) < len(heads["direct"][0])
+    searched = [m for m in notes if "searched by their leading column" in m]
+    probed = [m for m in notes if "each key probed" in m]
+    if spread == "few rows a key":
+        assert searched and not probed, notes
+        # every chunk's keys found among more rows, which were kept to them
+        counts = [[int(w) for w in re.search(r"^directpath: (\d+) keys .*: (\d+) rows read, "
+                                             r"(-?\d+) kept", m).groups()] for m in searched]
+        assert all(c[0] == c[2] for c in counts), searched
+        assert any(c[1] > c[0] for c in counts), searched
+    else:
+        assert probed and not searched, notes

@@ -108,7 +108,7 @@ typedef struct DPForeignKey
 	bool		typbyval[INDEX_MAX_KEYS];
 	char		typalign[INDEX_MAX_KEYS];
 	SPIPlanPtr	plan;			/* the check, kept for the statement */
-	SPIPlanPtr	find_plan;		/* a set's chunk found at once (fkset.c),
+	DPFkeyFind *find;			/* a set's chunk found at once (fkfind.c),
 								 * its rows locked by fklock.c, or NULL */
 	bool		set_ok;			/* may be checked as a set (fkset.c) */
 	DPFkeySet  *set;			/* ... and is, from some row on, or NULL */
@@ -261,8 +261,8 @@ describe(Relation leaf, Trigger *t, DPForeignKey *fk, bool prepare)
 	if (prepare)
 		fk->plan = prepare_check(fk, pkatts, pf_ops);
 	if (prepare && fk->set_ok)
-		fk->find_plan = dp_fkset_prepare_find(fk->pkrel, fk->nkeys, pkatts,
-											  pf_ops, fk->fktypes);
+		fk->find = dp_fkfind_prepare(fk->pkrel, fk->conoid, fk->nkeys, pkatts,
+									 pf_ops, fk->fktypes);
 	return NULL;
 }
 
@@ -517,8 +517,8 @@ batch_keys(DPForeignKeys *f, int k, HeapTuple *tuples, int n, bool all,
 /*
  * Run the check as the referenced table's owner, as core does; the
  * (0-based) positions of the keys not found, in order, go to missing[]
- * (only the first without 'all'); returns how many; for the find plan
- * (missing NULL), the keys found with their rows locked, or -1 (fklock.c).
+ * (only the first without 'all'); returns how many; with 'plan' NULL, the
+ * constraint's find (fkfind.c): the keys found and locked, or -1.
  */
 static int
 run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
@@ -534,13 +534,13 @@ run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
 						   SECURITY_NOFORCE_RLS);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_plan(plan, arrays, NULL, false, all ? 0 : 1) != SPI_OK_SELECT)
+	if (plan == NULL)
+		nmissing = (int) dp_fkfind_run(fk->find, arrays, !dp_fkey_table_lock);
+	else if (SPI_execute_plan(plan, arrays, NULL, false, all ? 0 : 1) != SPI_OK_SELECT)
 		elog(ERROR, "directpath: the check of foreign key \"%s\" failed",
 			 fk->conname);
-	nmissing = (int) SPI_processed;
-	if (plan == fk->find_plan && !dp_fkey_table_lock &&
-		!dp_fklock_rows(fk->pkrel, SPI_tuptable, SPI_processed, arrays[0]))
-		nmissing = -1;
+	else
+		nmissing = (int) SPI_processed;
 	for (int i = 0; missing != NULL && i < nmissing; i++)
 	{
 		bool		isnull;
@@ -594,7 +594,7 @@ batch_all_found(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples)
 		Datum		arrays[INDEX_MAX_KEYS];
 
 		chunk_arrays(fk, values, n, arrays);
-		if (fk->find_plan == NULL || run_check(fk, fk->find_plan, arrays, true, NULL) != n)
+		if (fk->find == NULL || run_check(fk, NULL, arrays, true, NULL) != n)
 			found = run_check(fk, fk->plan, arrays, false, &missing) == 0;
 	}
 	dp_fkset_end(set);
@@ -733,8 +733,7 @@ check_set(DPForeignKeys *f, int k, DPFkeyFound *best)
 
 		chunk_arrays(fk, values, n, arrays);
 		/* every key found (and locked) by one scan, or the check names those not */
-		if (fk->find_plan != NULL &&
-			run_check(fk, fk->find_plan, arrays, true, NULL) == n)
+		if (fk->find != NULL && run_check(fk, NULL, arrays, true, NULL) == n)
 			nmissing = 0;
 		else
 			nmissing = run_check(fk, fk->plan, arrays, true, missing);

@@ -60,7 +60,6 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
-#include "utils/array.h"
 #include "utils/rel.h"
 
 /* A row the find query returned. */
@@ -221,18 +220,14 @@ lock_later(DPRowLocker *lk)
 }
 
 bool
-dp_fklock_rows(Oid pkrel, SPITupleTable *tt, uint64 nfound, Datum keys)
+dp_fklock_rows(Oid pkrel, SPITupleTable *tt, uint64 nfound)
 {
-	ArrayType  *a = DatumGetArrayTypeP(keys);
 	DPRowLocker lk = {0};
 	DPLockRow  *rows;
 	BlockNumber *blocks;
 	int			nblocks = 0;
 	int			first = 0;
 
-	/* a key missing: the check query names it and locks the others */
-	if (nfound != (uint64) ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)))
-		return false;
 	if (nfound == 0)
 		return true;
 	rows = palloc(sizeof(DPLockRow) * nfound);

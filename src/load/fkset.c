@@ -44,21 +44,8 @@
  * half full, its entries move to the tuplesort, which takes every later
  * key (int_spill).  The order and the keys read back are the tuplesort's.
  *
- * Finding a chunk at once.  fkeys.c checks a chunk of keys with a query
- * that probes each key by a subquery of its own (an index rescan and a
- * LockRows per key: about 1.4 us a key, 90 ms a chunk of 65,536 on TPC-H's
- * orders).  A chunk goes first to dp_fkset_prepare_find's query, which
- * locks nothing and returns each row's ctid and xmin: for a key of one
- * column "SELECT x.ctid, x.xmin FROM ONLY parent x WHERE x.pk
- * OPERATOR(=) ANY ($1)", one index scan over the sorted array, which
- * btree walks leaf by leaf; for more, an index probe per key of unnest's
- * rows ("LATERAL (... OFFSET 0)": no join over the table).  The keys of a
- * chunk are distinct and the referenced key unique, so every key was
- * found iff the scan returns as many rows as there are keys; then
- * fklock.c locks the rows FOR KEY SHARE page by page.  Otherwise (a key
- * missing, two keys equal but for their bytes, a row changed since the
- * scan) the chunk goes to the check query, which names the missing keys
- * and locks what it finds (a no-op for rows this transaction locked).
+ * Reading back.  fkeys.c reads the keys in chunks and finds each chunk's
+ * referenced rows at once (fkfind.c), or checks it with its check query.
  *
  * Invariants: the keys come out sorted, each with the smallest ordinal of
  * the rows that added it; memory is the sort's or the array's (both within
@@ -418,68 +405,6 @@ int_spill(DPFkeySet *s)
 		put_sorted(s, &s->ints[i]);
 	pfree(s->ints);
 	s->ints = NULL;
-}
-
-/*
- * Key column 'i''s condition into 'q': "x.col OPERATOR(op) k.vN", or with
- * 'any' "... ANY ($1)"; false where the operator does not take the
- * columns' types as they are (a cast to write).
- */
-static bool
-find_clause(StringInfo q, Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype,
-			int i, bool any)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(pf_op));
-	Form_pg_operator op;
-	bool		exact;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", pf_op);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	exact = op->oprleft == get_atttype(pkrel, pkatt) && op->oprright == fktype &&
-		OidIsValid(get_array_type(fktype));
-	if (exact)
-		appendStringInfo(q, "%sx.%s OPERATOR(%s.%s) %s%d%s", i > 0 ? " AND " : " ",
-						 quote_identifier(get_attname(pkrel, pkatt, false)),
-						 quote_identifier(get_namespace_name(op->oprnamespace)),
-						 NameStr(op->oprname), any ? "ANY ($" : "k.v", i + 1,
-						 any ? ")" : "");
-	ReleaseSysCache(tup);
-	return exact;
-}
-
-SPIPlanPtr
-dp_fkset_prepare_find(Oid pkrel, int nkeys, const AttrNumber *pkatts,
-					  const Oid *pf_ops, const Oid *fktypes)
-{
-	StringInfoData q;
-	Oid			argtypes[INDEX_MAX_KEYS];
-
-	initStringInfo(&q);
-	/* more than one column: a probe of the index per key (OFFSET 0: no join) */
-	if (nkeys > 1)
-	{
-		appendStringInfoString(&q, "SELECT x.ctid, x.xmin FROM unnest(");
-		for (int i = 0; i < nkeys; i++)
-			appendStringInfo(&q, "%s$%d", i > 0 ? ", " : "", i + 1);
-		appendStringInfoString(&q, ") k(");
-		for (int i = 0; i < nkeys; i++)
-			appendStringInfo(&q, "%sv%d", i > 0 ? ", " : "", i + 1);
-		appendStringInfoString(&q, "), LATERAL (");
-	}
-	appendStringInfo(&q, "SELECT x.ctid, x.xmin FROM ONLY %s x WHERE",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(pkrel)),
-												get_rel_name(pkrel)));
-	for (int i = 0; i < nkeys; i++)
-	{
-		argtypes[i] = get_array_type(fktypes[i]);
-		if (!find_clause(&q, pkrel, pkatts[i], pf_ops[i], fktypes[i], i,
-						 nkeys == 1))
-			return NULL;
-	}
-	if (nkeys > 1)
-		appendStringInfoString(&q, " OFFSET 0) x");
-	return dp_fkset_keep_plan(q.data, nkeys, argtypes);
 }
 
 SPIPlanPtr

@@ -465,24 +465,32 @@ extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 								 const AttrNumber *fkatts, int sortmem);
 
 /*
- * The query that finds a set's chunk of keys at once ($1..$n an array per
- * key column; a row per key found: its ctid and xmin, for dp_fklock_rows),
- * or NULL where the types do not allow it.
+ * fkfind.c: a set's chunk of keys found at once.  The find queries of a
+ * constraint's sets, prepared and kept for the statement, or NULL where
+ * the types do not allow them ('conoid' the constraint).
  */
-extern struct _SPI_plan *dp_fkset_prepare_find(Oid pkrel, int nkeys,
-											   const AttrNumber *pkatts,
-											   const Oid *pf_ops,
-											   const Oid *fktypes);
+typedef struct DPFkeyFind DPFkeyFind;
+extern DPFkeyFind *dp_fkfind_prepare(Oid pkrel, Oid conoid, int nkeys,
+									 const AttrNumber *pkatts,
+									 const Oid *pf_ops, const Oid *fktypes);
+
+/*
+ * Find the referenced rows of the chunk of keys in 'arrays' (one array a
+ * key column, sorted, distinct), in an SPI connection: how many keys were
+ * found, with 'lock' each found row locked FOR KEY SHARE (fklock.c); -1
+ * when a row could not be locked so or a key was met twice.  The caller
+ * checks a chunk whose count is not its keys' with its check query.
+ */
+extern int64 dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock);
 
 /*
  * fklock.c: lock FOR KEY SHARE, page by page, the 'nfound' rows (ctid,
- * xmin) that a set's find query returned in 'tt' for the chunk of keys in
- * the array 'keys'.  False when not every key was found, or a row could
- * not be locked so (changed since the query, or its xmax set): the caller
- * then checks the chunk with its check query.
+ * xmin: the first two columns) of 'tt', one for each key of a chunk.
+ * False when a row could not be locked so (changed since the query, or
+ * its xmax set): the caller then checks the chunk with its check query.
  */
 extern bool dp_fklock_rows(Oid pkrel, struct SPITupleTable *tt,
-						   uint64 nfound, Datum keys);
+						   uint64 nfound);
 
 /*
  * A check query prepared and kept for the statement (SPI_keepplan); and
