@@ -50,7 +50,6 @@
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
-#include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -107,32 +106,17 @@ qualified_name(Oid relid)
 }
 
 /*
- * Is key column 'i' compared in C exactly as by its operator: the same
- * integer type on both sides, and the operator that type's btree
- * equality?
+ * Is a key column compared in C exactly as by its operator: the same
+ * integer type on both sides (fkset.c's), and the operator that type's
+ * btree equality?  *is_unsigned as dp_fkset_integer_type gives it.
  */
 static bool
-integer_column(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype)
+integer_column(Oid pkrel, AttrNumber pkatt, Oid pf_op, Oid fktype,
+			   bool *is_unsigned)
 {
-	TypeCacheEntry *tc;
-
-	if (get_atttype(pkrel, pkatt) != fktype)
-		return false;
-	switch (fktype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case DATEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			break;
-		default:
-			return false;
-	}
-	tc = lookup_type_cache(fktype, TYPECACHE_EQ_OPR);
-	return tc->eq_opr == pf_op;
+	return get_atttype(pkrel, pkatt) == fktype &&
+		dp_fkset_integer_type(fktype, is_unsigned) &&
+		lookup_type_cache(fktype, TYPECACHE_EQ_OPR)->eq_opr == pf_op;
 }
 
 /* The wide query, on the index's leading column; NULL where not possible. */
@@ -157,9 +141,9 @@ prepare_wide(DPFkeyFind *f, Oid conoid, const AttrNumber *pkatts,
 	ReleaseSysCache(tup);
 	for (int i = 0; i < f->nkeys; i++)
 	{
-		if (!integer_column(f->pkrel, pkatts[i], pf_ops[i], fktypes[i]))
+		if (!integer_column(f->pkrel, pkatts[i], pf_ops[i], fktypes[i],
+							&f->unsigned_col[i]))
 			return NULL;
-		f->unsigned_col[i] = fktypes[i] == OIDOID;
 		if (pkatts[i] == lead)
 			j = i;
 	}

@@ -151,6 +151,43 @@ int_key_cmp(const DPIntKey *a, const DPIntKey *b)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* How a key column of type 'typid' is kept as an integer; false if not. */
+static bool
+int_kind_of(Oid typid, DPIntKind *kind)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			*kind = DP_INT_16;
+			return true;
+		case INT4OID:
+		case DATEOID:
+			*kind = DP_INT_32;
+			return true;
+		case INT8OID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			*kind = DP_INT_64;
+			return true;
+		case OIDOID:
+			*kind = DP_INT_OID;
+			return true;
+		default:
+			return false;
+	}
+}
+
+bool
+dp_fkset_integer_type(Oid typid, bool *is_unsigned)
+{
+	DPIntKind	kind;
+
+	if (!int_kind_of(typid, &kind))
+		return false;
+	*is_unsigned = kind == DP_INT_OID;
+	return true;
+}
+
 /* Is every key column's type one the set keeps as an integer? */
 static bool
 int_kinds(DPFkeySet *s)
@@ -158,28 +195,8 @@ int_kinds(DPFkeySet *s)
 	if (s->nkeys > DP_FKSET_INT_KEYS)
 		return false;
 	for (int i = 0; i < s->nkeys; i++)
-	{
-		switch (TupleDescAttr(s->sortdesc, i)->atttypid)
-		{
-			case INT2OID:
-				s->kinds[i] = DP_INT_16;
-				break;
-			case INT4OID:
-			case DATEOID:
-				s->kinds[i] = DP_INT_32;
-				break;
-			case INT8OID:
-			case TIMESTAMPOID:
-			case TIMESTAMPTZOID:
-				s->kinds[i] = DP_INT_64;
-				break;
-			case OIDOID:
-				s->kinds[i] = DP_INT_OID;
-				break;
-			default:
-				return false;
-		}
-	}
+		if (!int_kind_of(TupleDescAttr(s->sortdesc, i)->atttypid, &s->kinds[i]))
+			return false;
 	return true;
 }
 

@@ -465,6 +465,13 @@ extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 								 const AttrNumber *fkatts, int sortmem);
 
 /*
+ * Is 'typid' a type whose values a set keeps, and compares, as integers
+ * (int2, int4, int8, oid, date, timestamp, timestamptz)?  *is_unsigned
+ * for oid, whose order is its unsigned value's; the others' is the signed.
+ */
+extern bool dp_fkset_integer_type(Oid typid, bool *is_unsigned);
+
+/*
  * fkfind.c: a set's chunk of keys found at once.  The find queries of a
  * constraint's sets, prepared and kept for the statement, or NULL where
  * the types do not allow them ('conoid' the constraint).
