@@ -303,9 +303,8 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 			f->wide_spread = true;
 			elog(DEBUG1, "directpath: the leading key column of \"%s\" has more than %d rows a key: each key probed",
 				 get_rel_name(f->pkrel), DP_FKFIND_SPREAD);
-		}
-		if (f->wide_spread)
 			SPI_freetuptable(SPI_tuptable);
+		}
 	}
 	if (f->wide == NULL || f->wide_spread)
 	{
