@@ -7,8 +7,11 @@ always); the new relations must hold the same rows, the direct one frozen
 and all-visible in the visibility map, with less WAL.  A statement that
 fails, or a transaction that aborts, leaves no relation; a standby replays
 the pages; a restart after a crash keeps them.  The refused forms (a
-temporary table, NOAPPEND, REFRESH CONCURRENTLY) run as core runs them.
+temporary table, NOAPPEND) run as core runs them; REFRESH CONCURRENTLY's
+own DELETE and INSERT on the view take the REFRESH's hint.
 """
+
+import re
 
 import psycopg
 import pytest
@@ -93,9 +96,99 @@ def test_refresh_materialized_view(cluster):
         assert table_digest(conn, "bn_mv_p") == table_digest(conn, "bn_mv_d")
         assert conn.execute("SELECT count(*) FROM bn_mv_d WHERE id = 1007").fetchone()[0] == 0
         conn.execute("SELECT bt_index_parent_check('bn_mv_d_id_idx'::regclass, true, true)")
-        # CONCURRENTLY is core's (its new data goes to a temporary table)
-        conn.execute("/*+ APPEND */ REFRESH MATERIALIZED VIEW CONCURRENTLY bn_mv_d")
-        assert table_digest(conn, "bn_mv_p") == table_digest(conn, "bn_mv_d")
+
+
+def refresh_logged(conn, sql):
+    """Run 'sql' with the direct path's LOG lines sent to the client; the
+    kinds and targets of the loads it logged ("DELETE public.v")."""
+    notices = []
+
+    def keep(d):
+        notices.append(d.message_primary)
+
+    conn.add_notice_handler(keep)
+    conn.execute("SET client_min_messages = log")
+    conn.execute("SET directpath.log_min_rows = 0")
+    try:
+        conn.execute(sql)
+    finally:
+        conn.execute("RESET client_min_messages")
+        conn.execute("RESET directpath.log_min_rows")
+        conn.remove_notice_handler(keep)
+    found = (re.match(r'directpath: (\w+) "([^"]+)": \d+ rows, ', n) for n in notices)
+    return {f"{m[1]} {m[2]}" for m in found if m}
+
+
+def mv_views_agree(conn, plain, direct):
+    """The two views' rows, by a sequential scan and through their unique
+    index, and the index checked against the heap (amcheck)."""
+    assert table_digest(conn, plain) == table_digest(conn, direct)
+    conn.execute("SET enable_seqscan = off")
+    conn.execute("SET enable_bitmapscan = off")
+    by_index = [conn.execute(f"SELECT count(*), sum(hashtext(v)) FROM {t} WHERE id > 0"
+                             ).fetchone() for t in (plain, direct)]
+    conn.execute("RESET enable_seqscan")
+    conn.execute("RESET enable_bitmapscan")
+    assert by_index[0] == by_index[1]
+    conn.execute(f"SELECT bt_index_parent_check('{direct}_id'::regclass, true, true)")
+
+
+def test_refresh_concurrently(cluster):
+    """REFRESH ... CONCURRENTLY: core fills a temporary table and diffs it
+    against the view; the DELETE and INSERT it then runs on the view take
+    the REFRESH's hint, a bulk DELETE and a direct INSERT."""
+    with cluster.conn() as conn:
+        conn.execute("CREATE TABLE bn_csrc AS " + QUERY.format(n=60000))
+        for mv in ("bn_cmv_p", "bn_cmv_d"):
+            conn.execute(f"CREATE MATERIALIZED VIEW {mv} AS SELECT * FROM bn_csrc "
+                         f"WHERE grp < 80")
+            conn.execute(f"CREATE UNIQUE INDEX {mv}_id ON {mv} (id)")
+            conn.execute(f"CREATE INDEX ON {mv} (grp, ts)")
+        # rows gone, rows changed under the same key, rows new
+        conn.execute("DELETE FROM bn_csrc WHERE grp = 7")
+        conn.execute("UPDATE bn_csrc SET v = upper(v) WHERE id % 10 = 3")
+        conn.execute("INSERT INTO bn_csrc " + QUERY.format(n=70000).replace(
+            "generate_series(1,", "generate_series(60001,"))
+        conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_p")
+        loads = refresh_logged(conn, "/*+ APPEND */ REFRESH MATERIALIZED VIEW "
+                                     "CONCURRENTLY bn_cmv_d")
+        assert loads == {"DELETE public.bn_cmv_d", "INSERT public.bn_cmv_d"}, loads
+        mv_views_agree(conn, "bn_cmv_p", "bn_cmv_d")
+        # directpath.mode = always takes it unhinted; NOAPPEND leaves it to core
+        conn.execute("UPDATE bn_csrc SET grp = 90 WHERE id % 7 = 1")
+        conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_p")
+        set_gucs(conn, {"directpath.mode": "always"})
+        loads = refresh_logged(conn, "REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_d")
+        # the DELETE of 8,000 rows is below directpath.bulk_dml_min_rows
+        assert loads == {"INSERT public.bn_cmv_d"}, loads
+        mv_views_agree(conn, "bn_cmv_p", "bn_cmv_d")
+        conn.execute("UPDATE bn_csrc SET v = v || 'x' WHERE id % 3 = 0")
+        conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_p")
+        set_gucs(conn, {"directpath.bulk_dml_min_rows": "1000"})
+        loads = refresh_logged(conn, "REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_d")
+        assert loads == {"DELETE public.bn_cmv_d", "INSERT public.bn_cmv_d"}, loads
+        mv_views_agree(conn, "bn_cmv_p", "bn_cmv_d")
+        conn.execute("UPDATE bn_csrc SET grp = 1 WHERE id % 7 = 1")
+        conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_p")
+        loads = refresh_logged(conn, "/*+ NOAPPEND */ REFRESH MATERIALIZED VIEW "
+                                     "CONCURRENTLY bn_cmv_d")
+        assert loads == set(), loads
+        mv_views_agree(conn, "bn_cmv_p", "bn_cmv_d")
+        # an aborted refresh leaves the view as it was
+        before = table_digest(conn, "bn_cmv_d")
+        conn.execute("UPDATE bn_csrc SET v = v || '!' WHERE id % 5 = 0")
+        conn.execute("BEGIN")
+        conn.execute("/*+ APPEND */ REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_d")
+        assert table_digest(conn, "bn_cmv_d") != before
+        conn.execute("ROLLBACK")
+        assert table_digest(conn, "bn_cmv_d") == before
+        mv_views_agree(conn, "bn_cmv_p", "bn_cmv_d")
+        # a materialized view is written by DML only there
+        conn.execute("/*+ APPEND */ REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_d")
+        conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY bn_cmv_p")
+        mv_views_agree(conn, "bn_cmv_p", "bn_cmv_d")
+        assert sqlstate_of(conn, "/*+ APPEND */ INSERT INTO bn_cmv_d "
+                                 "SELECT * FROM bn_csrc LIMIT 1") == "42809"
 
 
 def test_mode_always_noappend_and_execute(cluster):

@@ -55,6 +55,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/copy.h"
+#include "commands/matview.h"
 #include "common/report.h"
 #include "common/settings.h"
 #include "miscadmin.h"
@@ -68,6 +69,34 @@
 
 #define CONFLICTING_LOCK \
 	"another session holds a conflicting lock on the table, and waiting for it here could deadlock"
+
+/*
+ * REFRESH MATERIALIZED VIEW CONCURRENTLY's own DELETE and INSERT on the view
+ * (matview.c:refresh_by_match_merge runs them through SPI, with no hint in
+ * their text) take the REFRESH's hint: its DPHint while it runs, else -1.
+ */
+static int	refresh_hint = -1;
+
+/*
+ * The hint of the statement whose text is [location, location + len) of
+ * 'source' and whose target is 'relid' (InvalidOid: none): its own, but
+ * the REFRESH's for a materialized view under incremental maintenance,
+ * which core allows only for that refresh's statements.
+ */
+static DPHint
+statement_hint(const char *source, int location, int len, int *parallel,
+			   Oid relid)
+{
+	if (refresh_hint >= 0 && OidIsValid(relid) &&
+		MatViewIncrementalMaintenanceIsEnabled() &&
+		get_rel_relkind(relid) == RELKIND_MATVIEW)
+	{
+		if (parallel)
+			*parallel = 0;
+		return (DPHint) refresh_hint;
+	}
+	return dp_find_hint(source, location, len, parallel);
+}
 
 /* The hint and the mode: is the statement a candidate at all? */
 static DPHint
@@ -201,10 +230,11 @@ dp_admit_parse(const char *source, Query *query)
 		(query->commandType != CMD_INSERT &&
 		 !(query->commandType == CMD_MERGE && merge_may_be_direct(query))))
 		return;
-	if (wanted(dp_find_hint(source, query->stmt_location, query->stmt_len, NULL),
+	rte = rt_fetch(query->resultRelation, query->rtable);
+	if (wanted(statement_hint(source, query->stmt_location, query->stmt_len,
+							  NULL, rte->relid),
 			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)
 		return;
-	rte = rt_fetch(query->resultRelation, query->rtable);
 	if (rte->rellockmode != RowExclusiveLock ||
 		relation_rules(rte->relid, false) != NULL ||
 		values_too_small(query, rte->relid) != NULL ||
@@ -220,14 +250,17 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 					   int *parallel)
 {
 	DPHint		w;
+	Oid			relid;
 
 	*parallel = 0;
 	if (dp_mode == DP_MODE_OFF || parse->resultRelation <= 0)
 		return false;
+	relid = rt_fetch(parse->resultRelation, parse->rtable)->relid;
 	/* UPDATE and DELETE: hinted, or large enough under mode = always */
 	if (parse->commandType == CMD_UPDATE || parse->commandType == CMD_DELETE)
 	{
-		w = dp_find_hint(source, parse->stmt_location, parse->stmt_len, NULL);
+		w = statement_hint(source, parse->stmt_location, parse->stmt_len,
+						   NULL, relid);
 		*hinted = w == DP_HINT_APPEND;
 		return *hinted || (w == DP_HINT_NONE && dp_mode == DP_MODE_ALWAYS &&
 						   dp_bulk_dml_min_rows >= 0);
@@ -235,8 +268,8 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 	/* a MERGE is judged too, so that a hinted one says why it is refused */
 	if (parse->commandType != CMD_INSERT && parse->commandType != CMD_MERGE)
 		return false;
-	w = wanted(dp_find_hint(source, parse->stmt_location, parse->stmt_len,
-							parallel),
+	w = wanted(statement_hint(source, parse->stmt_location, parse->stmt_len,
+							  parallel, relid),
 			   dp_query_is_single_row(parse));
 	*hinted = w == DP_HINT_APPEND;
 	return w != DP_HINT_NOAPPEND;
@@ -250,6 +283,21 @@ dp_admit_born_wanted(const char *source, int location, int len, bool *hinted,
 
 	*hinted = w == DP_HINT_APPEND;
 	return w != DP_HINT_NOAPPEND;
+}
+
+int
+dp_admit_refresh_concurrently(const char *source, int location, int len)
+{
+	int			saved = refresh_hint;
+
+	refresh_hint = dp_find_hint(source, location, len, NULL);
+	return saved;
+}
+
+void
+dp_admit_refresh_done(int saved)
+{
+	refresh_hint = saved;
 }
 
 /*

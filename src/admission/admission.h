@@ -137,6 +137,16 @@ extern bool dp_admit_insert_wanted(Query *parse, const char *source,
 								   bool *hinted, int *parallel);
 
 /*
+ * REFRESH MATERIALIZED VIEW CONCURRENTLY, its text at 'location' for 'len'
+ * bytes, begins: until dp_admit_refresh_done(the value returned), the
+ * DELETE and INSERT core runs on the view take its hint (or NOAPPEND) as
+ * theirs.
+ */
+extern int	dp_admit_refresh_concurrently(const char *source, int location,
+										  int len);
+extern void dp_admit_refresh_done(int saved);
+
+/*
  * A statement whose target it creates (CREATE TABLE AS, REFRESH
  * MATERIALIZED VIEW: born.c), its text at 'location' for 'len' bytes: is it
  * wanted on the direct path?  *hinted set, and *parallel to the workers

@@ -52,6 +52,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
+#include "commands/matview.h"
 #include "common/report.h"
 #include "common/settings.h"
 #include "foreign/fdwapi.h"
@@ -127,6 +128,11 @@ check_one_relation(Relation rel, bool as_partition)
 			if (GetFdwRoutineForRelation(rel, false)->ExecForeignInsert == NULL)
 				return dp_report_reason("partition \"%s\" is a foreign table whose wrapper cannot insert",
 										name);
+			break;
+		case RELKIND_MATVIEW:
+			/* only REFRESH ... CONCURRENTLY writes one by DML, as core allows */
+			if (!MatViewIncrementalMaintenanceIsEnabled())
+				return dp_report_reason("\"%s\" is a materialized view", name);
 			break;
 		case RELKIND_VIEW:
 			return dp_report_reason("\"%s\" is a view", name);

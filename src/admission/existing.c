@@ -431,7 +431,8 @@ dp_rewrite_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 	if (list_length(mt->resultRelations) != 1)
 		return "more than one target relation (inheritance or partitions)";
 	rte = rt_fetch(linitial_int(mt->resultRelations), stmt->rtable);
-	if (rte->relkind != RELKIND_RELATION)
+	/* a materialized view: REFRESH ... CONCURRENTLY's DELETE (eligibility.c) */
+	if (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW)
 		return "the target is not a plain table";
 	if (stmt->hasModifyingCTE)
 		return "the statement has a data-modifying WITH";

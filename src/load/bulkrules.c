@@ -114,7 +114,9 @@ dp_versions_refusal(ModifyTableState *mt)
 
 	if (!dp_bulk_update)
 		return "directpath.bulk_update is off";
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
+	if ((rel->rd_rel->relkind != RELKIND_RELATION &&
+		 rel->rd_rel->relkind != RELKIND_MATVIEW) ||
+		rel->rd_rel->relispartition)
 		return "the target is partitioned or a partition";
 	if (mt->mt_nrels != 1)
 		return "the statement has more than one result relation";

@@ -378,6 +378,9 @@ born_process_utility(PlannedStmt *pstmt, const char *queryString,
 	DPBornStmt	stmt;
 	DPBornStmt *saved = current;
 	const char *kind = born_kind(pstmt->utilityStmt);
+	bool		concurrently = IsA(pstmt->utilityStmt, RefreshMatViewStmt) &&
+		((RefreshMatViewStmt *) pstmt->utilityStmt)->concurrent;
+	int			saved_refresh = 0;
 
 	if (kind != NULL)
 	{
@@ -396,6 +399,11 @@ born_process_utility(PlannedStmt *pstmt, const char *queryString,
 		stmt.no_parallel = NULL;
 		current = &stmt;
 	}
+	/* CONCURRENTLY: core's DELETE and INSERT on the view take its hint */
+	if (concurrently)
+		saved_refresh = dp_admit_refresh_concurrently(queryString,
+													  pstmt->stmt_location,
+													  pstmt->stmt_len);
 	PG_TRY();
 	{
 		dp_next_process_utility(prev_process_utility, pstmt, queryString,
@@ -405,6 +413,8 @@ born_process_utility(PlannedStmt *pstmt, const char *queryString,
 	PG_FINALLY();
 	{
 		current = saved;
+		if (concurrently)
+			dp_admit_refresh_done(saved_refresh);
 	}
 	PG_END_TRY();
 }
