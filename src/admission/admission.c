@@ -8,7 +8,10 @@
  * A statement is *wanted* when it carries /\*+ APPEND *\/ (hint.c), or when
  * directpath.mode = always and it is not a single-row VALUES INSERT (such a
  * statement can never fill a page, and the strong lock would only
- * serialize it); NOAPPEND and mode = off refuse.  A wanted statement is
+ * serialize it); NOAPPEND and mode = off refuse.  The DELETE and INSERT
+ * that REFRESH MATERIALIZED VIEW CONCURRENTLY runs on the view have no
+ * text of their own to carry a hint: they take the REFRESH's
+ * (statement_hint).  A wanted statement is
  * *admitted* when the rules find nothing against it and the target is held
  * in ShareRowExclusiveLock.  The answer is a DPAdmission: direct or not
  * (direct means the lock is held), why not, whether freezing is allowed by

@@ -14,7 +14,10 @@
  *					VIEW are parsed into one; its EXECUTE form too) or a
  *					REFRESH MATERIALIZED VIEW without CONCURRENTLY is judged
  *					by its text: the hint, directpath.mode (admission.c).
- *					The answer holds while the statement runs.
+ *					The answer holds while the statement runs.  REFRESH
+ *					... CONCURRENTLY fills a temporary table, which stays
+ *					core's; its hint goes to the DELETE and INSERT that
+ *					core then runs on the view (admission.c).
  *	ExecutorRun		when such a statement's query runs into core's
  *					receiver (DestIntoRel, DestTransientRel), the receiver is
  *					wrapped for the run:
