@@ -40,9 +40,9 @@
  * (_bt_check_third_page).
  *
  * The entries are sorted by keysort.c where every key column is an integer,
- * oid, date or timestamp under its default operator class and no
- * uniqueness is to be checked, else (or once an entry has a NULL key or
- * the entries pass the memory given) by core's btree tuplesort.
+ * oid, date, timestamp or uuid under its default operator class, a unique
+ * build's duplicates found there too, else (or once an entry has a NULL
+ * key) by core's btree tuplesort.
  *
  * Invariants of a build: the metapage is written last, so until then the
  * index is the empty index it was; pages are handed to the append layer in

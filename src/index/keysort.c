@@ -3,8 +3,8 @@
  * keysort.c
  *	  The sort of the btree page builder's entries (btree.c): on integer
  *	  sort words for indexes whose every column is an integer, an oid, a
- *	  date, a timestamp or a uuid ordered by its default operator class and
- *	  whose uniqueness need not be checked, else core's btree tuplesort.
+ *	  date, a timestamp or a uuid ordered by its default operator class,
+ *	  else core's btree tuplesort.
  *
  * Why.  A load sorts each batch's entries of each index (sorted.c), and a
  * multi-column key with few distinct values in its first column (a device
@@ -59,13 +59,19 @@
  *	 an entry with a NULL key, or a workmem too small for a run of
  *	 DP_KEYSORT_MIN_RUN entries, moves every entry taken, runs included,
  *	 to a tuplesort (words_move, tuplesort_of), which orders NULLs.
- * - Uniqueness is not checked on sort words: a sort that must check it
- *	 (a build of a unique index) is core's tuplesort from the start.
+ * - A sort that must check uniqueness (the build of a unique index on
+ *	 storage new in the transaction, rebuild.c) checks it as the entries are
+ *	 read in order: an entry whose words equal the previous one's has an
+ *	 equal key (no key here is NULL), and raises the error core's tuplesort
+ *	 raises for it (check_duplicate), which rebuild.c reports as an
+ *	 INSERT's.  Core's tuplesort reports the first equal pair its
+ *	 comparisons meet; here it is the smallest duplicated key.
  *
  *-------------------------------------------------------------------------
  */
 #include "index/index_private.h"
 
+#include "access/genam.h"
 #include "access/nbtree.h"
 #include "catalog/pg_index.h"
 #include "commands/tablespace.h"
@@ -109,6 +115,7 @@ typedef struct DPKeyEntry
 
 typedef struct DPWordSort
 {
+	Relation	heaprel;		/* for a duplicate's report */
 	Relation	index;
 	int			nkeys;
 	int			nwords;			/* the key columns' words */
@@ -133,6 +140,9 @@ typedef struct DPWordSort
 	int		   *heap;			/* sources with a head, a min-heap by it */
 	int			nheap;
 	DPKeyEntry	out;			/* the entry merged last */
+	bool		check_unique;	/* two entries of equal words: an error */
+	bool		have_prev;		/* a key read before (prev_key) */
+	uint64		prev_key[DP_KEYSORT_KEYS];
 	MemoryContext cxt;			/* the entries */
 	MemoryContext read_cxt[2];	/* the tuples read, in turn */
 	int			read_turn;		/* which one takes them now */
@@ -522,6 +532,34 @@ entry_values(DPWordSort *ks, DPKeyEntry *e, Datum *values, ItemPointer tid,
 				   (OffsetNumber) (e->tid & 0xFFFF));
 }
 
+/*
+ * A unique build's check, on the entries in sorted order: equal sort words
+ * are equal keys (none is NULL here), so an entry equal to the one before
+ * is the duplicate core's tuplesort raises, with its message.
+ */
+static void
+check_duplicate(DPWordSort *ks, DPKeyEntry *e, Datum *values)
+{
+	static const bool isnull[DP_KEYSORT_KEYS] = {false};
+	char	   *key_desc;
+
+	if (!ks->have_prev ||
+		memcmp(ks->prev_key, e->key, sizeof(ks->prev_key)) != 0)
+	{
+		memcpy(ks->prev_key, e->key, sizeof(ks->prev_key));
+		ks->have_prev = true;
+		return;
+	}
+	key_desc = BuildIndexValueDescription(ks->index, values, (bool *) isnull);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("could not create unique index \"%s\"",
+					RelationGetRelationName(ks->index)),
+			 key_desc ? errdetail("Key %s is duplicated.", key_desc) :
+			 errdetail("Duplicate keys exist."),
+			 errtableconstraint(ks->heaprel, RelationGetRelationName(ks->index))));
+}
+
 static IndexTuple
 words_next(DPWordSort *ks)
 {
@@ -546,6 +584,8 @@ words_next(DPWordSort *ks)
 	if (e == NULL)
 		return NULL;
 	entry_values(ks, e, values, &tid, uuids);
+	if (ks->check_unique)
+		check_duplicate(ks, e, values);
 	if (++ks->read_count > DP_KEYSORT_READ_SPAN)
 	{
 		/* the other context's tuples are a whole span old */
@@ -612,8 +652,12 @@ dp_keysort_begin(Relation heap, Relation index, int workmem,
 	s->workmem = workmem;
 	s->check_unique = check_unique && index->rd_index->indisunique;
 	s->cxt = CurrentMemoryContext;
-	if (!s->check_unique)
-		s->words = words_begin(index, workmem);
+	s->words = words_begin(index, workmem);
+	if (s->words != NULL)
+	{
+		s->words->check_unique = s->check_unique;
+		s->words->heaprel = heap;
+	}
 	return s;
 }
 
