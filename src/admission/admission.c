@@ -82,17 +82,16 @@ static int	refresh_hint = -1;
 
 /*
  * The hint of the statement whose text is [location, location + len) of
- * 'source' and whose target is 'relid' (InvalidOid: none): its own, but
- * the REFRESH's for a materialized view under incremental maintenance,
- * which core allows only for that refresh's statements.
+ * 'source' and whose target is 'target': its own, but the REFRESH's for a
+ * materialized view under incremental maintenance, which core allows only
+ * for that refresh's statements.
  */
 static DPHint
 statement_hint(const char *source, int location, int len, int *parallel,
-			   Oid relid)
+			   RangeTblEntry *target)
 {
-	if (refresh_hint >= 0 && OidIsValid(relid) &&
-		MatViewIncrementalMaintenanceIsEnabled() &&
-		get_rel_relkind(relid) == RELKIND_MATVIEW)
+	if (refresh_hint >= 0 && target->relkind == RELKIND_MATVIEW &&
+		MatViewIncrementalMaintenanceIsEnabled())
 	{
 		if (parallel)
 			*parallel = 0;
@@ -235,7 +234,7 @@ dp_admit_parse(const char *source, Query *query)
 		return;
 	rte = rt_fetch(query->resultRelation, query->rtable);
 	if (wanted(statement_hint(source, query->stmt_location, query->stmt_len,
-							  NULL, rte->relid),
+							  NULL, rte),
 			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)
 		return;
 	if (rte->rellockmode != RowExclusiveLock ||
@@ -253,17 +252,17 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 					   int *parallel)
 {
 	DPHint		w;
-	Oid			relid;
+	RangeTblEntry *target;
 
 	*parallel = 0;
 	if (dp_mode == DP_MODE_OFF || parse->resultRelation <= 0)
 		return false;
-	relid = rt_fetch(parse->resultRelation, parse->rtable)->relid;
+	target = rt_fetch(parse->resultRelation, parse->rtable);
 	/* UPDATE and DELETE: hinted, or large enough under mode = always */
 	if (parse->commandType == CMD_UPDATE || parse->commandType == CMD_DELETE)
 	{
 		w = statement_hint(source, parse->stmt_location, parse->stmt_len,
-						   NULL, relid);
+						   NULL, target);
 		*hinted = w == DP_HINT_APPEND;
 		return *hinted || (w == DP_HINT_NONE && dp_mode == DP_MODE_ALWAYS &&
 						   dp_bulk_dml_min_rows >= 0);
@@ -272,7 +271,7 @@ dp_admit_insert_wanted(Query *parse, const char *source, bool *hinted,
 	if (parse->commandType != CMD_INSERT && parse->commandType != CMD_MERGE)
 		return false;
 	w = wanted(statement_hint(source, parse->stmt_location, parse->stmt_len,
-							  parallel, relid),
+							  parallel, target),
 			   dp_query_is_single_row(parse));
 	*hinted = w == DP_HINT_APPEND;
 	return w != DP_HINT_NOAPPEND;

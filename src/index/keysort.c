@@ -224,7 +224,7 @@ key_kind(Relation index, int col, DPKeyKind *kind)
 }
 
 static DPWordSort *
-words_begin(Relation index, int workmem)
+words_begin(Relation heap, Relation index, int workmem, bool check_unique)
 {
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	DPWordSort *ks;
@@ -249,7 +249,9 @@ words_begin(Relation index, int workmem)
 			return NULL;
 		}
 	}
+	ks->heaprel = heap;
 	ks->index = index;
+	ks->check_unique = check_unique;
 	ks->nkeys = nkeys;
 	ks->limit = (Size) workmem * 1024;
 	ks->cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -652,12 +654,7 @@ dp_keysort_begin(Relation heap, Relation index, int workmem,
 	s->workmem = workmem;
 	s->check_unique = check_unique && index->rd_index->indisunique;
 	s->cxt = CurrentMemoryContext;
-	s->words = words_begin(index, workmem);
-	if (s->words != NULL)
-	{
-		s->words->check_unique = s->check_unique;
-		s->words->heaprel = heap;
-	}
+	s->words = words_begin(heap, index, workmem, s->check_unique);
 	return s;
 }
 
