@@ -80,6 +80,7 @@ OBJS = \
 	src/index/brin.o \
 	src/heap/pages.o \
 	src/heap/append.o \
+	src/heap/shared.o \
 	src/heap/wal.o \
 	src/heap/visibility.o \
 	src/stats/stats.o \

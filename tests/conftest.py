@@ -462,6 +462,19 @@ def wait_fault_sleep(cluster, bg, point, log_offset, timeout=90):
                          f"{cluster.log_tail(30, log_offset)}")
 
 
+def run_while_paused(cluster, first, second, point, log_offset, timeout=60):
+    """Start Background `first`, wait until it sleeps at fault point `point`,
+    and run `second` to its end meanwhile: it must succeed while `first`
+    stays paused."""
+    first.start()
+    wait_fault_sleep(cluster, first, point, log_offset)
+    second.start()
+    second.join(timeout)
+    assert second.error is None, second.error
+    assert not first.done.is_set(), (
+        f"{first.thread.name} did not stay paused while {second.thread.name} ran")
+
+
 def wait_lock_wait(conn, pid, timeout=60):
     """Wait until backend `pid` waits for a heavyweight lock."""
     deadline = time.monotonic() + timeout

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from conftest import (SMALL_BATCHES, TABLE_COLUMNS, Background, fault_gucs,
-                      last_statement, seed_insert, set_gucs, table_digest,
+                      last_statement, run_while_paused, seed_insert, set_gucs, table_digest,
                       verify_table, verify_tree, wait_fault_sleep,
                       wait_lock_wait)
 
@@ -227,12 +227,7 @@ def test_partitions_loaded_directly_run_concurrently(cluster):
     s1 = dict(SMALL_BATCHES, **fault_gucs("batch_done", 1, sleep_ms=8000))
     with Background(cluster, load1, s1, name="p1") as b1, \
             Background(cluster, load2, dict(SMALL_BATCHES, lock_timeout="5s"), name="p2") as b2:
-        b1.start()
-        wait_fault_sleep(cluster, b1, "batch_done", off)
-        b2.start()
-        b2.join(30)
-        assert b2.error is None, b2.error
-        assert not b1.done.is_set(), "the first load did not stay paused"
+        run_while_paused(cluster, b1, b2, "batch_done", off, 30)
         st = last_statement(b2.conn)
         assert st["path"] == "direct" and st["rows_inserted"] == N, st
         b1.join()

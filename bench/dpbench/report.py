@@ -3,7 +3,7 @@
 from collections import OrderedDict
 from pathlib import Path
 
-from . import plots, seeds
+from . import plots, s20_sessions, seeds
 from .util import MiB, fmt_mb, fmt_num, fmt_ratio, fmt_stat, md_table, ratio, stat, text_table
 
 PHASES = ("replica", "minimal", "logical")
@@ -1247,7 +1247,8 @@ def summary_text(agg, meta):
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
             upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg) +
-            tpch_text(agg) + bulkdml_text(agg))
+            tpch_text(agg) + bulkdml_text(agg) +
+            s20_sessions.text(agg, load_rows, titled_table))
     return "\n".join(out)
 
 
@@ -1327,6 +1328,7 @@ def write_all(out, meta, records):
                section_upsert, section_born, section_shard, section_parpart,
                section_tpch, section_bulkdml):
         md += fn(agg, meta, out, figs)
+    md += s20_sessions.section(agg, load_rows)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
            "- `results.json`: all records and the run's metadata",

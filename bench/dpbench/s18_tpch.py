@@ -151,15 +151,20 @@ class TpchScenario(Scenario):
             self.generate(ctx)
         self.split_month()
         log(f"tpch: building the base database for the month's append (SF {self.sf:g})")
+        self.build_template(ctx, "tpch_base", ORDER, "base")
+
+    def build_template(self, ctx, db, tables, part):
+        """Database 'db' by the plain recipe: 'tables' (their 'part' of the
+        data) loaded into bare tables, then every table's keys; settled."""
         with ctx.server.conn() as c:
-            c.execute("DROP DATABASE IF EXISTS tpch_base")
-            c.execute("CREATE DATABASE tpch_base")
-        with ctx.server.conn("tpch_base") as c:
+            c.execute(f"DROP DATABASE IF EXISTS {db}")
+            c.execute(f"CREATE DATABASE {db}")
+        with ctx.server.conn(db) as c:
             c.execute("CREATE EXTENSION directpath")
             for s in schema_ddl(False):
                 c.execute(s)
-            for t in ORDER:
-                c.execute(f"COPY {t} FROM '{self.file(t, 'base')}' WITH (FORMAT csv, HEADER)")
+            for t in tables:
+                c.execute(f"COPY {t} FROM '{self.file(t, part)}' WITH (FORMAT csv, HEADER)")
             for t in ORDER:
                 for s in key_ddl(t):
                     c.execute(s)

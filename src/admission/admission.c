@@ -29,7 +29,12 @@
  * table's row type is verified unchanged.  If the transaction held a lock
  * on the table before this statement, ours cannot be given back and
  * waiting could deadlock: then the lock is taken only if it is free at
- * once, else the statement uses the normal path.  Users without INSERT
+ * once, else the statement uses the normal path.  A COPY that
+ * directpath.mode = always sends (no hint) and finds the strong lock taken
+ * loads beside the other writers instead (directpath.concurrent_loads):
+ * it keeps to RowExclusiveLock, as a plain COPY, so that sessions sending
+ * batches into one table run at once, and the load writes through shared
+ * buffers (DPAdmission.beside; heap/shared.c).  Users without INSERT
  * privilege take no strong lock at all: they get the plain path's
  * permission error.  Nor does a foreign table targeted directly: its rows
  * go to its server (remote/shard.c), and core's RowExclusive is enough.
@@ -55,6 +60,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/copy.h"
@@ -67,6 +73,7 @@
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/portal.h"
+#include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
@@ -367,6 +374,30 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 	a->freeze_allowed = dp_statement_freeze_safe(parse, stmt, relid);
 }
 
+/*
+ * May a COPY whose table's ShareRowExclusiveLock is taken load beside the
+ * other writers instead of waiting (the file header)?  Sent to the direct
+ * path by directpath.mode = always, not by a hint or our own options; a
+ * plain table that another session can write (not temporary) and whose
+ * changes are not decoded (the TOAST barrier of wal.c needs the whole
+ * table's writers).  The caller holds AccessShareLock.
+ */
+static bool
+may_load_beside(Oid relid, DPAdmission *a, const char *own_option)
+{
+	Relation	rel;
+	bool		ok;
+
+	if (!dp_concurrent_loads || a->hinted || own_option != NULL)
+		return false;
+	rel = relation_open(relid, NoLock);
+	ok = rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP &&
+		!RelationIsLogicallyLogged(rel);
+	relation_close(rel, NoLock);
+	return ok;
+}
+
 DPAdmitCopy
 dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 			  const char *own_option, DPAdmission *a, Relation *relp)
@@ -410,13 +441,18 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 	a->reason = relation_rules(relid, true);
 	foreign = get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
 	if (a->reason == NULL && !foreign &&
-		!ConditionalLockRelationOid(relid, ShareRowExclusiveLock) &&
-		CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
-		a->reason = CONFLICTING_LOCK;
+		!ConditionalLockRelationOid(relid, ShareRowExclusiveLock))
+	{
+		if (may_load_beside(relid, a, own_option))
+			a->beside = true;
+		else if (CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
+			a->reason = CONFLICTING_LOCK;
+	}
 	if (a->reason != NULL)
 		return DP_COPY_NORMAL;
 	/* a foreign table's rows go to its server: core's lock is enough */
-	LockRelationOid(relid, foreign ? RowExclusiveLock : ShareRowExclusiveLock);
+	LockRelationOid(relid, foreign || a->beside ?
+					RowExclusiveLock : ShareRowExclusiveLock);
 	rel = table_open(relid, NoLock);
 	a->reason = dp_relation_ineligible(rel, true);
 	if (a->reason != NULL)

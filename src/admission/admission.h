@@ -110,7 +110,10 @@ typedef struct DPAdmission
 {
 	bool		hinted;			/* the statement asked for the direct path */
 	bool		direct;			/* admitted: ShareRowExclusiveLock on the
-								 * target is held */
+								 * target is held (or with 'beside'
+								 * RowExclusiveLock) */
+	bool		beside;			/* a COPY loading beside the table's other
+								 * writers (directpath.concurrent_loads) */
 	const char *reason;			/* why not admitted, or NULL */
 	bool		small;			/* not admitted only for its size */
 	bool		freeze_allowed; /* the statement's freezing rule allows it */

@@ -121,6 +121,28 @@ typedef instr_time DPIOStart;
 typedef int DPIOStart;
 #endif
 
+/*
+ * A new block at the relation's end, its buffer zeroed and locked
+ * exclusively before anyone else can see it (shared.c): 16+ extends
+ * through the buffer manager; 15 reads P_NEW under the extension lock, as
+ * its hio.c does.
+ */
+#if PG_VERSION_NUM >= 160000
+#define DP_EXTEND_LOCKED(rel) \
+	ExtendBufferedRel(BMR_REL(rel), MAIN_FORKNUM, NULL, EB_LOCK_FIRST)
+#else
+static inline Buffer
+DP_EXTEND_LOCKED(Relation rel)
+{
+	Buffer		buf;
+
+	LockRelationForExtension(rel, ExclusiveLock);
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
+	UnlockRelationForExtension(rel, ExclusiveLock);
+	return buf;
+}
+#endif
+
 /* log_newpages' array of page pointers. */
 #if PG_VERSION_NUM >= 180000
 typedef Page DPPageArg;

@@ -43,6 +43,7 @@ int			dp_parallel_workers = 0;
 bool		dp_fkey_batches = true;
 int			dp_fkey_set_rows = 100000;
 bool		dp_fkey_table_lock = false;
+bool		dp_concurrent_loads = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
 int			dp_copy_fast_input = DP_FASTIN_ON;
@@ -222,6 +223,11 @@ define_other_settings(void)
 							 "Locks each table a direct load's foreign keys reference in SHARE mode instead of locking each referenced row.",
 							 "Others cannot insert, update or delete in the referenced tables until the transaction ends; the rows are not locked one by one (no WAL record, page image or dirty page each).",
 							 &dp_fkey_table_lock, false,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.concurrent_loads",
+							 "Lets a COPY that directpath.mode = always sends to the direct path load beside the table's other writers when its lock is taken, instead of waiting.",
+							 "Such a load holds RowExclusiveLock, as a plain COPY, and writes its pages through shared buffers and its index entries by core's insertion. Off: it waits for ShareRowExclusiveLock.",
+							 &dp_concurrent_loads, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("directpath.log_min_rows",
 							"Logs one line at the end of a direct statement of at least this many rows: rows, pages, index entries, WAL, time per phase.",

@@ -10,7 +10,10 @@
  * The caller holds ShareRowExclusiveLock (or stronger) on the relation, so
  * nobody else extends the fork meanwhile: the pages take the blocks from
  * the fork's size at dp_append_begin() on, in order, without gaps, and a
- * written block is never revisited.
+ * written block is never revisited.  A load beside other writers
+ * (dp_append_begin_shared) hands its pages to shared.c instead, which
+ * gives each its block as it writes it, through shared buffers; the page
+ * memory and the numbering stay this file's.
  *
  * Writing a batch, by storage kind:
  *
@@ -125,6 +128,8 @@ struct DPAppend
 	DPToastWait *toast_wait;	/* shared by the statement's writers, or
 								 * NULL (no barrier) */
 
+	DPShared   *shared;			/* beside other writers (shared.c), or NULL */
+
 	MemoryContext cxt;			/* pages and arrays */
 };
 
@@ -151,10 +156,28 @@ dp_append_begin(Relation rel, bool heap_records, DPToastWait *toast_wait)
 	return a;
 }
 
+DPAppend *
+dp_append_begin_shared(Relation rel)
+{
+	DPAppend   *a = dp_append_begin(rel, true, NULL);
+
+	/* outlives dp_append_finish: TIDs are resolved until the load ends */
+	a->shared = dp_shared_begin(rel);
+	a->first_block = 0;
+	a->next_block = 0;
+	return a;
+}
+
 BlockNumber
 dp_append_first_block(DPAppend *a)
 {
 	return a->first_block;
+}
+
+BlockNumber
+dp_append_resolve(DPAppend *a, BlockNumber blkno)
+{
+	return a->shared ? dp_shared_resolve(a->shared, blkno) : blkno;
 }
 
 Page
@@ -430,6 +453,13 @@ dp_append_write(DPAppend *a, Page *pages, int n, bool drain)
 
 	if (n == 0 && a->pipelined.npages == 0)
 		return;
+	if (a->shared)
+	{
+		dp_shared_write(a->shared, pages, n, first);
+		a->next_block += n;
+		recycle(a, pages, n);
+		return;
+	}
 	a->next_block += n;
 
 	PG_TRY();

@@ -42,6 +42,7 @@ typedef struct DPToastWait
 
 typedef struct DPHeapBuilder DPHeapBuilder;
 typedef struct DPAppend DPAppend;
+typedef struct DPShared DPShared;
 
 /* ---------- pages.c: the heap page builder ---------- */
 
@@ -52,6 +53,17 @@ typedef struct DPAppend DPAppend;
 extern DPHeapBuilder *dp_heap_begin(Relation rel, bool freeze,
 									TransactionId xid, CommandId cid,
 									DPToastWait *toast_wait);
+
+/*
+ * The same for a load beside other writers (caller holds RowExclusiveLock
+ * only): pages go through shared buffers (shared.c), never frozen, and the
+ * TIDs handed out are provisional until dp_heap_resolve_tid.
+ */
+extern DPHeapBuilder *dp_heap_begin_shared(Relation rel, TransactionId xid,
+										   CommandId cid);
+
+/* A TID handed out by the builder, as placed once its page is written. */
+extern void dp_heap_resolve_tid(DPHeapBuilder *b, ItemPointer tid);
 
 /*
  * Place the slot's row; *tid gets its place; 'copy' a palloc'd copy.
@@ -127,6 +139,15 @@ extern DPAppend *dp_append_begin(Relation rel, bool heap_records,
 								 DPToastWait *toast_wait);
 extern BlockNumber dp_append_first_block(DPAppend *a);
 
+/*
+ * Begin appending beside other writers (shared.c): pages numbered from 0
+ * provisionally, each given its block as it is written.
+ */
+extern DPAppend *dp_append_begin_shared(Relation rel);
+
+/* The block a page numbered 'blkno' took (unchanged unless shared). */
+extern BlockNumber dp_append_resolve(DPAppend *a, BlockNumber blkno);
+
 /* A page buffer to build into; hand it back through dp_append_write. */
 extern Page dp_append_page(DPAppend *a);
 
@@ -143,6 +164,17 @@ extern void dp_append_toast_row(DPAppend *a, BlockNumber blkno, Size bytes);
 /* Drain and release. */
 extern void dp_append_finish(DPAppend *a);
 
+/* ---------- shared.c: pages through shared buffers ---------- */
+
+extern DPShared *dp_shared_begin(Relation rel);
+
+/* Write n pages numbered from 'first' (the pages stay the caller's). */
+extern void dp_shared_write(DPShared *s, Page *pages, int n,
+							BlockNumber first);
+
+/* The block a written page numbered 'provisional' took. */
+extern BlockNumber dp_shared_resolve(DPShared *s, BlockNumber provisional);
+
 /* ---------- wal.c ---------- */
 
 /*
@@ -152,6 +184,12 @@ extern void dp_append_finish(DPAppend *a);
 extern XLogRecPtr dp_wal_log_pages(Relation rel, BlockNumber first,
 								   int npages, Page *pages, bool images,
 								   bool toast_pending);
+
+/*
+ * Log the page of 'buf' (locked exclusively, in the caller's critical
+ * section) as a multi-insert record that initialises it; sets its LSN.
+ */
+extern void dp_wal_log_buffer(Relation rel, Buffer buf);
 
 /* ---------- visibility.c ---------- */
 

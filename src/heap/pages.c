@@ -37,6 +37,10 @@
  * no TOAST; the leader's builder takes the workers' finished pages as its
  * next blocks (dp_heap_add_page), setting each tuple's t_ctid then.
  *
+ * A load beside other writers (dp_heap_begin_shared) numbers its pages
+ * from 0 provisionally; each takes its real block when written (shared.c),
+ * and the TIDs handed out are translated then (dp_heap_resolve_tid).
+ *
  * A builder of a relation that was empty can be given a sample
  * (stats/stats.c): every page it hands to be written offers its rows to
  * it first, with their block numbers.
@@ -190,6 +194,27 @@ dp_heap_begin(Relation rel, bool freeze, TransactionId xid, CommandId cid,
 	/* As heap_multi_insert: a serializable reader of the table conflicts. */
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	return b;
+}
+
+DPHeapBuilder *
+dp_heap_begin_shared(Relation rel, TransactionId xid, CommandId cid)
+{
+	DPHeapBuilder *b = dp_heap_begin_detached(rel, false, xid, cid);
+
+	b->append = dp_append_begin_shared(rel);
+	b->next_block = dp_append_first_block(b->append);
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	return b;
+}
+
+void
+dp_heap_resolve_tid(DPHeapBuilder *b, ItemPointer tid)
+{
+	if (b->append == NULL)
+		return;
+	ItemPointerSetBlockNumber(tid,
+							  dp_append_resolve(b->append,
+												ItemPointerGetBlockNumber(tid)));
 }
 
 /* The next page's memory, at the end of b->pages, uninitialised. */
@@ -583,7 +608,7 @@ dp_heap_finish(DPHeapBuilder *b)
 	written = b->next_block - first;
 	if (written > 0)
 	{
-		BlockNumber last = b->next_block - 1;
+		BlockNumber last = dp_append_resolve(b->append, b->next_block - 1);
 
 		if (b->frozen)
 		{

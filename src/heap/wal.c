@@ -68,10 +68,15 @@
 #include "common/settings.h"
 #include "utils/rel.h"
 
-/* Log one page as a multi-insert record that initialises the page. */
+/*
+ * Log one page as a multi-insert record that initialises the page: the
+ * page of 'buf' when that is valid (locked exclusively by the caller, in a
+ * critical section), else 'page', written outside shared buffers as block
+ * 'blkno'.
+ */
 static void
-log_page_tuples(Relation rel, BlockNumber blkno, Page page, uint8 flags,
-				char *scratch)
+log_page_tuples(Relation rel, BlockNumber blkno, Page page, Buffer buf,
+				uint8 flags, char *scratch)
 {
 	xl_heap_multi_insert xlrec;
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
@@ -102,8 +107,11 @@ log_page_tuples(Relation rel, BlockNumber blkno, Page page, uint8 flags,
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, SizeOfHeapMultiInsert);
 	/* WILL_INIT: never a page image, so the tuples are always in the record */
-	XLogRegisterBlock(0, DP_REL_LOCATOR(rel), MAIN_FORKNUM, blkno,
-					  (DPPageArg) page, REGBUF_STANDARD | REGBUF_WILL_INIT);
+	if (BufferIsValid(buf))
+		XLogRegisterBuffer(0, buf, REGBUF_STANDARD | REGBUF_WILL_INIT);
+	else
+		XLogRegisterBlock(0, DP_REL_LOCATOR(rel), MAIN_FORKNUM, blkno,
+						  (DPPageArg) page, REGBUF_STANDARD | REGBUF_WILL_INIT);
 	XLogRegisterBufData(0, scratch, p - scratch);
 	XLogSetRecordFlags(XLOG_INCLUDE_ORIGIN);
 	recptr = XLogInsert(RM_HEAP2_ID, XLOG_HEAP2_MULTI_INSERT | XLOG_HEAP_INIT_PAGE);
@@ -139,10 +147,19 @@ dp_wal_log_pages(Relation rel, BlockNumber first, int npages, Page *pages,
 		{
 			bool		last = (i == npages - 1) && !toast_pending;
 
-			log_page_tuples(rel, first + i, pages[i],
+			log_page_tuples(rel, first + i, pages[i], InvalidBuffer,
 							flags | (last ? XLH_INSERT_LAST_IN_MULTI : 0),
 							scratch.data);
 		}
 	}
 	return XactLastRecEnd;
+}
+
+void
+dp_wal_log_buffer(Relation rel, Buffer buf)
+{
+	PGAlignedBlock scratch;
+
+	log_page_tuples(rel, BufferGetBlockNumber(buf), BufferGetPage(buf), buf,
+					XLH_INSERT_LAST_IN_MULTI, scratch.data);
 }

@@ -44,9 +44,13 @@ typedef enum DPIndexStrategy
 /*
  * Choose the leaf's strategy (its indexes are open).  With 'per_batch',
  * every batch's entries must be in the indexes once its work is done (ON
- * CONFLICT's probes find them there), so nothing waits for the end.
+ * CONFLICT's probes find them there), so nothing waits for the end.  With
+ * 'beside', other sessions write the table meanwhile: per batch too, and
+ * every entry goes in through core's insertion (index_insert), which
+ * takes their entries and their uniqueness into account.
  */
 extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates,
+								   bool beside,
 								   bool per_batch);
 extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
 

@@ -40,6 +40,8 @@ struct DPIndexes
 								 * NULL */
 	BlockNumber first_new;		/* the heap's first block the load writes */
 	bool		has_unique;		/* any immediate unique index? */
+	bool		beside;			/* other sessions write the table: every
+								 * entry through index_insert, per batch */
 	bool		may_wait;		/* may entries wait for the end (no trigger
 								 * could read the leaf before)? indexes.c */
 	bool		empty;			/* DP_INDEX_SORTED: the leaf had no block

@@ -235,12 +235,15 @@ every_entry_waits(DPIndexes *ix)
 }
 
 DPIndexes *
-dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool per_batch)
+dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool beside,
+				 bool per_batch)
 {
 	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
 
 	ix->rri = rri;
-	ix->may_wait = may_wait(rri);
+	ix->beside = beside;
+	per_batch |= beside;
+	ix->may_wait = !beside && may_wait(rri);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique &&
 			rri->ri_IndexRelationDescs[i]->rd_index->indimmediate)

@@ -50,6 +50,11 @@
  * is placed, from its own values (dp_sorted_spool_row), and the row needs
  * no batch work at all for its indexes.
  *
+ * A load beside other writers (DPIndexes.beside) neither appends nor
+ * writes runs nor waits: its entries are inserted, sorted or in input
+ * order, by index_insert, which other sessions' insertions and unique
+ * checks meet as they meet a plain INSERT's.
+ *
  * Invariants: entries are formed after the flush that wrote their rows'
  * pages, so an index never points at a page that is not on disk yet; for
  * COPY, each entry inserted names its row's input line first (name_line),
@@ -225,7 +230,7 @@ insert_in_key_order(DPIndexes *ix, int i, DPBtreeBuild *sorted,
 	int			runs;
 	int			merges;
 
-	if (!dp_index_runs)
+	if (!dp_index_runs || ix->beside)
 	{
 		ix->used |= 1 << DP_INDEX_SORTED;
 		return insert_sorted(ix->rri, i, sorted, b);
@@ -255,7 +260,8 @@ insert_in_key_order(DPIndexes *ix, int i, DPBtreeBuild *sorted,
 static void
 add_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
 {
-	if (dp_index_append && dp_btree_append(sorted, name_line_cb, b))
+	if (dp_index_append && !ix->beside &&
+		dp_btree_append(sorted, name_line_cb, b))
 	{
 		ix->used |= 1 << DP_INDEX_APPEND;
 		return;

@@ -12,7 +12,9 @@
  *	locked	ShareRowExclusive, since appending requires that nobody else
  *			extends the relation (the target is normally locked already,
  *			at admission; partitions, and base tables reached through an
- *			updatable view, are locked here).  A foreign partition's rows
+ *			updatable view, are locked here).  A load beside other writers
+ *			(DPLeafSet.beside: a plain table, RowExclusive) takes no more;
+ *			its writer appends through shared buffers (heap/shared.c).  A foreign partition's rows
  *			go through its wrapper, and routing's lock is what a plain
  *			INSERT takes;
  *	given	its index strategy (indexes.c), whether its rows need work
@@ -127,7 +129,8 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	/* a relation the statement created was judged by born.c */
 	if (!set->born)
 		check_leaf(rel, set->mtstate->mt_partition_tuple_routing != NULL);
-	if (!foreign)
+	/* beside other writers, the target's RowExclusiveLock is all we hold */
+	if (!foreign && !set->beside)
 		LockRelationOid(RelationGetRelid(rel), ShareRowExclusiveLock);
 
 	old = MemoryContextSwitchTo(set->estate->es_query_cxt);
@@ -137,7 +140,7 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf = palloc0(sizeof(DPLeaf));
 	leaf->rri = rri;
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates,
+	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates, set->beside,
 									 set->on_conflict);
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
@@ -202,6 +205,11 @@ dp_leaf_start_writer(DPLeafSet *set, DPLeaf *leaf)
 		(dp_indexes_has_unique(leaf->indexes) || leaf->fkeys != NULL);
 	bool		freeze = dp_leaf_may_freeze(set, rel) && !takes_back;
 
+	if (set->beside)
+	{
+		leaf->writer = dp_heap_begin_shared(rel, set->xid, set->cid);
+		return false;
+	}
 	leaf->writer = dp_heap_begin(rel, freeze, set->xid, set->cid,
 								 &set->toast_wait);
 	return freeze;

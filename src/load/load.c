@@ -422,6 +422,14 @@ dp_load_defer(DPLoad *s, TupleTableSlot *planSlot)
 }
 
 void
+dp_load_beside(DPLoad *s)
+{
+	Assert(s->leaves.list == NULL);
+	s->leaves.beside = true;
+	s->leaves.freeze_allowed = false;
+}
+
+void
 dp_load_on_conflict(DPLoad *s, List *arbiters, const char *update_sql)
 {
 	Assert(s->leaves.list == NULL);

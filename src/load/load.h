@@ -109,6 +109,14 @@ extern void dp_load_on_conflict(DPLoad *load, List *arbiters,
 								const char *update_sql);
 
 /*
+ * The load runs beside other writers of the target, which it holds in
+ * RowExclusiveLock only (admission.c, a COPY that found the table busy):
+ * pages through shared buffers (heap/shared.c), index entries through
+ * core's insertion, nothing frozen, no statistics.  Before the first row.
+ */
+extern void dp_load_beside(DPLoad *load);
+
+/*
  * The target was created by the statement itself (born.c: CREATE TABLE
  * AS, a materialized view): born.c judged it, a leaf's checks are skipped.
  * Before the first row.

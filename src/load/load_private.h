@@ -69,6 +69,8 @@ typedef struct DPLeafSet
 	bool		on_conflict;	/* ON CONFLICT (conflict.c) */
 	bool		do_update;		/* ... DO UPDATE (upsert.c) */
 	bool		born;			/* the target is new in the statement */
+	bool		beside;			/* other sessions write the target too: it
+								 * is held RowExclusive (dp_load_beside) */
 	List	   *arbiters;		/* COPY's: the target's arbiter indexes,
 								 * NIL for every unique index */
 	bool		freeze_allowed; /* by the statement (admission.c) */

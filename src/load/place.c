@@ -68,6 +68,8 @@ start_sample(DPLoad *s, DPLeaf *leaf)
 
 	if (s->leaves.do_update || s->update_sql)
 		why = "rows that conflict are updated after the load";
+	else if (s->leaves.beside)
+		why = "loaded beside other writers of the table";
 	else if (dp_heap_first_block(leaf->writer) != 0)
 	{
 		why = "the table was not empty";

@@ -40,6 +40,7 @@
  */
 #include "load/load_private.h"
 
+#include "heap/heap.h"
 #include "index/index.h"
 
 #include "access/heapam.h"
@@ -408,6 +409,11 @@ dp_queue_process(DPQueue *q, DPLeaf *leaves)
 {
 	if (q->nrows == 0)
 		return;
+	/* beside other writers, a row's block is known once its page is written */
+	for (int i = 0; i < q->nrows; i++)
+		if (q->rows[i].leaf->writer != NULL)
+			dp_heap_resolve_tid(q->rows[i].leaf->writer,
+								&q->rows[i].tuple->t_self);
 	/* COPY's rejects: every violation noted, post_row takes them back */
 	if (q->rejects)
 		mark_foreign_keys(q, leaves, true);

@@ -21,7 +21,8 @@
  * statement to core, which raises the same error or runs it normally.
  *
  * The table is locked ShareRowExclusive before anything else is done, so
- * two loaders queue; the executor state is built as core's CopyFrom builds
+ * two loaders queue (or, under directpath.mode = always, RowExclusive when
+ * that lock is taken: the load runs beside the other writers, admission.c); the executor state is built as core's CopyFrom builds
  * it, and its loop is followed: ON_ERROR ignore and REJECT_LIMIT (17+,
  * 18), the WHERE filter, progress in pg_stat_progress_copy, the error
  * context line "COPY t, line N", statement-level triggers.
@@ -388,7 +389,10 @@ copy_in_parallel(CopyFromState cstate, ModifyTableState *mtstate,
 {
 	if (a->parallel <= 0)
 		return false;
-	if (opts->rejects_table)
+	if (a->beside)
+		dp_load_note_parallel(load, 0,
+							  "it loads beside other writers of the table");
+	else if (opts->rejects_table)
 		dp_load_note_parallel(load, 0, "the COPY has a rejects table");
 	else if (opts->on_conflict)
 		dp_load_note_parallel(load, 0,
@@ -497,6 +501,8 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 		rejects = dp_rejects_open(opts->rejects_table, opts->max_rejects, rel);
 	load = dp_load_begin("COPY", estate, mtstate, a->hinted, a->freeze_allowed,
 						 NULL, &input, rejects);
+	if (a->beside)
+		dp_load_beside(load);
 	if (opts->on_conflict)
 	{
 		dp_copy_resolve_arbiters(opts, rel, cstate->attnumlist);
