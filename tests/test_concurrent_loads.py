@@ -164,6 +164,19 @@ def test_foreign_key_violation_as_plain(cluster):
         verify_table(conn, t)
 
 
+def waits_then_loads_alone(cluster, h, sql, settings):
+    """`sql` waits for the lock of holder `h`, which then commits; the
+    statement then loads alone, on the direct path."""
+    with Background(cluster, [sql], settings, name="waiter") as bg, cluster.conn() as mon:
+        bg.start()
+        wait_lock_wait(mon, bg.pid)
+        h.execute("COMMIT")
+        bg.join(60)
+        assert bg.error is None, bg.error
+        st = last_statement(bg.conn)
+        assert st["path"] == "direct" and "beside" not in (st["statistics"] or ""), st
+
+
 @pytest.mark.parametrize("how", ["setting off", "hint"])
 def test_waits_when_not_allowed(cluster, how):
     """With directpath.concurrent_loads off, or a hinted COPY, the load
@@ -179,18 +192,43 @@ def test_waits_when_not_allowed(cluster, how):
         settings["directpath.concurrent_loads"] = "off"
     h = holder(cluster, t)
     try:
-        with Background(cluster, [sql], settings, name="a") as a, cluster.conn() as mon:
-            a.start()
-            wait_lock_wait(mon, a.pid)
-            h.execute("COMMIT")
-            a.join(60)
-            assert a.error is None, a.error
-            st = last_statement(a.conn)
-            assert st["path"] == "direct" and "beside" not in (st["statistics"] or ""), st
+        waits_then_loads_alone(cluster, h, sql, settings)
     finally:
         h.close()
     with cluster.conn() as conn:
         assert scans_agree(conn, t)[0] == 4001
+        verify_table(conn, t)
+
+
+def test_insert_loads_beside(cluster):
+    """An INSERT ... SELECT under mode = always loads beside a writer as a
+    COPY does, and leaves what the plain INSERT would; an INSERT ... ON
+    CONFLICT waits for the writer and then loads alone (its table has NOT
+    NULL columns and defaults: the row type compared after the wait is
+    the same, constraints included)."""
+    t = "cl_ins"
+    with cluster.conn() as conn:
+        make_tables(conn, t)
+    ins = (f"INSERT INTO {t} SELECT g, g % 100, 'v' || (g * 7919) % 1000 "
+           "FROM generate_series({a}, {b}) g")
+    upsert = ins + " ON CONFLICT DO NOTHING"
+    h = holder(cluster, t)
+    try:
+        with Background(cluster, [ins.format(a=1, b=20000)], ALWAYS, name="a") as a:
+            a.start()
+            a.join(60)
+            assert a.error is None, a.error
+            st = last_statement(a.conn)
+            assert st["path"] == "direct" and st["rows_inserted"] == 20000, st
+            assert "beside other writers" in st["statistics"], st
+        waits_then_loads_alone(cluster, h, upsert.format(a=15001, b=30000), ALWAYS)
+    finally:
+        h.close()
+    with cluster.conn() as conn:
+        want = reference(conn, t, [f"INSERT INTO {t} VALUES (0, 0, 'held')",
+                                   ins.format(a=1, b=20000), upsert.format(a=15001, b=30000)])
+        assert table_digest(conn, t) == want
+        assert scans_agree(conn, t)[0] == 31001
         verify_table(conn, t)
 
 

@@ -11,8 +11,10 @@ and its foreign keys to orders and partsupp, whose tables hold the whole
 scale factor (loaded once by the plain recipe, kept as a template).
 
 Cases: the two sessions plain, and with directpath.mode = always (the
-sessions' direct COPYs load beside each other, directpath.concurrent_loads);
-one session of each, for the scaling.  Time is from the first batch to
+sessions' direct COPYs load beside each other, directpath.concurrent_loads),
+and with directpath.concurrent_loads off (they queue for the table's lock,
+as before 0.9); one session of each, for the scaling; and the two sessions
+with batches of 1,000 and of 50,000 rows.  Time is from the first batch to
 the last commit plus the CHECKPOINT after it; WAL up to the CHECKPOINT's
 end; the record counts the batches that went direct, and beside another
 writer.  Ratios: against the plain load with as many sessions.
@@ -26,11 +28,21 @@ from .scenario import Case
 from .util import BenchError, MiB, fmt_stat, md_table
 
 BATCH = 5000
-# key: (label, sessions, direct)
-CASES = (("plain2", "2 sessions, plain COPY", 2, False),
-         ("direct2", "2 sessions, directpath.mode = always", 2, True),
-         ("plain1", "1 session, plain COPY", 1, False),
-         ("direct1", "1 session, directpath.mode = always", 1, True))
+# key: (label, sessions, direct, rows a batch); direct: None (plain),
+# "always", or "always, waiting" (directpath.concurrent_loads off: the
+# sessions' direct COPYs queue for the table's lock, as before 0.9)
+CASES = (("plain2", "2 sessions, plain COPY", 2, None, BATCH),
+         ("direct2", "2 sessions, directpath.mode = always", 2, "always", BATCH),
+         ("waiting2", "2 sessions, directpath.mode = always, concurrent_loads off", 2,
+          "always, waiting", BATCH),
+         ("plain1", "1 session, plain COPY", 1, None, BATCH),
+         ("direct1", "1 session, directpath.mode = always", 1, "always", BATCH),
+         ("plain2_1k", "2 sessions, plain COPY, 1,000-row batches", 2, None, 1000),
+         ("direct2_1k", "2 sessions, directpath.mode = always, 1,000-row batches", 2,
+          "always", 1000),
+         ("plain2_50k", "2 sessions, plain COPY, 50,000-row batches", 2, None, 50000),
+         ("direct2_50k", "2 sessions, directpath.mode = always, 50,000-row batches", 2,
+          "always", 50000))
 
 
 class SessionsScenario(TpchScenario):
@@ -46,38 +58,41 @@ class SessionsScenario(TpchScenario):
         if not (self.data / "lineitem.csv").exists():
             self.generate(ctx)
         self.rows = ctx.rows or self.default_rows
-        self.batches = []
         with open(self.file("lineitem")) as f:
             f.readline()
-            lines = [line for _, line in zip(range(self.rows), f)]
-        if len(lines) < self.rows:
-            raise BenchError(f"sessions: lineitem has {len(lines)} rows, fewer than {self.rows}")
-        self.batches = ["".join(lines[i:i + BATCH]) for i in range(0, len(lines), BATCH)]
+            self.lines = [line for _, line in zip(range(self.rows), f)]
+        if len(self.lines) < self.rows:
+            raise BenchError(f"sessions: lineitem has {len(self.lines)} rows, "
+                             f"fewer than {self.rows}")
         self.build_template(ctx, "sessions_base", ORDER[:-1], "all")
 
     def cases(self, ctx, phase):
+        twins = {(n, b): key for key, _, n, direct, b in CASES if direct is None}
         return [Case(key, label, "direct" if direct else "plain",
-                     twin=f"plain{n}" if direct else None, group="sessions",
-                     params={"sessions": n, "direct": direct})
-                for key, label, n, direct in CASES]
+                     twin=twins[(n, b)] if direct else None, group="sessions",
+                     params={"sessions": n, "direct": direct, "batch": b})
+                for key, label, n, direct, b in CASES]
 
     def run(self, ctx, case, run_no):
-        n, direct = case.params["sessions"], case.params["direct"]
+        n, direct, b = (case.params[k] for k in ("sessions", "direct", "batch"))
+        batches = ["".join(self.lines[i:i + b]) for i in range(0, len(self.lines), b)]
         with ctx.server.conn() as c:
             c.execute("DROP DATABASE IF EXISTS sessions_run")
             c.execute("CREATE DATABASE sessions_run TEMPLATE sessions_base")
-        rec = {"rows": self.rows, "batches": len(self.batches), "direct_batches": 0,
+        rec = {"rows": self.rows, "batches": len(batches), "direct_batches": 0,
                "beside_batches": 0}
         conns = [ctx.server.conn("sessions_run") for _ in range(n)]
         try:
             for c in conns:
                 if direct:
                     c.execute("SET directpath.mode = always")
+                if direct == "always, waiting":
+                    c.execute("SET directpath.concurrent_loads = off")
             conns[0].execute("CHECKPOINT")
             time.sleep(ctx.settle_s)
             lsn0 = conns[0].execute("SELECT pg_current_wal_lsn()").fetchone()[0]
             t0 = time.perf_counter()
-            errors = self.send(conns, direct, rec)
+            errors = self.send(conns, batches, direct, rec)
             if errors:
                 raise BenchError(f"sessions {case.id}: {errors[0]}")
             conns[0].execute("CHECKPOINT")
@@ -94,10 +109,10 @@ class SessionsScenario(TpchScenario):
             c.execute("DROP DATABASE sessions_run")
         return rec
 
-    def send(self, conns, direct, rec):
+    def send(self, conns, batches, direct, rec):
         """Each session takes the next batch until none is left."""
         lock = threading.Lock()
-        todo = list(reversed(self.batches))
+        todo = list(reversed(batches))
         errors = []
 
         def session(c):
@@ -150,7 +165,8 @@ def section(agg, load_rows):
         return []
     return ["## 20. Several sessions loading one table at once", "",
             f"{cases[0].first('rows'):,} rows of TPC-H's lineitem sent as COPY FROM STDIN "
-            f"batches of {BATCH:,} rows, each batch its own transaction, by one or two "
+            f"batches of {BATCH:,} rows (unless the case says otherwise), each batch its own "
+            "transaction, by one or two "
             "sessions taking the next batch as they finish one, into lineitem with its "
             "primary key, its l_shipdate index and its foreign keys to orders and partsupp "
             "(the whole scale factor). Time from the first batch to the CHECKPOINT after "

@@ -29,12 +29,14 @@
  * table's row type is verified unchanged.  If the transaction held a lock
  * on the table before this statement, ours cannot be given back and
  * waiting could deadlock: then the lock is taken only if it is free at
- * once, else the statement uses the normal path.  A COPY that
- * directpath.mode = always sends (no hint) and finds the strong lock taken
- * loads beside the other writers instead (directpath.concurrent_loads):
- * it keeps to RowExclusiveLock, as a plain COPY, so that sessions sending
- * batches into one table run at once, and the load writes through shared
- * buffers (DPAdmission.beside; heap/shared.c).  Users without INSERT
+ * once, else the statement uses the normal path.  A COPY or an INSERT
+ * (not ON CONFLICT) that directpath.mode = always sends (no hint) and that
+ * finds the strong lock taken loads beside the other writers instead
+ * (directpath.concurrent_loads): it keeps to RowExclusiveLock, as the
+ * plain statement, so that sessions sending batches into one table run at
+ * once, and the load writes through shared buffers (DPAdmission.beside;
+ * heap/shared.c).  An INSERT asks at parse analysis only whether the lock
+ * is free, and at plan time again (a cached plan records which it took).  Users without INSERT
  * privilege take no strong lock at all: they get the plain path's
  * permission error.  Nor does a foreign table targeted directly: its rows
  * go to its server (remote/shard.c), and core's RowExclusive is enough.
@@ -185,7 +187,7 @@ lock_waiting(Oid relid)
 	}
 
 	rel = relation_open(relid, NoLock);
-	before = CreateTupleDescCopy(RelationGetDescr(rel));
+	before = CreateTupleDescCopyConstr(RelationGetDescr(rel));
 	relation_close(rel, NoLock);
 
 	LockRelationOid(relid, ShareRowExclusiveLock);
@@ -206,6 +208,38 @@ lock_waiting(Oid relid)
 	relation_close(rel, NoLock);
 	FreeTupleDesc(before);
 	return true;
+}
+
+/*
+ * May a load whose table's ShareRowExclusiveLock is taken load beside the
+ * other writers instead of waiting (the file header)?  Sent to the direct
+ * path by directpath.mode = always, not by a hint ('hinted') or our own
+ * options; a plain table that another session can write (not temporary)
+ * and whose changes are not decoded (the TOAST barrier of wal.c needs the
+ * whole table's writers).  The caller holds a lock on it.
+ */
+static bool
+may_load_beside(Oid relid, bool hinted, const char *own_option)
+{
+	Relation	rel;
+	bool		ok;
+
+	if (!dp_concurrent_loads || hinted || own_option != NULL)
+		return false;
+	rel = relation_open(relid, NoLock);
+	ok = rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP &&
+		!RelationIsLogicallyLogged(rel);
+	relation_close(rel, NoLock);
+	return ok;
+}
+
+/* The same for an INSERT: not ON CONFLICT, whose probes need the table alone. */
+static bool
+insert_may_load_beside(Query *query, Oid relid, bool hinted)
+{
+	return query->commandType == CMD_INSERT && query->onConflict == NULL &&
+		may_load_beside(relid, hinted, NULL);
 }
 
 /*
@@ -234,15 +268,17 @@ void
 dp_admit_parse(const char *source, Query *query)
 {
 	RangeTblEntry *rte;
+	DPHint		hint;
 
 	if (dp_mode == DP_MODE_OFF || query->resultRelation <= 0 ||
 		(query->commandType != CMD_INSERT &&
 		 !(query->commandType == CMD_MERGE && merge_may_be_direct(query))))
 		return;
 	rte = rt_fetch(query->resultRelation, query->rtable);
-	if (wanted(statement_hint(source, query->stmt_location, query->stmt_len,
-							  NULL, rte),
-			   dp_query_is_single_row(query)) == DP_HINT_NOAPPEND)
+	hint = wanted(statement_hint(source, query->stmt_location, query->stmt_len,
+								 NULL, rte),
+				  dp_query_is_single_row(query));
+	if (hint == DP_HINT_NOAPPEND)
 		return;
 	if (rte->rellockmode != RowExclusiveLock ||
 		relation_rules(rte->relid, false) != NULL ||
@@ -250,7 +286,16 @@ dp_admit_parse(const char *source, Query *query)
 		!may_insert(rte->relid))
 		return;
 	/* a foreign table's rows go to its server: nothing to lock here */
-	if (rte->relkind != RELKIND_FOREIGN_TABLE && lock_waiting(rte->relid))
+	if (rte->relkind == RELKIND_FOREIGN_TABLE)
+		return;
+	/* beside other writers: the strong lock only if it is free at once */
+	if (insert_may_load_beside(query, rte->relid, hint == DP_HINT_APPEND))
+	{
+		if (ConditionalLockRelationOid(rte->relid, ShareRowExclusiveLock))
+			rte->rellockmode = ShareRowExclusiveLock;
+		return;
+	}
+	if (lock_waiting(rte->relid))
 		rte->rellockmode = ShareRowExclusiveLock;
 }
 
@@ -331,6 +376,27 @@ lock_for_plan(PlannedStmt *stmt, Index rti)
 	return NULL;
 }
 
+/*
+ * The INSERT's target left in RowExclusiveLock by parse analysis, whose
+ * strong lock is not free (insert_may_load_beside): it loads beside the
+ * other writers.
+ */
+static bool
+beside_for_plan(Query *parse, PlannedStmt *stmt, Index rti, bool hinted)
+{
+	RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
+
+	if (rte->rellockmode != RowExclusiveLock ||
+		rte->relkind == RELKIND_FOREIGN_TABLE ||
+		!insert_may_load_beside(parse, rte->relid, hinted) ||
+		!may_insert(rte->relid))
+		return false;
+	if (!ConditionalLockRelationOid(rte->relid, ShareRowExclusiveLock))
+		return true;
+	rte->rellockmode = ShareRowExclusiveLock;
+	return false;
+}
+
 void
 dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 {
@@ -367,35 +433,13 @@ dp_admit_insert(Query *parse, PlannedStmt *stmt, bool hinted, DPAdmission *a)
 	if (a->reason == NULL)
 		a->reason = relation_rules(relid, true);
 	if (a->reason == NULL)
+		a->beside = beside_for_plan(parse, stmt, rti, hinted);
+	if (a->reason == NULL && !a->beside)
 		a->reason = lock_for_plan(stmt, rti);
 	if (a->reason != NULL)
 		return;
 	a->direct = true;
 	a->freeze_allowed = dp_statement_freeze_safe(parse, stmt, relid);
-}
-
-/*
- * May a COPY whose table's ShareRowExclusiveLock is taken load beside the
- * other writers instead of waiting (the file header)?  Sent to the direct
- * path by directpath.mode = always, not by a hint or our own options; a
- * plain table that another session can write (not temporary) and whose
- * changes are not decoded (the TOAST barrier of wal.c needs the whole
- * table's writers).  The caller holds AccessShareLock.
- */
-static bool
-may_load_beside(Oid relid, DPAdmission *a, const char *own_option)
-{
-	Relation	rel;
-	bool		ok;
-
-	if (!dp_concurrent_loads || a->hinted || own_option != NULL)
-		return false;
-	rel = relation_open(relid, NoLock);
-	ok = rel->rd_rel->relkind == RELKIND_RELATION &&
-		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP &&
-		!RelationIsLogicallyLogged(rel);
-	relation_close(rel, NoLock);
-	return ok;
 }
 
 DPAdmitCopy
@@ -443,7 +487,7 @@ dp_admit_copy(CopyStmt *stmt, const char *source, int location, int len,
 	if (a->reason == NULL && !foreign &&
 		!ConditionalLockRelationOid(relid, ShareRowExclusiveLock))
 	{
-		if (may_load_beside(relid, a, own_option))
+		if (may_load_beside(relid, a->hinted, own_option))
 			a->beside = true;
 		else if (CheckRelationOidLockedByMe(relid, RowExclusiveLock, true))
 			a->reason = CONFLICTING_LOCK;

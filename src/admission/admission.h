@@ -112,8 +112,9 @@ typedef struct DPAdmission
 	bool		direct;			/* admitted: ShareRowExclusiveLock on the
 								 * target is held (or with 'beside'
 								 * RowExclusiveLock) */
-	bool		beside;			/* a COPY loading beside the table's other
-								 * writers (directpath.concurrent_loads) */
+	bool		beside;			/* a COPY or INSERT loading beside the
+								 * table's other writers
+								 * (directpath.concurrent_loads) */
 	const char *reason;			/* why not admitted, or NULL */
 	bool		small;			/* not admitted only for its size */
 	bool		freeze_allowed; /* the statement's freezing rule allows it */

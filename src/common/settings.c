@@ -225,8 +225,8 @@ define_other_settings(void)
 							 &dp_fkey_table_lock, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.concurrent_loads",
-							 "Lets a COPY that directpath.mode = always sends to the direct path load beside the table's other writers when its lock is taken, instead of waiting.",
-							 "Such a load holds RowExclusiveLock, as a plain COPY, and writes its pages through shared buffers and its index entries by core's insertion. Off: it waits for ShareRowExclusiveLock.",
+							 "Lets a COPY or INSERT that directpath.mode = always sends to the direct path load beside the table's other writers when its lock is taken, instead of waiting.",
+							 "Such a load holds RowExclusiveLock, as the plain statement, and writes its pages through shared buffers and its index entries by core's insertion. Off: it waits for ShareRowExclusiveLock.",
 							 &dp_concurrent_loads, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("directpath.log_min_rows",

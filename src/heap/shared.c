@@ -3,8 +3,8 @@
  * shared.c
  *	  Built pages appended beside other writers: each one placed in a block
  *	  the relation is extended by at that moment, through shared buffers,
- *	  for a load that holds only RowExclusiveLock (a COPY loading beside
- *	  other writers, admission.c).
+ *	  for a load that holds only RowExclusiveLock (a COPY or INSERT loading
+ *	  beside other writers, admission.c).
  *
  * A load that holds ShareRowExclusiveLock appends outside shared buffers
  * (append.c): nobody else extends the relation, so its pages know their

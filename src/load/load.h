@@ -110,9 +110,10 @@ extern void dp_load_on_conflict(DPLoad *load, List *arbiters,
 
 /*
  * The load runs beside other writers of the target, which it holds in
- * RowExclusiveLock only (admission.c, a COPY that found the table busy):
- * pages through shared buffers (heap/shared.c), index entries through
- * core's insertion, nothing frozen, no statistics.  Before the first row.
+ * RowExclusiveLock only (admission.c: a COPY or INSERT that found the
+ * table busy): pages through shared buffers (heap/shared.c), index
+ * entries through core's insertion, nothing frozen, no statistics.
+ * Before the first row.
  */
 extern void dp_load_beside(DPLoad *load);
 

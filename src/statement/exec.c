@@ -67,6 +67,7 @@ typedef struct DPScanState
 	const char *no_parallel;	/* why not, decided at plan time, or "" */
 	PlannedStmt *gather;		/* the SELECT for core's parallel query
 								 * (pargather.c), or NULL */
+	bool		beside;			/* loads beside other writers (admission.c) */
 	Tuplestorestate *rows;		/* ... its rows, once it ran */
 	TupleTableSlot *rowslot;
 	bool		done;
@@ -126,6 +127,7 @@ dp_create_scan_state(CustomScan *cscan)
 	s->parallel = intVal(list_nth(cscan->custom_private, 4));
 	s->no_parallel = strVal(list_nth(cscan->custom_private, 5));
 	s->gather = list_nth(cscan->custom_private, 6);
+	s->beside = intVal(list_nth(cscan->custom_private, 7)) != 0;
 	return (Node *) s;
 }
 
@@ -379,6 +381,8 @@ run(DPScanState *s)
 		s->load = dp_load_begin(mt->operation == CMD_MERGE ? "MERGE" : "INSERT",
 								estate, mt, s->hinted,
 								s->freeze_allowed, s->retstore, NULL, NULL);
+		if (s->beside)
+			dp_load_beside(s->load);
 		if (outerPlan(mt->ps.plan) != NULL)
 			dp_progress_expect_rows(s->load, outerPlan(mt->ps.plan)->plan_rows);
 		if (s->gather != NULL)

@@ -26,7 +26,8 @@
  * parallel workers asked for, 0 if none or refused at plan time (Integer),
  * [5] why a parallel load was refused at plan time, or "" (String), [6]
  * when it was refused for its SELECT's shape, the SELECT planned again for
- * core's parallel query (a PlannedStmt, pargather.c), or NULL.  The wrapper's
+ * core's parallel query (a PlannedStmt, pargather.c), or NULL, [7] the load
+ * runs beside other writers of the table (Integer: admission.c).  The wrapper's
  * output is the ModifyTable's RETURNING list: the plan's targetlist refers
  * to custom_scan_tlist (a copy of the ModifyTable's targetlist) through
  * INDEX_VAR Vars, so no projection happens and EXPLAIN VERBOSE prints the
@@ -108,6 +109,8 @@ wrap_plan(PlannedStmt *stmt, const DPAdmission *a, int parallel,
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeString(pstrdup(no_parallel ? no_parallel : "")));
 	cscan->custom_private = lappend(cscan->custom_private, gather);
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(a->beside ? 1 : 0));
 	cscan->methods = dp_exec_plan_methods();
 	stmt->planTree = (Plan *) cscan;
 }
@@ -138,6 +141,11 @@ dp_planner(Query *parse, const char *query_string, int cursorOptions,
 		return stmt;
 
 	dp_admit_insert(parse, stmt, hinted, &a);
+	if (a.beside && parallel > 0)
+	{
+		no_parallel = "it loads beside other writers of the table";
+		parallel = 0;
+	}
 	if (a.direct && parallel > 0 &&
 		(no_parallel = dp_parallel_plan_refusal(stmt, parse)) != NULL)
 	{
