@@ -36,9 +36,9 @@
  * plain statement, so that sessions sending batches into one table run at
  * once, and the load writes through shared buffers (DPAdmission.beside;
  * heap/shared.c).  An INSERT asks at parse analysis only whether the lock
- * is free, and at plan time again (a cached plan records which it took).  Users without INSERT
- * privilege take no strong lock at all: they get the plain path's
- * permission error.  Nor does a foreign table targeted directly: its rows
+ * is free, and at plan time again (a cached plan records which it took).
+ * Users without INSERT privilege take no strong lock at all: they get the
+ * plain path's permission error.  Nor does a foreign table targeted directly: its rows
  * go to its server (remote/shard.c), and core's RowExclusive is enough.
  *
  * Small statements.  An INSERT of VALUES whose size is known before

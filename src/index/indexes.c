@@ -48,6 +48,11 @@
  * as "summarize".  Other index kinds, and BRIN indexes whose
  * entries may not wait, keep 1 (or 4 for new storage).
  *
+ * A load beside other writers (DPIndexes.beside) takes 2 with every entry
+ * inserted by index_insert (sorted.c), or 1: other sessions insert into
+ * the indexes meanwhile, so nothing is appended, written as runs, merged,
+ * built or kept for the end.
+ *
  * A leaf whose held rows end up inserted on the normal path (a small
  * statement, load.c) gets its entries row by row (dp_indexes_row_by_row).
  * A leaf of ON CONFLICT DO NOTHING never gets 3 or 4: its probes must find

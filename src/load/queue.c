@@ -15,6 +15,10 @@
  * inserted (foreign.c), then the batch's foreign keys checked per batch
  * (fkeys.c).  RETURNING rows go to the caller's tuplestore.
  *
+ * A load beside other writers learns its rows' blocks only as their pages
+ * are written (heap/shared.c): processing a batch first translates each
+ * queued row's TID (dp_heap_resolve_tid; the identity for other loads).
+ *
  * Before the load commits to the direct path the queue holds the rows
  * themselves (load.c); dp_queue_take() hands them back to be placed, or
  * dp_queue_insert_normal() inserts them on the normal path.
