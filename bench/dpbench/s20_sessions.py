@@ -23,6 +23,7 @@ writer.  Ratios: against the plain load with as many sessions.
 import threading
 import time
 
+from .report_base import load_rows, titled_table
 from .s18_tpch import ORDER, TpchScenario
 from .scenario import Case
 from .util import BenchError, MiB, fmt_stat, md_table
@@ -152,14 +153,14 @@ HEADER = ["load", "load + CHECKPOINT s", "/ plain", "WAL MB", "batches direct",
           "of them beside another writer"]
 
 
-def rows(agg, load_rows):
+def rows(agg):
     return load_rows(agg, "sessions",
                      lambda a: fmt_stat(a.st("wal_bytes"), 0, MiB),
                      lambda a: f"{a.first('direct_batches')} of {a.first('batches')}",
                      lambda a: str(a.first("beside_batches")))
 
 
-def section(agg, load_rows):
+def section(agg):
     cases = agg.cases("sessions", "replica")
     if not cases:
         return []
@@ -171,8 +172,8 @@ def section(agg, load_rows):
             "primary key, its l_shipdate index and its foreign keys to orders and partsupp "
             "(the whole scale factor). Time from the first batch to the CHECKPOINT after "
             "the last; ratio against the plain COPYs with as many sessions.", "",
-            md_table(HEADER, rows(agg, load_rows)), ""]
+            md_table(HEADER, rows(agg)), ""]
 
 
-def text(agg, load_rows, titled_table):
-    return titled_table("Several sessions", HEADER, rows(agg, load_rows))
+def text(agg):
+    return titled_table("Several sessions", HEADER, rows(agg))
