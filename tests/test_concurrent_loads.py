@@ -1,18 +1,17 @@
-"""COPYs that load beside other writers (directpath.concurrent_loads).
+"""Loads that run beside other writers (directpath.concurrent_loads).
 
-A COPY that directpath.mode = always sends to the direct path and that finds
-the table's ShareRowExclusiveLock taken (another writer holds RowExclusive)
-keeps to RowExclusiveLock and loads at once: its pages go through shared
-buffers, its index entries through core's insertion.  Here a plain INSERT
-left open holds RowExclusiveLock, so every COPY of the tests loads beside
-it.  What is checked against a plain COPY: the rows (a plain twin), errors
-(unique keys met across sessions wait for the other transaction, as core's
-do; foreign keys), amcheck with heapallindexed and pg_visibility, index
-scans against sequential scans; and crash recovery of a committed load that
-reached only WAL.
+A COPY or INSERT that directpath.mode = always sends to the direct path and
+that finds the table's ShareRowExclusiveLock taken (another writer holds
+RowExclusive) keeps to RowExclusiveLock and loads at once: its pages go
+through shared buffers, its index entries through core's insertion.  Here
+a plain INSERT left open holds RowExclusiveLock, so every load of the tests
+loads beside it.  What is checked against the plain statement: the rows (a
+plain twin), errors (unique keys met across sessions wait for the other
+transaction, as core's do; foreign keys), amcheck with heapallindexed and
+pg_visibility, index scans against sequential scans; crash recovery of a
+committed load that reached only WAL; a streaming standby's replay.
 """
 
-import psycopg
 import pytest
 
 from conftest import (SMALL_BATCHES, Background, crash_backend, crash_immediate,
@@ -271,4 +270,42 @@ def test_crash_recovery(cluster):
         conn.execute("SET directpath.mode = always")
         conn.execute(copy_sql(t, 31001, 40000))
         assert scans_agree(conn, t)[0] == 31001
+        verify_table(conn, t)
+
+
+def test_standby_replays_loads_beside(make_cluster, tmp_path):
+    """A streaming standby replays two loads beside a writer into the same
+    rows and sound indexes (index scans, amcheck), and after promotion the
+    table takes more loads."""
+    p = make_cluster(name="primary")
+    t = "cl_rep"
+    with p.conn() as conn:
+        make_tables(conn, t)
+    sb = p.make_standby(tmp_path)
+    h = holder(p, t)
+    try:
+        for first, last in ((1, 15000), (15001, 30000)):
+            with Background(p, [copy_sql(t, first, last)], ALWAYS, name="a") as a:
+                a.start()
+                a.join(60)
+                assert a.error is None, a.error
+                assert "beside other writers" in last_statement(a.conn)["statistics"]
+        h.execute("COMMIT")
+    finally:
+        h.close()
+    with p.conn() as conn:
+        want = table_digest(conn, t)
+        want_scan = scans_agree(conn, t)
+    p.wait_replay(sb)
+    with sb.conn() as conn:
+        assert table_digest(conn, t) == want
+        assert scans_agree(conn, t) == want_scan
+        for i in (f"{t}_pkey", f"{t}_v"):
+            conn.execute("SELECT bt_index_check(%s::regclass, heapallindexed => true)", (i,))
+    sb.promote()
+    with sb.conn() as conn:
+        verify_table(conn, t)
+        conn.execute("SET directpath.mode = always")
+        conn.execute(copy_sql(t, 30001, 35000))
+        assert scans_agree(conn, t)[0] == 36001
         verify_table(conn, t)
