@@ -453,14 +453,13 @@ dp_append_write(DPAppend *a, Page *pages, int n, bool drain)
 
 	if (n == 0 && a->pipelined.npages == 0)
 		return;
+	a->next_block += n;
 	if (a->shared)
 	{
 		dp_shared_write(a->shared, pages, n, first);
-		a->next_block += n;
 		recycle(a, pages, n);
 		return;
 	}
-	a->next_block += n;
 
 	PG_TRY();
 	{
