@@ -328,6 +328,72 @@ RESET enable_indexscan;
 RESET enable_bitmapscan;
 DROP TABLE fw, fw_parent;
 
+-- unique indexes of a table with rows: once a load's rows reach 50,000 and
+-- a sixteenth of the index, its later entries wait for the end and the
+-- index is rewritten once with them merged in; a key that meets an old
+-- entry is judged by its row (dead rows' keys may come back)
+CREATE TABLE um (k int PRIMARY KEY, t text COLLATE "C" UNIQUE, u int, v int,
+                 w int UNIQUE NULLS NOT DISTINCT);
+CREATE UNIQUE INDEX um_uv ON um (u, v);
+INSERT INTO um SELECT 2 * g, md5((2 * g)::text), g % 100,
+    CASE WHEN g % 3 = 0 THEN NULL ELSE 2 * g END, 2 * g
+  FROM generate_series(1, 20000) g;
+DELETE FROM um WHERE k % 1000 = 0;
+-- a failed load leaves its entries behind (an aborted row's)
+BEGIN;
+/*+ APPEND */ INSERT INTO um SELECT 2 * g + 1, md5((2 * g + 1)::text), g % 100, NULL, 2 * g + 1
+  FROM generate_series(0, 59999) g ORDER BY hashint4(g);
+ROLLBACK;
+CREATE FUNCTION um_load(first int, last int) RETURNS TABLE (k int, t text, u int, v int, w int)
+LANGUAGE sql STABLE AS $$
+  SELECT k, md5(k::text), k % 100, CASE WHEN k % 3 = 0 THEN NULL ELSE k END, k
+  FROM (SELECT 2 * g + 1 AS k FROM generate_series(first, last) g
+        UNION ALL SELECT 1000 * g FROM generate_series(1, 40) g) s
+  ORDER BY hashint4(k) $$;
+BEGIN;
+DELETE FROM um WHERE k % 1000 = 2;
+/*+ APPEND */ INSERT INTO um SELECT * FROM um_load(0, 69999)
+  UNION ALL SELECT 1000 * g + 2, md5((1000 * g + 2)::text), 2, NULL, 1000 * g + 2
+  FROM generate_series(0, 39) g;
+SELECT index_maintenance, indexes_rebuilt FROM directpath.last_statement();
+COMMIT;
+SELECT check_btrees('um');
+SELECT count(*), count(DISTINCT k), count(DISTINCT t), count(w) FROM um;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM um WHERE k IN (1000, 1002, 2000, 77777, 4);
+SELECT count(*) FROM um WHERE t = md5('77777');
+SELECT count(*) FROM um WHERE u = 0 AND v IS NULL;
+SELECT count(*) FROM um WHERE w IS NULL;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT count(*) FILTER (WHERE k IN (1000, 1002, 2000, 77777, 4)),
+       count(*) FILTER (WHERE u = 0 AND v IS NULL) FROM um;
+-- a key the table holds live, one the load repeats, a second NULL in the
+-- NULLS NOT DISTINCT index: INSERT's error, and nothing of the load stays
+CREATE TABLE um2 (LIKE um INCLUDING INDEXES);
+INSERT INTO um2 SELECT * FROM um WHERE k <= 40000;
+INSERT INTO um2 VALUES (-1, 'n', NULL, NULL, NULL);
+CREATE VIEW um_more AS SELECT * FROM um_load(20000, 89999) WHERE k % 1000 <> 0;
+/*+ APPEND */ INSERT INTO um2 SELECT * FROM um_more UNION ALL SELECT 40, 'x', 1, NULL, 300000;
+/*+ APPEND */ INSERT INTO um2 SELECT * FROM um_more UNION ALL SELECT 100001, 'y', 1, NULL, 300001;
+/*+ APPEND */ INSERT INTO um2 SELECT * FROM um_more UNION ALL SELECT 200003, 'z', 1, NULL, NULL;
+SELECT count(*), max(k) FROM um2;
+SELECT check_btrees('um2');
+-- the same keys once more: the load's rows are all new (the failed loads'
+-- entries are an aborted row's), so it goes through
+/*+ APPEND */ INSERT INTO um2 SELECT * FROM um_more;
+SELECT index_maintenance FROM directpath.last_statement();
+SELECT count(*) FROM um2;
+SELECT check_btrees('um2');
+-- a load small against the index stays per batch (a duplicate's error
+-- names its row's input line, as the plain statement's does)
+/*+ APPEND */ INSERT INTO um2 SELECT * FROM um_load(90000, 99999) WHERE k % 1000 <> 0;
+SELECT index_maintenance FROM directpath.last_statement();
+DROP VIEW um_more;
+DROP TABLE um, um2;
+DROP FUNCTION um_load(int, int);
+
 DROP FUNCTION check_btrees(regclass);
 DROP FUNCTION size_vs_fresh(regclass);
 DROP EXTENSION pageinspect;

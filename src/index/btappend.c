@@ -88,8 +88,8 @@
 #define DP_BT_MAX_MISSES 8
 
 /* INSERT's error for a unique index's duplicate, naming the row. */
-static void
-report_duplicate(DPBtAppend *a, IndexTuple itup)
+void
+dp_bt_report_duplicate(DPBtAppend *a, IndexTuple itup)
 {
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
@@ -160,7 +160,7 @@ put_merged(DPBtAppend *a, Page page)
 		if (a->unique)
 		{
 			if (have_prev && dp_bt_duplicates(a->index, prev, itup))
-				report_duplicate(a, itup);
+				dp_bt_report_duplicate(a, itup);
 			memcpy(prev, itup, IndexTupleSize(itup));
 			have_prev = true;
 		}

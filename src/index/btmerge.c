@@ -4,11 +4,11 @@
  *	  Merge-rebuild: an existing btree rewritten once, its entries merged
  *	  with a load's sorted entries, into new storage.
  *
- * Used at the end of a load (sorted.c) for a non-unique btree whose new
- * entries do not all sort after its existing ones and are many against it:
- * one pass that reads the old leaf level in key order and writes full new
- * pages costs less than a descent, a leaf lock and a WAL record per entry,
- * and leaves the index as compact as a fresh CREATE INDEX.
+ * Used at the end of a load (sorted.c) for a btree whose new entries do
+ * not all sort after its existing ones and are many against it: one pass
+ * that reads the old leaf level in key order and writes full new pages
+ * costs less than a descent, a leaf lock and a WAL record per entry, and
+ * leaves the index as compact as a fresh CREATE INDEX.
  *
  * Algorithm.
  * 1. The caller locks the index AccessExclusiveLock, held to the end of
@@ -25,6 +25,19 @@
  *	  procedures, DESC and NULLS FIRST as declared, then heap TID), into
  *	  the btree page builder (btree.c), which writes the new tree as an
  *	  index build does, equal keys merged into posting lists.
+ *
+ * A unique index is checked as the streams meet.  Two entries of equal
+ * keys (NULLs aside, unless NULLS NOT DISTINCT) are adjacent in btree
+ * order, and when the first of a key is returned, the other stream's head
+ * holds that key too if that stream has it at all: so a key both streams
+ * hold is seen as two heads of equal keys, and only then is a group
+ * opened.  While the merged entries keep the group's key, each old one is
+ * judged by its rows as core's uniqueness check judges them (btrun.c,
+ * dp_bt_judge_entry: a dirty snapshot; no other session can be writing
+ * the table, the load holds ShareRowExclusiveLock), and the group raises
+ * INSERT's error when it holds a new entry and either a live old one or a
+ * second new one.  Duplicates among the new entries alone are raised by
+ * their sort (sorted.c begins a unique spool with check_unique).
  *
  * Serializable readers' predicate locks on the old pages become a lock on
  * the table (as for REINDEX); a serializable load does not merge (its
@@ -69,6 +82,11 @@ typedef struct DPMerge
 	IndexTuple	new_item;
 	bool		took_old;		/* the head returned last, to advance */
 	bool		took_new;
+	/* a unique index's key that both streams hold (a group), or NULL */
+	IndexTuple	group;			/* a copy of the key's first new entry */
+	int			group_new;		/* new entries of the key returned */
+	bool		group_live;		/* an old one's row is live */
+	DPBtAppend	judge;			/* heap and ring to judge old entries by */
 } DPMerge;
 
 /* Copy block 'blkno' of the old storage into old->page. */
@@ -145,6 +163,49 @@ next_old(DPOldLeaves *old)
 }
 
 /*
+ * A unique index: the heads of both streams have equal keys.  Open a group
+ * for their key (unless one is open for it already, or a NULL makes them
+ * distinct).
+ */
+static void
+open_group(DPMerge *m)
+{
+	if (m->group != NULL &&
+		dp_bt_duplicates(m->index, m->group, m->new_item))
+		return;
+	if (m->group != NULL)
+		pfree(m->group);
+	m->group = NULL;
+	if (!dp_bt_duplicates(m->index, m->old_item, m->new_item))
+		return;
+	m->group = CopyIndexTuple(m->new_item);
+	m->group_new = 0;
+	m->group_live = false;
+}
+
+/*
+ * A unique index: 'itup', about to be returned, in the open group or past
+ * it.  Raises INSERT's error once the group holds a new entry beside a
+ * live old one or a second new one.
+ */
+static void
+check_group(DPMerge *m, IndexTuple itup, bool is_new)
+{
+	if (!dp_bt_duplicates(m->index, m->group, itup))
+	{
+		pfree(m->group);
+		m->group = NULL;
+		return;
+	}
+	if (is_new)
+		m->group_new++;
+	else if (!m->group_live)
+		m->group_live = dp_bt_judge_entry(&m->judge, itup) == DP_BT_CONFLICT;
+	if (m->group_new > 0 && (m->group_live || m->group_new > 1))
+		dp_bt_report_duplicate(&m->judge, m->group);
+}
+
+/*
  * The merged stream, for the builder: the smaller head of the two.  A
  * head stays valid until the next call (it lives in the page copy or in
  * the sort), so the stream it came from advances only then.
@@ -153,6 +214,7 @@ static IndexTuple
 next_merged(void *arg)
 {
 	DPMerge    *m = (DPMerge *) arg;
+	bool		is_new;
 
 	if (m->took_old)
 		m->old_item = next_old(&m->old);
@@ -160,15 +222,28 @@ next_merged(void *arg)
 		m->new_item = dp_btree_next(m->b);
 	m->took_old = m->took_new = false;
 
-	if (m->new_item == NULL ||
-		(m->old_item != NULL &&
-		 dp_btree_compare(m->index, m->old_item, m->new_item, false) <= 0))
+	if (m->new_item == NULL)
+		is_new = false;
+	else if (m->old_item == NULL)
+		is_new = true;
+	else if (!m->judge.unique)
+		is_new = dp_btree_compare(m->index, m->old_item, m->new_item, false) > 0;
+	else
 	{
-		m->took_old = m->old_item != NULL;
-		return m->old_item;
+		int			cmp = dp_btree_compare(m->index, m->old_item, m->new_item, true);
+
+		if (cmp == 0)
+		{
+			open_group(m);
+			cmp = dp_btree_compare(m->index, m->old_item, m->new_item, false);
+		}
+		is_new = cmp > 0;
 	}
-	m->took_new = true;
-	return m->new_item;
+	if (m->group != NULL && (is_new ? m->new_item : m->old_item) != NULL)
+		check_group(m, is_new ? m->new_item : m->old_item, is_new);
+	m->took_new = is_new;
+	m->took_old = !is_new && m->old_item != NULL;
+	return is_new ? m->new_item : m->old_item;
 }
 
 void
@@ -187,6 +262,10 @@ dp_btree_merge(DPBtreeBuild *b)
 	m.old.permanent = index->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT;
 	m.old.ring = GetAccessStrategy(BAS_BULKREAD);
 	m.old.page = DP_ALLOC_PAGE();
+	m.judge.index = index;
+	m.judge.heap = dp_btree_heap(b);
+	m.judge.unique = index->rd_index->indisunique;
+	m.judge.ring = m.old.ring;
 	/* serializable readers' locks on its pages now cover the whole table */
 	TransferPredicateLocksToHeapRelation(index);
 	DP_SET_NEW_STORAGE(index);
@@ -196,6 +275,8 @@ dp_btree_merge(DPBtreeBuild *b)
 	m.old_item = next_old(&m.old);
 	m.new_item = dp_btree_next(b);
 	dp_btree_build(b, next_merged, &m);
+	if (BufferIsValid(m.judge.heap_buf))
+		ReleaseBuffer(m.judge.heap_buf);
 
 	pfree(m.old.page);
 	FreeAccessStrategy(m.old.ring);

@@ -71,14 +71,6 @@
 /* Entries read ahead, at most, to judge a leaf merge. */
 #define DP_BT_MERGE_AHEAD (4 * MaxIndexTuplesPerPage)
 
-/* What the heap says of an existing entry whose key a new entry repeats. */
-typedef enum DPBtRepeat
-{
-	DP_BT_ABORTED,				/* its row's inserter aborted: dropped */
-	DP_BT_INVISIBLE,			/* no conflict (e.g. deleted): kept */
-	DP_BT_CONFLICT				/* live or in progress: core decides */
-} DPBtRepeat;
-
 /*
  * Are the keys of x and y equal for uniqueness (every key column equal by
  * its opclass, no NULL unless NULLS NOT DISTINCT)?
@@ -347,8 +339,8 @@ judge_tid(DPBtAppend *a, ItemPointer tid)
 }
 
 /* judge_tid for every heap TID of an entry: the worst of them. */
-static DPBtRepeat
-judge_entry(DPBtAppend *a, IndexTuple itup)
+DPBtRepeat
+dp_bt_judge_entry(DPBtAppend *a, IndexTuple itup)
 {
 	DPBtRepeat	r = DP_BT_ABORTED;
 	int			n = BTreeTupleIsPosting(itup) ? BTreeTupleGetNPosting(itup) : 1;
@@ -388,7 +380,7 @@ judge_repeats(DPBtAppend *a, Page page)
 				((!IndexTupleHasNulls(item) && !IndexTupleHasNulls(a->ahead[i])) ||
 				 dp_bt_duplicates(a->index, item, a->ahead[i])))
 			{
-				r = judge_entry(a, item);
+				r = dp_bt_judge_entry(a, item);
 				if (r == DP_BT_CONFLICT)
 					break;
 				a->drop[off] = r == DP_BT_ABORTED;

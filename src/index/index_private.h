@@ -47,6 +47,13 @@ struct DPIndexes
 	bool		empty;			/* DP_INDEX_SORTED: the leaf had no block
 								 * when the load began, and no probe needs
 								 * its keys meanwhile (no ON CONFLICT) */
+	bool		unique_late;	/* DP_INDEX_SORTED: the leaf had rows when
+								 * the load began, and no probe needs its
+								 * keys meanwhile: a unique btree may wait
+								 * once the load is large against it
+								 * (sorted.c, can_spool_late) */
+	double		rows;			/* DP_INDEX_SORTED: rows of the batches so
+								 * far */
 	bool		spool_rows;		/* DP_INDEX_SORTED: every index's entries
 								 * wait (a spool, or a BRIN summary), so
 								 * each is taken as its row is placed */
@@ -102,6 +109,14 @@ extern void dp_rebuild_discard_builds(DPIndexes *ix);
 /* At the end: every index built, or rebuilt by core; returns how many. */
 extern int	dp_rebuild_finish_builds(DPIndexes *ix);
 extern int	dp_rebuild_reindex(DPIndexes *ix);
+
+/*
+ * Run fn(arg), work on the index 'index_name' of 'heap'; a unique
+ * violation it raises (a sort's "could not create unique index") is
+ * reported as a plain INSERT reports it.
+ */
+extern void dp_as_insert(void (*fn) (void *arg), void *arg,
+						 const char *index_name, Relation heap);
 
 /* ---------- brin.c: BRIN ranges summarized at the end ---------- */
 
@@ -309,6 +324,23 @@ typedef struct DPBtAppend
 	void	   *name_arg;
 } DPBtAppend;
 
+/* What the heap says of an existing entry whose key a new entry repeats. */
+typedef enum DPBtRepeat
+{
+	DP_BT_ABORTED,				/* its row's inserter aborted: dropped */
+	DP_BT_INVISIBLE,			/* no conflict (e.g. deleted): kept */
+	DP_BT_CONFLICT				/* live or in progress: core decides */
+} DPBtRepeat;
+
+/*
+ * btrun.c: an existing entry whose key a new entry repeats, judged by its
+ * rows (a->heap, read through a->ring): the worst of its heap TIDs.
+ */
+extern DPBtRepeat dp_bt_judge_entry(DPBtAppend *a, IndexTuple itup);
+
+/* btappend.c: INSERT's error for 'itup', a unique index's duplicate. */
+extern void dp_bt_report_duplicate(DPBtAppend *a, IndexTuple itup);
+
 /* btrun.c: a unique index's keys equal for uniqueness (NULLs aside)? */
 extern bool dp_bt_duplicates(Relation index, IndexTuple x, IndexTuple y);
 
@@ -338,8 +370,10 @@ extern void dp_bt_split_at_gap(DPBtAppend *a, Page page);
 /* ---------- btmerge.c: an existing btree rewritten with new entries ---------- */
 
 /*
- * Rewrite b->index (non-unique) into new storage, its entries merged with
- * b's, under AccessExclusiveLock; releases the build.
+ * Rewrite b->index into new storage, its entries merged with b's, under
+ * AccessExclusiveLock; releases the build.  A unique index's new entry
+ * whose key an old entry of a live row, or another new entry, holds raises
+ * INSERT's error.
  */
 extern void dp_btree_merge(DPBtreeBuild *b);
 

@@ -274,6 +274,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool beside,
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
 		ix->empty = !per_batch &&
 			RelationGetNumberOfBlocks(rri->ri_RelationDesc) == 0;
+		ix->unique_late = !per_batch && !ix->empty;
 		ix->spools = dp_sorted_begin_spools(ix);
 		ix->summarize = begin_summaries(ix);
 		ix->spool_rows = every_entry_waits(ix);

@@ -25,7 +25,7 @@
  *
  * Invariants: the indexes' storage is new in this transaction, so nobody
  * else can see them before the commit; a unique violation raised by a
- * sort or a build is reported as a plain INSERT reports it (as_insert).
+ * sort or a build is reported as a plain INSERT reports it (dp_as_insert).
  *
  *-------------------------------------------------------------------------
  */
@@ -89,9 +89,9 @@ rethrow_as_insert_error(ErrorData *edata, const char *index_name,
  * violation it raises (a sort's or a build's) is reported as a plain
  * INSERT reports it.
  */
-static void
-as_insert(void (*fn) (void *arg), void *arg, const char *index_name,
-		  Relation heap)
+void
+dp_as_insert(void (*fn) (void *arg), void *arg, const char *index_name,
+			 Relation heap)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
@@ -150,8 +150,8 @@ dp_rebuild_spool(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 		e.build = ix->builds[i];
 		/* only a unique index's sort can raise a duplicate */
 		if (idx->rd_index->indisunique)
-			as_insert(spool_one, &e, RelationGetRelationName(idx),
-					  rri->ri_RelationDesc);
+			dp_as_insert(spool_one, &e, RelationGetRelationName(idx),
+						 rri->ri_RelationDesc);
 		else
 			spool_one(&e);
 	}
@@ -186,9 +186,9 @@ dp_rebuild_finish_builds(DPIndexes *ix)
 	for (int i = 0; i < n; i++)
 		if (ix->builds[i] != NULL)
 		{
-			as_insert(build_one, ix->builds[i],
-					  RelationGetRelationName(rri->ri_IndexRelationDescs[i]),
-					  rri->ri_RelationDesc);
+			dp_as_insert(build_one, ix->builds[i],
+						 RelationGetRelationName(rri->ri_IndexRelationDescs[i]),
+						 rri->ri_RelationDesc);
 			built++;
 		}
 	dp_fault("after_index_rebuild");
@@ -229,7 +229,7 @@ dp_rebuild_reindex(DPIndexes *ix)
 	{
 		DPReindex	r = {oids[i], rri->ri_RelationDesc->rd_rel->relpersistence};
 
-		as_insert(reindex_one, &r, get_rel_name(oids[i]), rri->ri_RelationDesc);
+		dp_as_insert(reindex_one, &r, get_rel_name(oids[i]), rri->ri_RelationDesc);
 	}
 	dp_fault("after_index_rebuild");
 

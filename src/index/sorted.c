@@ -43,9 +43,13 @@
  * table that started empty, a build: the append checks a unique index's
  * entries against each other, with INSERT's error but no input line), or,
  * when they are many against the entries the index holds, merged into a
- * rewrite of a non-unique index (btmerge.c), or inserted in key order.  If
- * the leaf's rows go row by row after all (dp_indexes_row_by_row), the
- * spools are inserted at once.  When every index of the leaf waits so
+ * rewrite of the index (btmerge.c), or inserted in key order.  A unique
+ * btree of a leaf that had rows when the load began starts waiting only
+ * once the load's rows are many against it (can_spool_late); its spool's
+ * sort raises the duplicates among its entries, and the merge those with
+ * the index's live rows, as INSERT's error without an input line.  If the
+ * leaf's rows go row by row after all (dp_indexes_row_by_row), the spools
+ * are inserted at once.  When every index of the leaf waits so
  * (DPIndexes.spool_rows), each row's entries go into the spools as the row
  * is placed, from its own values (dp_sorted_spool_row), and the row needs
  * no batch work at all for its indexes.
@@ -84,6 +88,15 @@ typedef struct DPBatchRows
 	int			ntuples;
 	uint64	   *error_line;		/* the load's error line (COPY), or NULL */
 } DPBatchRows;
+
+/* Entries below which a spool is inserted, not merged (worth_merging). */
+#define DP_MERGE_MIN_ENTRIES 50000
+
+/* Rows of a load before a unique btree may start waiting (can_spool_late). */
+#define DP_LATE_MIN_ROWS (DP_MERGE_MIN_ENTRIES / 4)
+
+static bool can_spool_late(DPIndexes *ix, int i);
+static void begin_late_spool(DPIndexes *ix, int i);
 
 /*
  * About to insert the entry of 'tid': the load's error line names the
@@ -278,12 +291,16 @@ dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 	ResultRelInfo *rri = ix->rri;
 	DPBatchRows b = {tuples, linenos, ntuples, error_line};
 
+	ix->rows += ntuples;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
 		DPBtreeBuild *sorted = NULL;
 
 		if (ix->summarize[i])
 			continue;
+		if ((ix->spools == NULL || ix->spools[i] == NULL) &&
+			can_spool_late(ix, i))
+			begin_late_spool(ix, i);
 		if (ix->spools != NULL && ix->spools[i] != NULL)
 		{
 			form_entries(rri, i, estate, slot, &b, ix->spools[i]);
@@ -327,6 +344,61 @@ can_spool(DPIndexes *ix, int i)
 	return dp_index_spool && ix->empty && idx->rd_index->indimmediate;
 }
 
+/*
+ * Entries a leaf page of any btree holds at most, to estimate from its
+ * size how many an index has when pg_class does not say: the smallest
+ * leaf item (an 8-byte header and one aligned 4-byte key) and its line
+ * pointer in three quarters of a page.
+ */
+#define DP_MOST_PER_LEAF (BLCKSZ * 3 / 4 / 20)
+
+/*
+ * May unique btree 'i' of a leaf that had rows when the load began start
+ * waiting now (DPIndexes.unique_late)?  Once the load's rows reach
+ * DP_LATE_MIN_ROWS and a sixteenth of what the index holds, its later
+ * entries may well be many enough against it to be merged into a rewrite
+ * at the end, which checks them as they meet the old entries (btmerge.c).
+ * Until then they are inserted per batch, so a small load's duplicate
+ * names its input line as the plain statement's does.
+ */
+static bool
+can_spool_late(DPIndexes *ix, int i)
+{
+	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
+	double		density = DP_MOST_PER_LEAF;
+
+	if (!ix->unique_late || !ix->may_wait || !dp_index_merge ||
+		!dp_index_spool || ix->rows < DP_LATE_MIN_ROWS ||
+		idx->rd_rel->relam != BTREE_AM_OID ||
+		idx->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+		!idx->rd_index->indisunique || !idx->rd_index->indimmediate ||
+		IsolationIsSerializable())
+		return false;
+	/* its entries per page as pg_class last counted them, as the planner */
+	if (idx->rd_rel->reltuples > 0 && idx->rd_rel->relpages > 0)
+		density = idx->rd_rel->reltuples / idx->rd_rel->relpages;
+	return ix->rows * 16 >=
+		(double) RelationGetNumberOfBlocks(idx) * density;
+}
+
+/* Unique btree 'i' waits from this batch on: its spool, checking duplicates. */
+static void
+begin_late_spool(DPIndexes *ix, int i)
+{
+	ResultRelInfo *rri = ix->rri;
+	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(ix));
+	int			n = 1;
+
+	if (ix->spools == NULL)
+		ix->spools = palloc0(sizeof(DPBtreeBuild *) * rri->ri_NumIndices);
+	for (int j = 0; j < rri->ri_NumIndices; j++)
+		n += ix->spools[j] != NULL;
+	ix->spools[i] = dp_btree_begin(rri->ri_RelationDesc,
+								   rri->ri_IndexRelationDescs[i],
+								   Max(maintenance_work_mem / n, 1024), true);
+	MemoryContextSwitchTo(old);
+}
+
 /* The spools of the indexes that may wait, sharing maintenance_work_mem. */
 DPBtreeBuild **
 dp_sorted_begin_spools(DPIndexes *ix)
@@ -368,21 +440,6 @@ dp_sorted_spool_row(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 			dp_btree_add(ix->spools[i], tid, values, isnull);
 }
 
-/* The spools' entries inserted in key order now (rows go row by row). */
-void
-dp_sorted_insert_spools(DPIndexes *ix)
-{
-	DPBatchRows none = {0};
-
-	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
-		if (ix->spools[i] != NULL)
-		{
-			insert_sorted(ix->rri, i, ix->spools[i], &none);
-			dp_btree_discard(ix->spools[i]);
-		}
-	ix->spools = NULL;
-}
-
 /*
  * Is merging the spooled entries into a rewrite of the index cheaper than
  * inserting them?  Yes from an eighth of the entries the index holds
@@ -391,8 +448,6 @@ dp_sorted_insert_spools(DPIndexes *ix)
  * Below DP_MERGE_MIN_ENTRIES insertion is cheap enough either way, and
  * does not lock the index until the commit.
  */
-#define DP_MERGE_MIN_ENTRIES 50000
-
 static bool
 worth_merging(Relation idx, DPBtreeBuild *spool)
 {
@@ -421,8 +476,7 @@ finish_spool(DPIndexes *ix, int i)
 		;
 	else if (dp_index_append && dp_btree_append(spool, NULL, NULL))
 		ix->used |= 1 << DP_INDEX_APPEND;
-	else if (!idx->rd_index->indisunique && !IsolationIsSerializable() &&
-			 worth_merging(idx, spool) &&
+	else if (!IsolationIsSerializable() && worth_merging(idx, spool) &&
 			 ConditionalLockRelationOid(RelationGetRelid(idx),
 										AccessExclusiveLock))
 	{
@@ -436,6 +490,58 @@ finish_spool(DPIndexes *ix, int i)
 	return false;
 }
 
+/* One spool at the end, or when the rows go row by row (spool_done). */
+typedef struct DPSpoolDone
+{
+	DPIndexes  *ix;
+	int			i;				/* the index */
+	bool		at_end;			/* else inserted now, in key order */
+	bool		rewritten;		/* merged into a rewrite */
+} DPSpoolDone;
+
+static void
+spool_done(void *arg)
+{
+	DPSpoolDone *d = (DPSpoolDone *) arg;
+	DPBatchRows none = {0};
+
+	if (d->at_end)
+	{
+		d->rewritten = finish_spool(d->ix, d->i);
+		return;
+	}
+	insert_sorted(d->ix->rri, d->i, d->ix->spools[d->i], &none);
+	dp_btree_discard(d->ix->spools[d->i]);
+}
+
+/*
+ * spool_done for index 'i'.  A unique index's spool begun late checks its
+ * duplicates in its sort, whose error is then reported as INSERT's.
+ */
+static bool
+spool_done_as_insert(DPIndexes *ix, int i, bool at_end)
+{
+	DPSpoolDone d = {ix, i, at_end, false};
+	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
+
+	if (idx->rd_index->indisunique)
+		dp_as_insert(spool_done, &d, RelationGetRelationName(idx),
+					 ix->rri->ri_RelationDesc);
+	else
+		spool_done(&d);
+	return d.rewritten;
+}
+
+/* The spools' entries inserted in key order now (rows go row by row). */
+void
+dp_sorted_insert_spools(DPIndexes *ix)
+{
+	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
+		if (ix->spools[i] != NULL)
+			spool_done_as_insert(ix, i, false);
+	ix->spools = NULL;
+}
+
 /* Every spooled index at the end; returns how many were rewritten. */
 int
 dp_sorted_finish_spools(DPIndexes *ix)
@@ -445,6 +551,6 @@ dp_sorted_finish_spools(DPIndexes *ix)
 
 	for (int i = 0; i < n; i++)
 		if (ix->spools[i] != NULL)
-			merged += finish_spool(ix, i);
+			merged += spool_done_as_insert(ix, i, true);
 	return merged;
 }
