@@ -109,6 +109,7 @@ from dpbench.s17_parpart import ParPartScenario  # noqa: E402
 from dpbench.s18_tpch import TpchScenario  # noqa: E402
 from dpbench.s19_bulkdml import BulkDmlScenario  # noqa: E402
 from dpbench.s20_sessions import SessionsScenario  # noqa: E402
+from dpbench.s21_keys import KeysScenario  # noqa: E402
 from dpbench.scenario import Context  # noqa: E402
 from dpbench.server import (BASELINE_SETTINGS, PHASE_SETTINGS, git_facts,  # noqa: E402
                             make_workdir, new_server, server_settings)
@@ -118,7 +119,7 @@ SCENARIOS = [InsertScenario, CopyScenario, FdwScenario, InsertOnlyScenario, HotS
              WalScenario, IndexScenario, FallbackScenario, EtlScenario, FkeyScenario,
              ParallelScenario, ParseScenario, RestoreScenario, UpsertScenario,
              BornScenario, ShardScenario, ParPartScenario, TpchScenario, BulkDmlScenario,
-             SessionsScenario]
+             SessionsScenario, KeysScenario]
 
 
 def parse_args(argv=None):

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from . import s20_sessions
+from . import s20_sessions, s21_keys
 from .report_base import Agg, rel
 from .report_seeds import section_copy, section_fdw, section_hot, section_insert, section_update
 from .report_loads import (etl_text, fallback_text, fkey_text, index_text, parallel_text,
@@ -136,7 +136,7 @@ def summary_text(agg, meta):
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
             upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg) +
             tpch_text(agg) + bulkdml_text(agg) +
-            s20_sessions.text(agg))
+            s20_sessions.text(agg) + s21_keys.text(agg))
     return "\n".join(out)
 
 
@@ -216,7 +216,7 @@ def write_all(out, meta, records):
                section_upsert, section_born, section_shard, section_parpart,
                section_tpch, section_bulkdml):
         md += fn(agg, meta, out, figs)
-    md += s20_sessions.section(agg)
+    md += s20_sessions.section(agg) + s21_keys.section(agg)
     md += ["## Files", "",
            "- `raw/*.json`: one record per case and run (every measured field)",
            "- `results.json`: all records and the run's metadata",

@@ -36,8 +36,10 @@
  * dp_bt_judge_entry: a dirty snapshot; no other session can be writing
  * the table, the load holds ShareRowExclusiveLock), and the group raises
  * INSERT's error when it holds a new entry and either a live old one or a
- * second new one.  Duplicates among the new entries alone are raised by
- * their sort (sorted.c begins a unique spool with check_unique).
+ * second new one.  An old entry whose rows' inserters all aborted (a failed
+ * load's, that a retry repeats) is left out, as btrun.c's leaf merge drops
+ * it.  Duplicates among the new entries alone are raised by their sort
+ * (sorted.c begins a unique spool with check_unique).
  *
  * Serializable readers' predicate locks on the old pages become a lock on
  * the table (as for REINDEX); a serializable load does not merge (its
@@ -186,23 +188,55 @@ open_group(DPMerge *m)
 /*
  * A unique index: 'itup', about to be returned, in the open group or past
  * it.  Raises INSERT's error once the group holds a new entry beside a
- * live old one or a second new one.
+ * live old one or a second new one.  Returns false for an old entry whose
+ * rows' inserters all aborted (a failed load's, which the retry repeats):
+ * it is left out of the new index, as a leaf merge drops it.
  */
-static void
+static bool
 check_group(DPMerge *m, IndexTuple itup, bool is_new)
 {
+	DPBtRepeat	r;
+
 	if (!dp_bt_duplicates(m->index, m->group, itup))
 	{
 		pfree(m->group);
 		m->group = NULL;
-		return;
+		return true;
 	}
 	if (is_new)
 		m->group_new++;
-	else if (!m->group_live)
-		m->group_live = dp_bt_judge_entry(&m->judge, itup) == DP_BT_CONFLICT;
+	else
+	{
+		r = dp_bt_judge_entry(&m->judge, itup);
+		if (r == DP_BT_ABORTED)
+			return false;
+		m->group_live |= r == DP_BT_CONFLICT;
+	}
 	if (m->group_new > 0 && (m->group_live || m->group_new > 1))
 		dp_bt_report_duplicate(&m->judge, m->group);
+	return true;
+}
+
+/*
+ * Which head comes first, the new one?  A unique index's heads of equal
+ * keys open a group (open_group).
+ */
+static bool
+head_is_new(DPMerge *m)
+{
+	int			cmp;
+
+	if (m->new_item == NULL || m->old_item == NULL)
+		return m->new_item != NULL;
+	if (!m->judge.unique)
+		return dp_btree_compare(m->index, m->old_item, m->new_item, false) > 0;
+	cmp = dp_btree_compare(m->index, m->old_item, m->new_item, true);
+	if (cmp == 0)
+	{
+		open_group(m);
+		cmp = dp_btree_compare(m->index, m->old_item, m->new_item, false);
+	}
+	return cmp > 0;
 }
 
 /*
@@ -214,7 +248,6 @@ static IndexTuple
 next_merged(void *arg)
 {
 	DPMerge    *m = (DPMerge *) arg;
-	bool		is_new;
 
 	if (m->took_old)
 		m->old_item = next_old(&m->old);
@@ -222,28 +255,21 @@ next_merged(void *arg)
 		m->new_item = dp_btree_next(m->b);
 	m->took_old = m->took_new = false;
 
-	if (m->new_item == NULL)
-		is_new = false;
-	else if (m->old_item == NULL)
-		is_new = true;
-	else if (!m->judge.unique)
-		is_new = dp_btree_compare(m->index, m->old_item, m->new_item, false) > 0;
-	else
+	for (;;)
 	{
-		int			cmp = dp_btree_compare(m->index, m->old_item, m->new_item, true);
+		bool		is_new = head_is_new(m);
+		IndexTuple	head = is_new ? m->new_item : m->old_item;
 
-		if (cmp == 0)
+		if (m->group != NULL && head != NULL && !check_group(m, head, is_new))
 		{
-			open_group(m);
-			cmp = dp_btree_compare(m->index, m->old_item, m->new_item, false);
+			/* an aborted row's entry: the next old one instead */
+			m->old_item = next_old(&m->old);
+			continue;
 		}
-		is_new = cmp > 0;
+		m->took_new = is_new;
+		m->took_old = !is_new && head != NULL;
+		return head;
 	}
-	if (m->group != NULL && (is_new ? m->new_item : m->old_item) != NULL)
-		check_group(m, is_new ? m->new_item : m->old_item, is_new);
-	m->took_new = is_new;
-	m->took_old = !is_new && m->old_item != NULL;
-	return is_new ? m->new_item : m->old_item;
 }
 
 void

@@ -47,11 +47,13 @@ typedef enum DPIndexStrategy
  * CONFLICT's probes find them there), so nothing waits for the end.  With
  * 'beside', other sessions write the table meanwhile: per batch too, and
  * every entry goes in through core's insertion (index_insert), which
- * takes their entries and their uniqueness into account.
+ * takes their entries and their uniqueness into account.  With
+ * 'updates', the statement also changes rows the leaf held (MERGE), and
+ * a key it frees may be taken by a loaded row only after that change: a
+ * unique index's entries then never wait on a leaf that had rows.
  */
 extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates,
-								   bool beside,
-								   bool per_batch);
+								   bool beside, bool per_batch, bool updates);
 extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
 
 /* The strategies used so far: bit (1 << DPIndexStrategy) per one. */

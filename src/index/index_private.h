@@ -48,10 +48,11 @@ struct DPIndexes
 								 * when the load began, and no probe needs
 								 * its keys meanwhile (no ON CONFLICT) */
 	bool		unique_late;	/* DP_INDEX_SORTED: the leaf had rows when
-								 * the load began, and no probe needs its
-								 * keys meanwhile: a unique btree may wait
-								 * once the load is large against it
-								 * (sorted.c, can_spool_late) */
+								 * the load began, no probe needs its keys
+								 * meanwhile and no update frees one: a
+								 * unique btree may wait once the load is
+								 * large against it (sorted.c,
+								 * can_spool_late) */
 	double		rows;			/* DP_INDEX_SORTED: rows of the batches so
 								 * far */
 	bool		spool_rows;		/* DP_INDEX_SORTED: every index's entries

@@ -241,7 +241,7 @@ every_entry_waits(DPIndexes *ix)
 
 DPIndexes *
 dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool beside,
-				 bool per_batch)
+				 bool per_batch, bool updates)
 {
 	DPIndexes  *ix = palloc0(sizeof(DPIndexes));
 
@@ -274,7 +274,7 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool beside,
 		memset(ix->sort, true, sizeof(bool) * rri->ri_NumIndices);
 		ix->empty = !per_batch &&
 			RelationGetNumberOfBlocks(rri->ri_RelationDesc) == 0;
-		ix->unique_late = !per_batch && !ix->empty;
+		ix->unique_late = !per_batch && !updates && !ix->empty;
 		ix->spools = dp_sorted_begin_spools(ix);
 		ix->summarize = begin_summaries(ix);
 		ix->spool_rows = every_entry_waits(ix);

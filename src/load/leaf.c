@@ -141,7 +141,8 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	leaf->rri = rri;
 	leaf->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 	leaf->indexes = dp_indexes_begin(rri, set->reject_duplicates, set->beside,
-									 set->on_conflict);
+									 set->on_conflict,
+									 set->mtstate->operation == CMD_MERGE);
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
 	/* an INSERT's arbiters are core's, mapped to the leaf by routing */

@@ -546,7 +546,7 @@ start_run(DPVersions *v)
 	if (v->op != CMD_DELETE)
 	{
 		v->builder = dp_heap_begin(v->rel, false, v->xid, v->cid, NULL);
-		v->indexes = dp_indexes_begin(v->rri, false, false, true);
+		v->indexes = dp_indexes_begin(v->rri, false, false, true, true);
 	}
 	InitDirtySnapshot(v->dirty);
 	v->chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
