@@ -12,7 +12,7 @@ report says how the direct loads checked the keys
 import time
 
 from .measure import check_direct
-from .scenario import Case, Scenario
+from .scenario import Scenario, twin_cases
 
 COLS = "(d100k, d1k, dbig, amount)"
 GEN = ("SELECT (g::bigint * 7919 % 100000)::int + 1, g % 1000 + 1, "
@@ -43,14 +43,7 @@ class FkeyScenario(Scenario):
             c.execute("VACUUM ANALYZE fk_stage")
 
     def cases(self, ctx, phase):
-        out = []
-        for key, label in CASES:
-            out.append(Case(f"{key}_plain", f"{label}, plain", "plain", group="fkeys",
-                            params={"kind": key, "direct": False}))
-            out.append(Case(f"{key}_direct", f"{label}, direct", "direct",
-                            twin=f"{key}_plain", group="fkeys",
-                            params={"kind": key, "direct": True}))
-        return out
+        return twin_cases(CASES, "fkeys")
 
     def run(self, ctx, case, run_no):
         kind, direct = case.params["kind"], case.params["direct"]

@@ -26,7 +26,7 @@ the table's contents equal to it (compared by digest).
 import time
 
 from .measure import check_direct, insert_lsn, wal_diff
-from .scenario import Case, Scenario
+from .scenario import Scenario, twin_cases
 from .util import BenchError
 
 TABLE = ("SELECT g, timestamptz '2025-01-01' + g * interval '1 s', g % 1000, md5(g::text), 0 "
@@ -68,14 +68,8 @@ class BulkDmlScenario(Scenario):
             c.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
 
     def cases(self, ctx, phase):
-        out = []
-        for key, (label, _sql, _share) in STATEMENTS.items():
-            out.append(Case(f"{key}_plain", f"{label}, plain", "plain", group="bulk-dml",
-                            params={"statement": key, "direct": False}))
-            out.append(Case(f"{key}_direct", f"{label}, /*+ APPEND */", "direct",
-                            twin=f"{key}_plain", group="bulk-dml",
-                            params={"statement": key, "direct": True}))
-        return out
+        return twin_cases(((key, label) for key, (label, _sql, _share) in STATEMENTS.items()),
+                          "bulk-dml", param="statement", direct_label=", /*+ APPEND */")
 
     def run(self, ctx, case, run_no):
         n = ctx.rows

@@ -15,7 +15,7 @@ import time
 
 from .measure import check_direct
 from .report_base import load_rows, titled_table
-from .scenario import Case, Scenario
+from .scenario import Scenario, twin_cases
 from .util import MiB, fmt_stat, md_table
 
 # key: (label, column type, key expression of g)
@@ -51,14 +51,8 @@ class KeysScenario(Scenario):
                           f"TO '{ctx.workdir / f'keys_{key}.csv'}' WITH (FORMAT csv)")
 
     def cases(self, ctx, phase):
-        out = []
-        for key, label, _, _ in KEYS:
-            out.append(Case(f"{key}_plain", f"{label}, plain COPY", "plain", group="keys",
-                            params={"key": key, "direct": False}))
-            out.append(Case(f"{key}_direct", f"{label}, /*+ APPEND */ COPY", "direct",
-                            twin=f"{key}_plain", group="keys",
-                            params={"key": key, "direct": True}))
-        return out
+        return twin_cases(((key, label) for key, label, _, _ in KEYS), "keys", param="key",
+                          direct_label=", /*+ APPEND */")
 
     def run(self, ctx, case, run_no):
         key, direct = case.params["key"], case.params["direct"]

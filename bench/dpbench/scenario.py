@@ -13,6 +13,18 @@ class Case:
     group: str = ""         # table section in the report
 
 
+def twin_cases(items, group, param="kind", direct_label=", direct"):
+    """Per (key, label) of 'items': the plain case '<key>_plain' and its
+    direct twin '<key>_direct', params {param: key, "direct": bool}."""
+    out = []
+    for key, label in items:
+        out.append(Case(f"{key}_plain", f"{label}, plain", "plain", group=group,
+                        params={param: key, "direct": False}))
+        out.append(Case(f"{key}_direct", f"{label}{direct_label}", "direct",
+                        twin=f"{key}_plain", group=group, params={param: key, "direct": True}))
+    return out
+
+
 class Scenario:
     key = ""                # --only name
     number = 0
