@@ -60,7 +60,8 @@
  *	 DP_KEYSORT_MIN_RUN entries, moves every entry taken, runs included,
  *	 to a tuplesort (words_move, tuplesort_of), which orders NULLs.
  * - A sort that must check uniqueness (the build of a unique index on
- *	 storage new in the transaction, rebuild.c) checks it as the entries are
+ *	 storage new in the transaction, rebuild.c; a unique index's entries
+ *	 waiting for a merge at the end, sorted.c) checks it as the entries are
  *	 read in order: an entry whose words equal the previous one's has an
  *	 equal key (no key here is NULL), and raises the error core's tuplesort
  *	 raises for it (check_duplicate), which rebuild.c reports as an
