@@ -321,6 +321,17 @@ dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 }
 
 /*
+ * Is 'idx' a btree, not temporary, of a leaf whose entries may wait
+ * (DPIndexes.may_wait)?  What can_spool and can_spool_late both require.
+ */
+static bool
+btree_may_wait(DPIndexes *ix, Relation idx)
+{
+	return ix->may_wait && idx->rd_rel->relam == BTREE_AM_OID &&
+		idx->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
+}
+
+/*
  * May this index's entries wait for the end of the statement (and then be
  * appended, merged or inserted at once)?  A btree of a leaf whose triggers
  * could not look the rows up through the index before the end, as they
@@ -335,8 +346,7 @@ can_spool(DPIndexes *ix, int i)
 {
 	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
 
-	if (!ix->may_wait || idx->rd_rel->relam != BTREE_AM_OID ||
-		idx->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+	if (!btree_may_wait(ix, idx))
 		return false;
 	if (!idx->rd_index->indisunique)
 		return dp_index_merge;
@@ -367,10 +377,8 @@ can_spool_late(DPIndexes *ix, int i)
 	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
 	double		density = DP_MOST_PER_LEAF;
 
-	if (!ix->unique_late || !ix->may_wait || !dp_index_merge ||
-		!dp_index_spool || ix->rows < DP_LATE_MIN_ROWS ||
-		idx->rd_rel->relam != BTREE_AM_OID ||
-		idx->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+	if (!ix->unique_late || !dp_index_merge || !dp_index_spool ||
+		ix->rows < DP_LATE_MIN_ROWS || !btree_may_wait(ix, idx) ||
 		!idx->rd_index->indisunique || !idx->rd_index->indimmediate ||
 		IsolationIsSerializable())
 		return false;
@@ -490,45 +498,48 @@ finish_spool(DPIndexes *ix, int i)
 	return false;
 }
 
-/* One spool at the end, or when the rows go row by row (spool_done). */
+/* One spool, finished at the end or inserted now (spool_as_insert). */
 typedef struct DPSpoolDone
 {
 	DPIndexes  *ix;
 	int			i;				/* the index */
-	bool		at_end;			/* else inserted now, in key order */
 	bool		rewritten;		/* merged into a rewrite */
 } DPSpoolDone;
 
 static void
-spool_done(void *arg)
+spool_finish(void *arg)
+{
+	DPSpoolDone *d = (DPSpoolDone *) arg;
+
+	d->rewritten = finish_spool(d->ix, d->i);
+}
+
+static void
+spool_insert(void *arg)
 {
 	DPSpoolDone *d = (DPSpoolDone *) arg;
 	DPBatchRows none = {0};
 
-	if (d->at_end)
-	{
-		d->rewritten = finish_spool(d->ix, d->i);
-		return;
-	}
 	insert_sorted(d->ix->rri, d->i, d->ix->spools[d->i], &none);
 	dp_btree_discard(d->ix->spools[d->i]);
 }
 
 /*
- * spool_done for index 'i'.  A unique index's spool begun late checks its
- * duplicates in its sort, whose error is then reported as INSERT's.
+ * fn (spool_finish or spool_insert) for index 'i'.  A unique index's
+ * spool begun late checks its duplicates in its sort, whose error is then
+ * reported as INSERT's.  Returns whether the index was rewritten.
  */
 static bool
-spool_done_as_insert(DPIndexes *ix, int i, bool at_end)
+spool_as_insert(DPIndexes *ix, int i, void (*fn) (void *arg))
 {
-	DPSpoolDone d = {ix, i, at_end, false};
+	DPSpoolDone d = {ix, i, false};
 	Relation	idx = ix->rri->ri_IndexRelationDescs[i];
 
 	if (idx->rd_index->indisunique)
-		dp_as_insert(spool_done, &d, RelationGetRelationName(idx),
+		dp_as_insert(fn, &d, RelationGetRelationName(idx),
 					 ix->rri->ri_RelationDesc);
 	else
-		spool_done(&d);
+		fn(&d);
 	return d.rewritten;
 }
 
@@ -538,7 +549,7 @@ dp_sorted_insert_spools(DPIndexes *ix)
 {
 	for (int i = 0; i < ix->rri->ri_NumIndices; i++)
 		if (ix->spools[i] != NULL)
-			spool_done_as_insert(ix, i, false);
+			spool_as_insert(ix, i, spool_insert);
 	ix->spools = NULL;
 }
 
@@ -551,6 +562,6 @@ dp_sorted_finish_spools(DPIndexes *ix)
 
 	for (int i = 0; i < n; i++)
 		if (ix->spools[i] != NULL)
-			merged += spool_done_as_insert(ix, i, true);
+			merged += spool_as_insert(ix, i, spool_finish);
 	return merged;
 }
