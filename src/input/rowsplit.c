@@ -104,14 +104,66 @@ null_field_at(const DPRowFormer *rf, Size p, Size q)
 		dp_null_string(rf, d + q, rf->null_len);
 }
 
+/* A CSV field of one quoted run in a plain record: its quotes' places. */
+typedef struct DPQuotedRun
+{
+	Size		open;
+	Size		close;
+} DPQuotedRun;
+
+/* Quoted runs a plain record may have; a record with more is split the long way. */
+#define DP_PLAIN_RUNS	16
+
+/*
+ * Does a field that is one quoted run, "...", with no special byte inside
+ * but delimiters, start at q (a quote that starts a field of the record at
+ * p)?  Its closing quote, then followed by a delimiter or \n, in *close.
+ * A doubled quote, an escape or a line end inside is not such a run.
+ */
+static inline bool
+quoted_run_at(const DPRowFormer *rf, Size p, Size q, Size *close)
+{
+	const char *d = rf->data;
+	Size		c;
+
+	if (!rf->csv || d[q] != rf->quote || (q != p && d[q - 1] != rf->delim))
+		return false;
+	c = next_marked(rf, q + 1, true);
+	if (c + 1 >= rf->len || d[c] != rf->quote ||
+		(d[c + 1] != rf->delim && d[c + 1] != '\n'))
+		return false;
+	*close = c;
+	return true;
+}
+
+/* The bits of word w for the bytes strictly between a run's quotes. */
+static inline uint64
+inside_run(Size w, const DPQuotedRun *run)
+{
+	Size		lo = Max(run->open + 1, w << 6);
+	Size		hi = Min(run->close, (w + 1) << 6);
+	uint64		b;
+
+	if (lo >= hi)
+		return 0;
+	b = ~UINT64CONST(0) << (lo & 63);
+	if (hi < ((w + 1) << 6))
+		b &= ~(~UINT64CONST(0) << (hi & 63));
+	return b;
+}
+
 /*
  * A plain record at rf->pos: one that ends with \n under the \n line style
  * (or the first line's), with no other special byte than delimiters (no
- * backslash, carriage return, quote or escape; in text format, but for
- * the backslash of a field that is the NULL string \N) and as many fields
- * as columns.  Its fields are the gaps between the delimiters' bits: no
- * byte of the record is read but a \N's.  False for any other record,
- * which dp_split_record reads (with the same result for a plain one).
+ * backslash, carriage return, quote or escape) but for, in text format,
+ * the backslash of a field that is the NULL string \N and, in CSV, the
+ * quotes of a field that is one quoted run with nothing special inside but
+ * delimiters (quoted_run_at: any CSV writer's quoted text), and with as
+ * many fields as columns.  Its fields are the gaps between the delimiters'
+ * bits, those inside a quoted run masked out; a quoted run's field is
+ * marked, as dp_split_record marks it.  No byte of the record is read but
+ * a \N's and those beside a quote.  False for any other record, which
+ * dp_split_record reads (with the same result for a plain one).
  */
 bool
 dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
@@ -121,19 +173,39 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 	Size		e;
 	Size		w;
 	int			nf = 0;
+	DPField    *fields = rf->fields;
+	DPQuotedRun runs[DP_PLAIN_RUNS];
+	int			nruns = 0;
+	int			masked = 0;		/* runs before it end in earlier words */
+	int			opened = 0;		/* runs before it have their field */
+	Size		next_open;		/* where run 'opened' opens */
 
 	/* a backslash first may be an end-of-copy marker, in CSV too */
 	if (p >= rf->len || d[p] == '\\' || rf->eol == EOL_CR ||
 		rf->eol == EOL_CRNL)
 		return false;
-	e = next_marked(rf, p, true);
-	while (e < rf->len && d[e] == '\\' && null_field_at(rf, p, e))
-		e = next_marked(rf, e + rf->null_len, true);
-	if (e >= rf->len || d[e] != '\n')
+	for (e = next_marked(rf, p, true); e < rf->len && d[e] != '\n';)
+	{
+		Size		close;
+
+		if (d[e] == '\\' && null_field_at(rf, p, e))
+			e = next_marked(rf, e + rf->null_len, true);
+		else if (nruns < DP_PLAIN_RUNS && quoted_run_at(rf, p, e, &close))
+		{
+			runs[nruns].open = e;
+			runs[nruns++].close = close;
+			e = next_marked(rf, close + 1, true);
+		}
+		else
+			return false;
+	}
+	if (e >= rf->len)
 		return false;
 
-	rf->fields[0].start = p;
-	rf->fields[0].marked = false;
+	fields[0].start = p;
+	fields[0].marked = nruns > 0 && runs[0].open == p;
+	opened = fields[0].marked;
+	next_open = opened < nruns ? runs[opened].open : rf->len;
 	for (w = p >> 6; (w << 6) < e; w++)
 	{
 		uint64		m = rf->delims[w];
@@ -142,6 +214,10 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 			m &= ~UINT64CONST(0) << (p & 63);
 		if (((w + 1) << 6) > e)
 			m &= ~(~UINT64CONST(0) << (e & 63));
+		for (int k = masked; k < nruns && runs[k].open < ((w + 1) << 6); k++)
+			m &= ~inside_run(w, &runs[k]);
+		while (masked < nruns && runs[masked].close < ((w + 1) << 6))
+			masked++;
 		while (m != 0)
 		{
 			Size		q = (w << 6) + pg_rightmost_one_pos64(m);
@@ -149,14 +225,20 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 			m &= m - 1;
 			if (++nf >= rf->ncolumns)
 				return false;
-			rf->fields[nf - 1].end = q;
-			rf->fields[nf].start = q + 1;
-			rf->fields[nf].marked = false;
+			fields[nf - 1].end = q;
+			fields[nf].start = q + 1;
+			fields[nf].marked = false;
+			if (unlikely(q + 1 == next_open))
+			{
+				fields[nf].marked = true;
+				opened++;
+				next_open = opened < nruns ? runs[opened].open : rf->len;
+			}
 		}
 	}
 	if (nf + 1 != rf->ncolumns)
 		return false;
-	rf->fields[nf].end = e;
+	fields[nf].end = e;
 	*end = e;
 	*next = e + 1;
 	return true;
