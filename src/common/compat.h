@@ -412,6 +412,27 @@ dp_extend_by_one(Relation rel)
 #define DP_EXTEND_BY_ONE(rel)	dp_extend_by_one(rel)
 
 /*
+ * Up to 'n' new blocks at the end of the relation's main fork at once,
+ * pinned, unlocked, zeroed, into bufs; how many (the buffer manager may
+ * give fewer, to keep pins within the backend's share).  16+ extends by
+ * many blocks in one call (the file system allocates them without writing
+ * zeros, past eight); 15 has no such call: 0, and the caller takes its
+ * blocks one by one.
+ */
+static inline int
+dp_extend_by(Relation rel, int n, Buffer *bufs)
+{
+#if PG_VERSION_NUM >= 160000
+	uint32		got = 0;
+
+	ExtendBufferedRelBy(BMR_REL(rel), MAIN_FORKNUM, NULL, 0, n, bufs, &got);
+	return (int) got;
+#else
+	return 0;
+#endif
+}
+
+/*
  * btree internals the right-edge append uses: a new page (write-locked,
  * initialized; 16 split it from _bt_getbuf and added the heap relation),
  * completing a split, the first or last page of a level and a descent (17

@@ -178,6 +178,7 @@ write_run(DPBtAppend *a, Page page)
 	DPBtSink	sink = {dp_bt_chunk_new_page, dp_bt_chunk_page_done, a};
 
 	a->first_chunk = true;
+	a->taken0 = dp_btree_taken(a->b);
 	a->filling.buf = InvalidBuffer;
 	/* a serializable load conflicts as inserting into the leaf */
 	CheckForSerializableConflictIn(a->index, NULL, a->leaf);

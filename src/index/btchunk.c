@@ -7,7 +7,13 @@
  *
  * The page builder (btree.c) hands its pages to the sink here: the first
  * page started is the leaf's block, each further one a new block from
- * core's allocator, and each finished page waits for its chunk.
+ * core's allocator, and each finished page waits for its chunk.  Core's
+ * allocator extends the index a block at a time, and each block's zeros
+ * are written to the file (a tenth of a large right-edge run's time); so
+ * once it has extended, a long run at the right edge adds blocks ahead,
+ * many at once (add_spares: as many as the run will surely fill, which
+ * the file system allocates without writing them), and takes them in
+ * order.
  *
  * 3. Pages are written in chunks through shared buffers: the finished pages
  *	  so far, each with its high key, its right link and
@@ -52,7 +58,8 @@
  *	 through, which readers cross by right links, amcheck accepts, and any
  *	 later inserter completes.
  * - A new block is all zeros until its chunk's record: a crash or an
- *	 error before leaves nothing reachable, and VACUUM recycles it.
+ *	 error before leaves nothing reachable, and VACUUM recycles it (so
+ *	 does a block added ahead that the run did not fill).
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +74,50 @@
 #include "storage/predicate.h"
 #include "utils/rel.h"
 
+/*
+ * Blocks added ahead, for a right-edge run (16+): once core's allocator
+ * had to extend the index (its free space map had no page to give) and the
+ * run has taken DP_BT_SPARES_AFTER new pages, as many blocks as the run
+ * will surely fill, up to DP_BT_SPARES: nine tenths of its remaining
+ * entries at the entries per new page so far.  None when that is fewer
+ * than nine (below that the file system writes the zeros anyway).
+ */
+static void
+add_spares(DPBtAppend *a)
+{
+	double		per_page;
+	double		want;
+
+	a->nspares = a->spare_next = 0;
+	if (!a->extended || a->right != P_NONE ||
+		a->pages_new < DP_BT_SPARES_AFTER)
+		return;
+	per_page = (dp_btree_taken(a->b) - a->taken0) / a->pages_new;
+	want = 0.9 * (dp_btree_count(a->b) - dp_btree_taken(a->b)) /
+		Max(per_page, 1.0);
+	if (want >= 9)
+		a->nspares = dp_extend_by(a->index, (int) Min(want, DP_BT_SPARES),
+								  a->spares);
+}
+
+/* A new block for the run, pinned and unlocked: added ahead, or core's. */
+static Buffer
+new_block(DPBtAppend *a)
+{
+	Buffer		buf;
+
+	a->pages_new++;
+	if (a->spare_next == a->nspares)
+		add_spares(a);
+	if (a->spare_next < a->nspares)
+		return a->spares[a->spare_next++];
+	buf = DP_BT_NEW_BUFFER(a->index, a->heap);
+	a->extended = BufferGetBlockNumber(buf) + 1 ==
+		RelationGetNumberOfBlocks(a->index);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	return buf;
+}
+
 /* The sink: the first page started is the leaf, the others new blocks. */
 Page
 dp_bt_chunk_new_page(void *arg, BlockNumber *blkno)
@@ -79,8 +130,7 @@ dp_bt_chunk_new_page(void *arg, BlockNumber *blkno)
 		/* the page filling is being finished: page_done follows */
 		Assert(a->ndone < DP_BT_CHUNK - 1);
 		a->done[a->ndone++] = a->filling;
-		buf = DP_BT_NEW_BUFFER(a->index, a->heap);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		buf = new_block(a);
 	}
 	else
 		buf = ReadBuffer(a->index, a->leaf);
@@ -238,6 +288,9 @@ dp_bt_flush_chunk(DPBtAppend *a, bool last)
 	{
 		ReleaseBuffer(a->filling.buf);
 		pfree(a->filling.image);
+		/* blocks added ahead and not filled stay zero, as after a crash */
+		while (a->spare_next < a->nspares)
+			ReleaseBuffer(a->spares[a->spare_next++]);
 	}
 }
 

@@ -93,6 +93,7 @@ struct DPBtreeBuild
 	Relation	index;
 	DPKeySort  *sort;			/* the load's entries */
 	double		nentries;		/* how many */
+	double		ntaken;			/* how many dp_btree_next returned */
 	IndexTuple	peeked;			/* next entry, read ahead (dp_btree_peek) */
 	BTScanInsert inskey;		/* for suffix truncation, equal-key tests */
 	bool		deduplicate;	/* posting lists on the leaves */
@@ -165,11 +166,17 @@ dp_btree_next(DPBtreeBuild *b)
 	IndexTuple	itup = b->peeked;
 
 	if (itup != NULL)
-	{
 		b->peeked = NULL;
-		return itup;
-	}
-	return dp_keysort_next(b->sort);
+	else
+		itup = dp_keysort_next(b->sort);
+	b->ntaken += (itup != NULL);
+	return itup;
+}
+
+double
+dp_btree_taken(DPBtreeBuild *b)
+{
+	return b->ntaken;
 }
 
 void

@@ -153,8 +153,9 @@ extern void dp_btree_add(DPBtreeBuild *b, ItemPointer tid, Datum *values,
 extern IndexTuple dp_btree_peek(DPBtreeBuild *b);
 extern IndexTuple dp_btree_next(DPBtreeBuild *b);
 
-/* How many entries were added. */
+/* How many entries were added; how many dp_btree_next returned. */
 extern double dp_btree_count(DPBtreeBuild *b);
+extern double dp_btree_taken(DPBtreeBuild *b);
 
 /*
  * Build the index (storage new in this transaction, empty or only its
@@ -280,6 +281,13 @@ extern int	dp_btree_insert_runs(DPBtreeBuild *b, DPNameRow name, void *arg,
 /* Pages in one WAL record at the right edge: as many as a record takes. */
 #define DP_BT_CHUNK XLR_MAX_BLOCK_ID
 
+/*
+ * Blocks a right-edge run adds to the index at once (btchunk.c), and the
+ * new pages it takes from core's allocator before it does.
+ */
+#define DP_BT_SPARES		64
+#define DP_BT_SPARES_AFTER	16
+
 /* A page of the chunk: its buffer (pinned) and its image. */
 typedef struct DPBtChunkPage
 {
@@ -310,6 +318,12 @@ typedef struct DPBtAppend
 	DPBtChunkPage done[DP_BT_CHUNK - 1];	/* finished, not written */
 	int			ndone;
 	DPBtChunkPage filling;		/* the page still filling */
+	int			pages_new;		/* new blocks the run took */
+	double		taken0;			/* the build's entries taken before it */
+	bool		extended;		/* core's allocator extended the index last */
+	Buffer		spares[DP_BT_SPARES];	/* blocks added ahead (pinned) */
+	int			nspares;
+	int			spare_next;		/* the next one to take */
 	bool		merge;			/* the run is merged among all the leaf's
 								 * items (a leaf merge) */
 	bool	   *drop;			/* per item of the leaf: dropped by a leaf
