@@ -14,12 +14,13 @@
  * Algorithm.  The set's find query (fkset.c) returns, instead of locking,
  * the ctid and xmin of every row it finds, with a fresh snapshot as core's
  * check.  When it found as many rows as the chunk has keys,
- * dp_fklock_rows sorts them by TID, clears the all-frozen bit of their
- * pages in the visibility map (visibility.c, logged before any heap page
- * changes; heap_lock_tuple clears it too, and all-visible stays), and
- * visits each page once under an exclusive buffer lock.  A row that no
- * transaction has set a live xmax on (HEAP_XMAX_INVALID, no xmax, or the
- * lock of a transaction that has ended, such as an earlier load's) gets
+ * dp_fklock_rows sorts them by TID (a radix sort, or none when they come
+ * in order), clears the all-frozen bit of their pages in the visibility
+ * map (visibility.c, logged before any heap page changes; heap_lock_tuple
+ * clears it too, and all-visible stays), and visits each page once under
+ * an exclusive buffer lock.  A row that no transaction has set a live
+ * xmax on (HEAP_XMAX_INVALID, no xmax, or the lock of a transaction that
+ * has ended, such as an earlier load's) gets
  * the header heap_lock_tuple gives it: xmax this (sub)transaction,
  * HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK, HEAP_KEYS_UPDATED and
  * HEAP_HOT_UPDATED clear, t_ctid the row itself.  Where the page's next
@@ -48,6 +49,7 @@
  */
 #include "load/load_private.h"
 
+#include "common/radix.h"
 #include "heap/heap.h"
 
 #include "access/heapam.h"
@@ -65,6 +67,7 @@
 /* A row the find query returned. */
 typedef struct DPLockRow
 {
+	uint64		order;			/* its TID as one word: block, then offset */
 	ItemPointerData tid;
 	TransactionId xmin;			/* raw, as the query saw it */
 } DPLockRow;
@@ -92,8 +95,31 @@ typedef struct DPRowLocker
 static int
 row_cmp(const void *a, const void *b)
 {
-	return ItemPointerCompare(&((DPLockRow *) a)->tid,
-							  &((DPLockRow *) b)->tid);
+	uint64		x = ((const DPLockRow *) a)->order;
+	uint64		y = ((const DPLockRow *) b)->order;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The rows in TID order: as they are when the referenced table's key
+ * order is its rows' order (a table loaded in key order), else by a radix
+ * sort on the bytes of their TIDs that vary (common/radix.c), or core's
+ * sort where that would not pay.
+ */
+static void
+sort_rows(DPLockRow *rows, uint64 n)
+{
+	static const Size offs[] = {offsetof(DPLockRow, order)};
+	uint64		i = 1;
+
+	while (i < n && rows[i - 1].order <= rows[i].order)
+		i++;
+	if (i >= n)
+		return;
+	if (!dp_radix_sort(rows, n, sizeof(DPLockRow), offs, 1,
+					   (Size) work_mem * 1024))
+		qsort(rows, n, sizeof(DPLockRow), row_cmp);
 }
 
 /* What 'row' on 'page' needs (see the file's comment). */
@@ -239,9 +265,11 @@ dp_fklock_rows(Oid pkrel, SPITupleTable *tt, uint64 nfound)
 		Datum		xmin = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
 
 		rows[i].tid = *(ItemPointer) DatumGetPointer(ctid);
+		rows[i].order = (uint64) ItemPointerGetBlockNumber(&rows[i].tid) << 16 |
+			ItemPointerGetOffsetNumber(&rows[i].tid);
 		rows[i].xmin = DatumGetTransactionId(xmin);
 	}
-	qsort(rows, nfound, sizeof(DPLockRow), row_cmp);
+	sort_rows(rows, nfound);
 	for (uint64 i = 0; i < nfound; i++)
 		if (nblocks == 0 ||
 			blocks[nblocks - 1] != ItemPointerGetBlockNumber(&rows[i].tid))
