@@ -436,3 +436,48 @@ def test_nulls_straight_to_parsers(cluster, tmp_path, fmt):
                 assert counts.get(t) == n, (how, t, counts, nonnull)
         assert len(out["plain"]) == 4000
         assert out["direct"] == out["plain"] and out["parallel"] == out["plain"]
+
+
+@pytest.mark.parametrize("shape", ["not_null", "check", "virtual"])
+def test_constraints_of_rows_without_nulls(cluster, tmp_path, shape):
+    """A row without NULLs is not given to ExecConstraints when only NOT
+    NULLs could fail it: a NULL at line 700 under NOT NULL, a CHECK that a
+    row without NULLs fails, and (18) a virtual generated column NOT NULL
+    whose expression is NULL there give plain COPY's error and context,
+    serial and parallel; without the bad line, the same rows."""
+    cols = "id int NOT NULL, a text NOT NULL, n int NOT NULL"
+    if shape == "check":
+        cols += ", CHECK (n <> 700)"
+    if shape == "virtual":
+        cols += ", g int GENERATED ALWAYS AS (nullif(n, 700)) VIRTUAL NOT NULL"
+    lines = [f"{i}\tx{i}\t{i}" for i in range(1, 1001)]
+    bad = write(tmp_path, "bad.txt", "\n".join(
+        ln if i != 700 or shape != "not_null" else "700\tx700\t\\N"
+        for i, ln in enumerate(lines, 1)) + "\n")
+    good = write(tmp_path, "good.txt", "\n".join(ln for i, ln in enumerate(lines, 1)
+                                                 if i != 700) + "\n")
+    with cluster.conn() as conn:
+        if shape == "virtual" and conn.info.server_version < 180000:
+            pytest.skip("virtual generated columns are 18's")
+        conn.execute("SET directpath.min_bytes = 0")
+        got = {}
+        for how, stmt in LOADS.items():
+            for name, path in (("bad", bad), ("good", good)):
+                conn.execute("DROP TABLE IF EXISTS rf_c")
+                conn.execute(f"CREATE TABLE rf_c ({cols})")
+                try:
+                    conn.execute(stmt.replace("rf_t", "rf_c").format(f=path, o=""))
+                    got[how, name] = conn.execute(
+                        "SELECT id, a, n FROM rf_c ORDER BY id").fetchall()
+                    if how != "plain":
+                        assert last_statement(conn)["path"] == "direct", (how, name)
+                except psycopg.Error as e:
+                    got[how, name] = (e.diag.sqlstate, e.diag.message_primary,
+                                      (e.diag.context or "").splitlines()[0])
+        want = "23514" if shape == "check" else "23502"
+        assert got["plain", "bad"][0] == want, got["plain", "bad"]
+        assert got["plain", "bad"][2].startswith("COPY rf_c, line 700"), got["plain", "bad"]
+        assert len(got["plain", "good"]) == 999
+        for how in ("direct", "parallel"):
+            for name in ("bad", "good"):
+                assert got[how, name] == got["plain", name], (how, name, got[how, name])

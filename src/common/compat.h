@@ -615,6 +615,7 @@ dp_attstattarget(Relation rel, int attnum)
 
 #if PG_VERSION_NUM >= 180000
 #define DP_ATT_IS_VIRTUAL(att)	((att)->attgenerated == ATTRIBUTE_GENERATED_VIRTUAL)
+#define DP_HAS_VIRTUAL(constr)	((constr)->has_generated_virtual)
 #define DP_REL_ALLFROZEN(rel)	((rel)->rd_rel->relallfrozen)
 #define DP_UPDATE_RELSTATS(rel, pages, tuples, allvisible, allfrozen) \
 	vac_update_relstats((rel), (pages), (tuples), (allvisible), (allfrozen), \
@@ -624,6 +625,7 @@ dp_attstattarget(Relation rel, int attnum)
 	pgstat_report_analyze((rel), (live), 0, true, GetCurrentTimestamp())
 #else
 #define DP_ATT_IS_VIRTUAL(att)	false
+#define DP_HAS_VIRTUAL(constr)	false
 #define DP_REL_ALLFROZEN(rel)	((BlockNumber) 0)	/* not kept before 18 */
 #define DP_UPDATE_RELSTATS(rel, pages, tuples, allvisible, allfrozen) \
 	vac_update_relstats((rel), (pages), (tuples), (allvisible), \

@@ -14,8 +14,10 @@
  *	find or set up its leaf (leaf.c);
  *	apply the flush rule (place.c);
  *	stored generated columns, RLS WITH CHECK, NOT NULL and CHECK
- *	  constraints, the partition constraint when inserting into a partition
- *	  directly (with a rejects table, checked without raising: rejects.c);
+ *	  constraints (not asked for a row without NULLs when the table has no
+ *	  CHECK: dp_constraints_may_fail), the partition constraint when inserting
+ *	  into a partition directly (with a rejects table, checked without
+ *	  raising: rejects.c);
  *	under ON CONFLICT, hold it until a batch of rows is decided together
  *	  (decide.c): skipped if its key is taken (DO NOTHING), kept for core's
  *	  update at the end (DO UPDATE, upsert.c), else on (conflict.c);
@@ -154,7 +156,7 @@ check_row(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot)
 					   code, message, detail);
 		return false;
 	}
-	if (rel->rd_att->constr)
+	if (dp_constraints_may_fail(rel, slot))
 		ExecConstraints(rri, slot, estate);
 	if (rel->rd_rel->relispartition && rri->ri_RootResultRelInfo == NULL)
 		ExecPartitionCheck(rri, slot, estate, true);
@@ -246,7 +248,7 @@ dp_load_row(DPLoad *s, TupleTableSlot *slot)
 		Relation	rel = leaf->rri->ri_RelationDesc;
 
 		slot->tts_tableOid = RelationGetRelid(rel);
-		if (rel->rd_att->constr)
+		if (dp_constraints_may_fail(rel, slot))
 			ExecConstraints(leaf->rri, slot, s->leaves.estate);
 		if (s->leaves.mtstate->canSetTag)
 			s->leaves.estate->es_processed++;

@@ -21,7 +21,28 @@
 
 #include "lib/stringinfo.h"
 #include "nodes/execnodes.h"
+#include "utils/rel.h"
 #include "utils/tuplestore.h"
+
+/*
+ * Can ExecConstraints reject the row?  Not when the table has no CHECK
+ * constraint and no virtual generated column (18) and the row, deformed,
+ * has no NULL: its NOT NULLs are all it would check.  So a load of rows
+ * without NULLs skips that walk over every column of every row.
+ */
+static inline bool
+dp_constraints_may_fail(Relation rel, TupleTableSlot *slot)
+{
+	TupleConstr *constr = rel->rd_att->constr;
+	int			natts = rel->rd_att->natts;
+
+	if (constr == NULL)
+		return false;
+	if (constr->num_check > 0 || rel->rd_rel->relchecks > 0 ||
+		DP_HAS_VIRTUAL(constr) || slot->tts_nvalid < natts)
+		return true;
+	return memchr(slot->tts_isnull, true, natts) != NULL;
+}
 
 /*
  * A ModifyTableState without a plan for an INSERT into 'rri' (range table

@@ -279,7 +279,7 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 	/* ExecInsert's order: the leaf's generated columns, then constraints */
 	if (rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		ExecComputeStoredGenerated(p->rri, pl->estate, leafrow, CMD_INSERT);
-	if (rel->rd_att->constr)
+	if (dp_constraints_may_fail(rel, leafrow))
 		ExecConstraints(p->rri, leafrow, pl->estate);
 	if (pl->mt == NULL && rel->rd_rel->relispartition)
 		ExecPartitionCheck(p->rri, leafrow, pl->estate, true);
