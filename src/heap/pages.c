@@ -14,13 +14,17 @@
  * over TOAST_TUPLE_THRESHOLD, and it goes onto the current page if it fits
  * within the fillfactor reserve; a fresh page always takes at least one
  * row.  Its on-page t_ctid and the caller's TID are set to its place.  The
- * common case forms the tuple directly in its place on the page; when
- * every column of the table is of fixed width and the row has no null,
- * its layout is the same for every row (each column at the offset
- * heap_fill_tuple would align it to, computed once per builder), and its
- * values are stored at those offsets without heap_compute_data_size and
- * heap_fill_tuple's per-column walk, after a header copied whole from one
- * made once per builder as the general path makes each (t_ctid aside).
+ * common case forms the tuple directly in its place on the page.  When
+ * every column of the table is of fixed width or a varlena (none dropped),
+ * rows take the layout: a header copied whole from one made once per
+ * builder as the general path makes each (t_ctid aside: every row's header
+ * is the same but for the bits and offset of its nulls), then each value
+ * where heap_fill_tuple would put it (aligned as its column is, a varlena
+ * of a 4-byte header that can be short stored short, a null's bit clear),
+ * by one walk over a small array of the columns' widths and alignments
+ * instead of heap_compute_data_size's and heap_fill_tuple's walks over the
+ * tuple descriptor.  When every column has a fixed width, a row without
+ * nulls has the same length as every other, computed once.
  *
  * Frozen builders (storage new in this subtransaction, admission allowed
  * it) mark every page PD_ALL_VISIBLE and every tuple frozen, and set the
@@ -66,24 +70,29 @@
 #include "storage/freespace.h"
 #include "storage/predicate.h"
 
-/* A column of a fixed layout: where its value goes in the tuple's data. */
-typedef struct DPFixedColumn
+/* A column of the layout: how heap_fill_tuple places its value. */
+typedef struct DPLayoutColumn
 {
-	int32		off;			/* from the end of the header */
-	int16		len;			/* attlen, > 0 */
+	int16		len;			/* attlen: > 0, or -1 (a varlena) */
+	uint8		align;			/* attalign, in bytes */
 	bool		byval;
-} DPFixedColumn;
+	bool		packable;		/* a varlena not of plain storage: a value
+								 * of a 4-byte header goes in short */
+} DPLayoutColumn;
 
 struct DPHeapBuilder
 {
 	Relation	rel;
 	bool		frozen;			/* pages and tuples go out frozen */
 	bool		has_varlena;	/* any attlen -1 column? */
-	DPFixedColumn *fixed;		/* every column fixed-width: the layout of
-								 * a row without nulls; else NULL */
-	Size		fixed_len;		/* such a row's length, header included */
-	char		fixed_header[MAXALIGN(SizeofHeapTupleHeader)];	/* and its
-																 * header but
+	DPLayoutColumn *layout;		/* the layout, or NULL */
+	Size		fixed_len;		/* without varlenas, a row's length without
+								 * nulls, header included; else 0 */
+	Size		null_hoff;		/* t_hoff of a row with nulls */
+	char		layout_header[MAXALIGN(SizeofHeapTupleHeader)];	/* a row's
+																 * header
+																 * without
+																 * nulls but
 																 * t_ctid */
 	DPSample   *sample;			/* rows sampled for statistics, or NULL */
 	TransactionId xid;			/* tuple header fields */
@@ -100,62 +109,85 @@ struct DPHeapBuilder
 								 * rows (dp_heap_add_version) */
 };
 
+/* An attalign in bytes, as att_align_nominal aligns. */
+static uint8
+align_bytes(char attalign)
+{
+	switch (attalign)
+	{
+		case TYPALIGN_CHAR:
+			return 1;
+		case TYPALIGN_SHORT:
+			return ALIGNOF_SHORT;
+		case TYPALIGN_INT:
+			return ALIGNOF_INT;
+		default:
+			return ALIGNOF_DOUBLE;
+	}
+}
+
 /*
- * The layout of a row without nulls when every column has a fixed width
- * (attlen > 0, not dropped): each value at its aligned offset, as
- * heap_fill_tuple places it.  No layout when a column has another width or
- * such a row would need TOAST.
+ * The layout, when every column is of fixed width or a varlena and none is
+ * dropped; without varlenas, the length of a row without nulls (no layout
+ * when that needs TOAST).
  */
 static void
-fixed_layout(DPHeapBuilder *b, TupleDesc desc)
+rows_layout(DPHeapBuilder *b, TupleDesc desc)
 {
-	DPFixedColumn *fixed = palloc(sizeof(DPFixedColumn) * Max(desc->natts, 1));
+	DPLayoutColumn *layout = palloc(sizeof(DPLayoutColumn) * Max(desc->natts, 1));
 	Size		off = 0;
 
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attlen <= 0 || att->attisdropped)
+		if ((att->attlen <= 0 && att->attlen != -1) || att->attisdropped)
 		{
-			pfree(fixed);
+			pfree(layout);
 			return;
 		}
-		off = att_align_nominal(off, att->attalign);
-		fixed[i].off = off;
-		fixed[i].len = att->attlen;
-		fixed[i].byval = att->attbyval;
-		off += att->attlen;
+		layout[i].len = att->attlen;
+		layout[i].align = align_bytes(att->attalign);
+		layout[i].byval = att->attbyval;
+		layout[i].packable = att->attlen == -1 &&
+			att->attstorage != TYPSTORAGE_PLAIN;
+		off = TYPEALIGN(layout[i].align, off) + Max(att->attlen, 0);
 	}
-	b->fixed_len = MAXALIGN(SizeofHeapTupleHeader) + off;
-	if (b->fixed_len > TOAST_TUPLE_THRESHOLD)
+	if (!b->has_varlena)
 	{
-		pfree(fixed);
-		return;
+		b->fixed_len = MAXALIGN(SizeofHeapTupleHeader) + off;
+		if (b->fixed_len > TOAST_TUPLE_THRESHOLD)
+		{
+			pfree(layout);
+			return;
+		}
 	}
-	b->fixed = fixed;
+	b->null_hoff = MAXALIGN(SizeofHeapTupleHeader + BITMAPLEN(desc->natts));
+	b->layout = layout;
 }
 
 /*
- * The header of every row of the fixed layout, made as form_in_place makes
- * a row's header (heap_fill_tuple sets no infomask bit for a row of fixed
- * width without nulls), with the builder's transaction and command; each
- * row gets its own t_ctid when placed.
+ * The header of every row of the layout without nulls, made as
+ * form_in_place makes a row's header (heap_fill_tuple sets
+ * HEAP_HASVARWIDTH when the row has a varlena, no other infomask bit for a
+ * row without nulls), with the builder's transaction and command; each
+ * row gets its own t_ctid when placed, a row with nulls its t_hoff, bits
+ * and format bits (fill_layout).  (The length, type and typmod that heap_form_tuple would set
+ * share their place with xmin, xmax and cmin, set here.)
  */
 static void
-fixed_header(DPHeapBuilder *b, TupleDesc desc)
+layout_header(DPHeapBuilder *b, TupleDesc desc)
 {
-	HeapTupleHeader td = (HeapTupleHeader) b->fixed_header;
+	HeapTupleHeader td = (HeapTupleHeader) b->layout_header;
 	HeapTupleData tup;
 
-	memset(td, 0, sizeof(b->fixed_header));
-	HeapTupleHeaderSetDatumLength(td, b->fixed_len);
-	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
-	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+	memset(td, 0, sizeof(b->layout_header));
 	HeapTupleHeaderSetNatts(td, desc->natts);
 	td->t_hoff = MAXALIGN(SizeofHeapTupleHeader);
+	if (b->has_varlena)
+		td->t_infomask |= HEAP_HASVARWIDTH;
 	tup.t_data = td;
-	tup.t_len = b->fixed_len;
+	tup.t_len = sizeof(b->layout_header);
 	dp_tuple_prepare(&tup, RelationGetRelid(b->rel), b->xid, b->cid, b->frozen);
 }
 
@@ -174,9 +206,9 @@ dp_heap_begin_detached(Relation rel, bool freeze, TransactionId xid,
 	for (int i = 0; i < desc->natts; i++)
 		if (TupleDescAttr(desc, i)->attlen == -1)
 			b->has_varlena = true;
-	fixed_layout(b, desc);
-	if (b->fixed)
-		fixed_header(b, desc);
+	rows_layout(b, desc);
+	if (b->layout)
+		layout_header(b, desc);
 	b->maxpages = 64;
 	b->pages = palloc(sizeof(Page) * b->maxpages);
 	return b;
@@ -289,6 +321,43 @@ placed(DPHeapBuilder *b, Page page, OffsetNumber off, ItemPointer tid)
 }
 
 /*
+ * The length of a row of the layout after its header of 'hoff' bytes, as
+ * heap_compute_data_size counts it; false if it has an external value
+ * (the general path's: TOAST).
+ */
+static inline bool
+layout_length(const DPHeapBuilder *b, int natts, const Datum *values,
+			  const bool *isnull, Size hoff, Size *len)
+{
+	Size		off = 0;
+
+	for (int i = 0; i < natts; i++)
+	{
+		const DPLayoutColumn *c = &b->layout[i];
+		Pointer		p;
+
+		if (isnull[i])
+			continue;
+		if (c->len > 0)
+		{
+			off = TYPEALIGN(c->align, off) + c->len;
+			continue;
+		}
+		p = DatumGetPointer(values[i]);
+		if (VARATT_IS_EXTERNAL(p))
+			return false;
+		if (VARATT_IS_SHORT(p))
+			off += VARSIZE_SHORT(p);
+		else if (c->packable && VARATT_CAN_MAKE_SHORT(p))
+			off += VARATT_CONVERTED_SHORT_SIZE(p);
+		else
+			off = TYPEALIGN(c->align, off) + VARSIZE(p);
+	}
+	*len = hoff + off;
+	return true;
+}
+
+/*
  * Can the row in the slot be formed in place?  Not if it has external
  * values or needs TOAST; else returns its header and total length.
  */
@@ -299,16 +368,18 @@ fits_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size *hoff, Size *len,
 	TupleDesc	desc = RelationGetDescr(b->rel);
 
 	*hasnull = false;
-	if (b->fixed)
+	if (b->layout)
 	{
-		for (int i = 0; i < desc->natts && !*hasnull; i++)
-			*hasnull = slot->tts_isnull[i];
-		if (!*hasnull)
+		*hasnull = memchr(slot->tts_isnull, true, desc->natts) != NULL;
+		*hoff = *hasnull ? b->null_hoff : MAXALIGN(SizeofHeapTupleHeader);
+		if (!b->has_varlena && !*hasnull)
 		{
-			*hoff = MAXALIGN(SizeofHeapTupleHeader);
 			*len = b->fixed_len;
 			return true;
 		}
+		return layout_length(b, desc->natts, slot->tts_values,
+							 slot->tts_isnull, *hoff, len) &&
+			*len <= TOAST_TUPLE_THRESHOLD;
 	}
 	for (int i = 0; i < desc->natts; i++)
 	{
@@ -328,26 +399,69 @@ fits_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size *hoff, Size *len,
 }
 
 /*
- * A row of the fixed layout without nulls at td: the header made once
- * (fixed_header), each value at its offset.  The page is zeroed (PageInit),
- * so is the padding between values.
+ * A row of the layout at td, its header 'hoff' bytes: the header made once
+ * (layout_header), then each value as heap_fill_tuple's fill_val stores
+ * it; with nulls, the header's offset and format bits as heap_fill_tuple
+ * sets them (HEAP_HASVARWIDTH only when a varlena is not null) and a bit
+ * for each value that is not null.  The page is zeroed (PageInit), so are
+ * the null bitmap and the padding between values.
  */
 static inline void
-fill_fixed(DPHeapBuilder *b, TupleDesc desc, HeapTupleHeader td,
-		   TupleTableSlot *slot)
+fill_layout(DPHeapBuilder *b, TupleDesc desc, HeapTupleHeader td,
+			TupleTableSlot *slot, Size hoff, bool hasnull)
 {
-	char	   *data = (char *) td + MAXALIGN(SizeofHeapTupleHeader);
+	char	   *data = (char *) td + hoff;
+	Size		off = 0;
+	bool		varwidth = false;
 
-	memcpy(td, b->fixed_header, sizeof(b->fixed_header));
+	memcpy(td, b->layout_header, sizeof(b->layout_header));
 	for (int i = 0; i < desc->natts; i++)
 	{
-		const DPFixedColumn *c = &b->fixed[i];
+		const DPLayoutColumn *c = &b->layout[i];
+		Pointer		p = DatumGetPointer(slot->tts_values[i]);
+		Size		n;
 
-		if (c->byval)
-			store_att_byval(data + c->off, slot->tts_values[i], c->len);
+		if (hasnull)
+		{
+			if (slot->tts_isnull[i])
+				continue;
+			td->t_bits[i >> 3] |= 1 << (i & 7);
+		}
+		if (c->len > 0)
+		{
+			off = TYPEALIGN(c->align, off);
+			if (c->byval)
+				store_att_byval(data + off, slot->tts_values[i], c->len);
+			else
+				memcpy(data + off, p, c->len);
+			off += c->len;
+			continue;
+		}
+		if (VARATT_IS_SHORT(p))
+		{
+			n = VARSIZE_SHORT(p);
+			memcpy(data + off, p, n);
+		}
+		else if (c->packable && VARATT_CAN_MAKE_SHORT(p))
+		{
+			n = VARATT_CONVERTED_SHORT_SIZE(p);
+			SET_VARSIZE_SHORT(data + off, n);
+			memcpy(data + off + 1, VARDATA(p), n - 1);
+		}
 		else
-			memcpy(data + c->off, DatumGetPointer(slot->tts_values[i]),
-				   c->len);
+		{
+			off = TYPEALIGN(c->align, off);
+			n = VARSIZE(p);
+			memcpy(data + off, p, n);
+		}
+		off += n;
+		varwidth = true;
+	}
+	if (hasnull)
+	{
+		td->t_hoff = hoff;
+		td->t_infomask &= ~HEAP_HASVARWIDTH;
+		td->t_infomask |= HEAP_HASNULL | (varwidth ? HEAP_HASVARWIDTH : 0);
 	}
 }
 
@@ -394,8 +508,8 @@ form_in_place(DPHeapBuilder *b, TupleTableSlot *slot, Size hoff, Size len,
 	lp = PageGetItemId(page, off);
 	ItemIdSetNormal(lp, ((PageHeader) page)->pd_upper, len);
 	td = (HeapTupleHeader) PageGetItem(page, lp);
-	if (b->fixed && !hasnull)
-		fill_fixed(b, desc, td, slot);
+	if (b->layout)
+		fill_layout(b, desc, td, slot, hoff, hasnull);
 	else
 		fill_general(b, desc, td, slot, hoff, len, hasnull);
 	placed(b, page, off, tid);
