@@ -32,13 +32,13 @@
  *
  * Plain records.  A record that ends with \n and holds no special byte but
  * delimiters (and, in text format, the backslashes of fields that are the
- * NULL string \N) is split from the delimiters' bitmap alone
- * (dp_split_plain); if every column has a fast parser, its fields go
- * straight to their parsers (dp_form_plain), without the strings, lengths
- * and copies of step 3.  So does a record split the long way with nothing
- * to undo: a CSV record whose quoted fields are each one run of quotes
- * with nothing special inside (TPC-H's comments), a text record whose
- * backslashes are those of its NULLs where its first field is one.  The
+ * NULL string \N; in CSV, the quotes of fields that are each one quoted
+ * run with nothing special inside, as TPC-H's comments) is split from the
+ * delimiters' bitmap alone (dp_split_plain); if every column has a fast
+ * parser, its fields go straight to their parsers (dp_form_plain), without
+ * the strings, lengths and copies of step 3.  So does a record split the
+ * long way with nothing to undo: a text record whose backslashes are those
+ * of its NULLs where its first field is one.  The
  * parsers raise no errors, so a record dp_form_plain gives up on (a field
  * to de-escape, one a parser hands on) is formed again the general way
  * with the same result and errors; a record that is not plain (the wrong

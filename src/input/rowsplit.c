@@ -18,12 +18,14 @@
  * as a line) and its field splitters (CopyReadAttributesText /
  * CopyReadAttributesCSV).  A plain record, one that ends with \n and holds
  * no special byte but delimiters (in text format, a field that is the NULL
- * string \N aside: pg_dump's NULLs), is split from the delimiters' bitmap
- * alone (dp_split_plain), without reading its bytes; any other record by
- * dp_split_record's walk over its special bytes, which gives a plain one
- * the same fields; a CSV field of one quoted run, "...", with nothing
- * special inside but delimiters is told apart (dp_simply_quoted), so such
- * a record can still go straight to the parsers.  A binary tuple is split
+ * string \N aside: pg_dump's NULLs; in CSV, the quotes of a field that is
+ * one quoted run, "...", with nothing special inside but delimiters), is
+ * split from the delimiters' bitmap alone, the delimiters inside such a
+ * run masked out (dp_split_plain), without reading its bytes but those
+ * beside its quotes; any other record by dp_split_record's walk over its
+ * special bytes, which gives a plain one the same fields.  A field of one
+ * quoted run is told apart (dp_simply_quoted), so that its record can
+ * still go straight to the parsers.  A binary tuple is split
  * by its field count and lengths (dp_split_binary), as
  * CopyFromBinaryOneRow reads them.
  *
