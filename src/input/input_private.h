@@ -206,6 +206,8 @@ struct DPRowFormer
 	int			ncolumns;
 	DPColumn   *columns;
 	DPField    *fields;			/* ncolumns + 1 */
+	DPField    *runs;			/* a plain CSV record's quoted runs: each
+								 * one's quotes (start, end); ncolumns */
 	char	  **strings;		/* the record's field strings, NULL for NULL */
 	int		   *lengths;		/* and their lengths */
 	bool	   *in_data;		/* a string is in the chunk, unterminated */

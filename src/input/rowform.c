@@ -378,6 +378,7 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 	rf->ncolumns = list_length(cstate->attnumlist);
 	rf->columns = palloc0(rf->ncolumns * sizeof(DPColumn));
 	rf->fields = palloc((rf->ncolumns + 1) * sizeof(DPField));
+	rf->runs = palloc(rf->ncolumns * sizeof(DPField));
 	rf->strings = palloc(rf->ncolumns * sizeof(char *));
 	rf->lengths = palloc(rf->ncolumns * sizeof(int));
 	rf->in_data = palloc0(rf->ncolumns * sizeof(bool));

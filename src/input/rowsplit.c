@@ -106,16 +106,6 @@ null_field_at(const DPRowFormer *rf, Size p, Size q)
 		dp_null_string(rf, d + q, rf->null_len);
 }
 
-/* A CSV field of one quoted run in a plain record: its quotes' places. */
-typedef struct DPQuotedRun
-{
-	Size		open;
-	Size		close;
-} DPQuotedRun;
-
-/* Quoted runs a plain record may have; a record with more is split the long way. */
-#define DP_PLAIN_RUNS	16
-
 /*
  * Does a field that is one quoted run, "...", with no special byte inside
  * but delimiters, start at q (a quote that starts a field of the record at
@@ -140,10 +130,10 @@ quoted_run_at(const DPRowFormer *rf, Size p, Size q, Size *close)
 
 /* The bits of word w for the bytes strictly between a run's quotes. */
 static inline uint64
-inside_run(Size w, const DPQuotedRun *run)
+inside_run(Size w, const DPField *run)
 {
-	Size		lo = Max(run->open + 1, w << 6);
-	Size		hi = Min(run->close, (w + 1) << 6);
+	Size		lo = Max(run->start + 1, w << 6);
+	Size		hi = Min(run->end, (w + 1) << 6);
 	uint64		b;
 
 	if (lo >= hi)
@@ -176,7 +166,7 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 	Size		w;
 	int			nf = 0;
 	DPField    *fields = rf->fields;
-	DPQuotedRun runs[DP_PLAIN_RUNS];
+	DPField    *runs = rf->runs;	/* each quoted run's quotes */
 	int			nruns = 0;
 	int			masked = 0;		/* runs before it end in earlier words */
 	int			opened = 0;		/* runs before it have their field */
@@ -192,10 +182,10 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 
 		if (d[e] == '\\' && null_field_at(rf, p, e))
 			e = next_marked(rf, e + rf->null_len, true);
-		else if (nruns < DP_PLAIN_RUNS && quoted_run_at(rf, p, e, &close))
+		else if (nruns < rf->ncolumns && quoted_run_at(rf, p, e, &close))
 		{
-			runs[nruns].open = e;
-			runs[nruns++].close = close;
+			runs[nruns].start = e;
+			runs[nruns++].end = close;
 			e = next_marked(rf, close + 1, true);
 		}
 		else
@@ -205,9 +195,9 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 		return false;
 
 	fields[0].start = p;
-	fields[0].marked = nruns > 0 && runs[0].open == p;
+	fields[0].marked = nruns > 0 && runs[0].start == p;
 	opened = fields[0].marked;
-	next_open = opened < nruns ? runs[opened].open : rf->len;
+	next_open = opened < nruns ? runs[opened].start : rf->len;
 	for (w = p >> 6; (w << 6) < e; w++)
 	{
 		uint64		m = rf->delims[w];
@@ -216,9 +206,9 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 			m &= ~UINT64CONST(0) << (p & 63);
 		if (((w + 1) << 6) > e)
 			m &= ~(~UINT64CONST(0) << (e & 63));
-		for (int k = masked; k < nruns && runs[k].open < ((w + 1) << 6); k++)
+		for (int k = masked; k < nruns && runs[k].start < ((w + 1) << 6); k++)
 			m &= ~inside_run(w, &runs[k]);
-		while (masked < nruns && runs[masked].close < ((w + 1) << 6))
+		while (masked < nruns && runs[masked].end < ((w + 1) << 6))
 			masked++;
 		while (m != 0)
 		{
@@ -234,7 +224,7 @@ dp_split_plain(DPRowFormer *rf, Size *end, Size *next)
 			{
 				fields[nf].marked = true;
 				opened++;
-				next_open = opened < nruns ? runs[opened].open : rf->len;
+				next_open = opened < nruns ? runs[opened].start : rf->len;
 			}
 		}
 	}
