@@ -112,8 +112,9 @@ new_block(DPBtAppend *a)
 	if (a->spare_next < a->nspares)
 		return a->spares[a->spare_next++];
 	buf = DP_BT_NEW_BUFFER(a->index, a->heap);
-	a->extended = BufferGetBlockNumber(buf) + 1 ==
-		RelationGetNumberOfBlocks(a->index);
+	/* (a run inside the tree takes few pages: not asked, no lseek) */
+	a->extended = a->right == P_NONE &&
+		BufferGetBlockNumber(buf) + 1 == RelationGetNumberOfBlocks(a->index);
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	return buf;
 }

@@ -38,11 +38,11 @@
  * parser, its fields go straight to their parsers (dp_form_plain), without
  * the strings, lengths and copies of step 3.  So does a record split the
  * long way with nothing to undo: a text record whose backslashes are those
- * of its NULLs where its first field is one.  The
- * parsers raise no errors, so a record dp_form_plain gives up on (a field
- * to de-escape, one a parser hands on) is formed again the general way
- * with the same result and errors; a record that is not plain (the wrong
- * number of fields too) is split by dp_split_record.
+ * of its NULLs where its first field is one.  The parsers raise no errors,
+ * so a record dp_form_plain gives up on (a field to de-escape, one a
+ * parser hands on) is formed again the general way with the same result
+ * and errors; a record that is not plain (the wrong number of fields too)
+ * is split by dp_split_record.
  *
  * Binary input.  A chunk of whole binary tuples (the chunker cuts them,
  * each chunk after a file header) is read tuple by tuple as

@@ -25,9 +25,8 @@
  * beside its quotes; any other record by dp_split_record's walk over its
  * special bytes, which gives a plain one the same fields.  A field of one
  * quoted run is told apart (dp_simply_quoted), so that its record can
- * still go straight to the parsers.  A binary tuple is split
- * by its field count and lengths (dp_split_binary), as
- * CopyFromBinaryOneRow reads them.
+ * still go straight to the parsers.  A binary tuple is split by its field
+ * count and lengths (dp_split_binary), as CopyFromBinaryOneRow reads them.
  *
  * The split reads the chunk and writes only rf->fields (offsets into the
  * chunk; the former's place in it is rowform.c's to advance).  It raises
