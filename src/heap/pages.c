@@ -172,8 +172,9 @@ rows_layout(DPHeapBuilder *b, TupleDesc desc)
  * HEAP_HASVARWIDTH when the row has a varlena, no other infomask bit for a
  * row without nulls), with the builder's transaction and command; each
  * row gets its own t_ctid when placed, a row with nulls its t_hoff, bits
- * and format bits (fill_layout).  (The length, type and typmod that heap_form_tuple would set
- * share their place with xmin, xmax and cmin, set here.)
+ * and format bits (fill_layout).  (The length, type and typmod that
+ * heap_form_tuple would set share their place with xmin, xmax and cmin,
+ * set here.)
  */
 static void
 layout_header(DPHeapBuilder *b, TupleDesc desc)
