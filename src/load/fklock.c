@@ -20,8 +20,8 @@
  * clears it too, and all-visible stays), and visits each page once under
  * an exclusive buffer lock.  A row that no transaction has set a live
  * xmax on (HEAP_XMAX_INVALID, no xmax, or the lock of a transaction that
- * has ended, such as an earlier load's) gets
- * the header heap_lock_tuple gives it: xmax this (sub)transaction,
+ * has ended, such as an earlier load's) gets the header heap_lock_tuple
+ * gives it: xmax this (sub)transaction,
  * HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK, HEAP_KEYS_UPDATED and
  * HEAP_HOT_UPDATED clear, t_ctid the row itself.  Where the page's next
  * WAL record would carry a full-page image anyway (its first change since
@@ -67,7 +67,7 @@
 /* A row the find query returned. */
 typedef struct DPLockRow
 {
-	uint64		order;			/* its TID as one word: block, then offset */
+	uint64		order;			/* its TID as one word (dp_pack_tid) */
 	ItemPointerData tid;
 	TransactionId xmin;			/* raw, as the query saw it */
 } DPLockRow;
@@ -265,8 +265,7 @@ dp_fklock_rows(Oid pkrel, SPITupleTable *tt, uint64 nfound)
 		Datum		xmin = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
 
 		rows[i].tid = *(ItemPointer) DatumGetPointer(ctid);
-		rows[i].order = (uint64) ItemPointerGetBlockNumber(&rows[i].tid) << 16 |
-			ItemPointerGetOffsetNumber(&rows[i].tid);
+		rows[i].order = (uint64) dp_pack_tid(&rows[i].tid);
 		rows[i].xmin = DatumGetTransactionId(xmin);
 	}
 	sort_rows(rows, nfound);
