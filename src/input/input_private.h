@@ -271,7 +271,8 @@ extern bool dp_field_strings(DPRowFormer *rf, Size start, Size end,
 							 char **strings);
 extern void dp_form_values(DPRowFormer *rf, char **strings,
 						   ExprContext *econtext, Datum *values, bool *nulls);
-extern bool dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls);
+extern bool dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls,
+						  bool split_plain);
 extern void dp_form_binary(DPRowFormer *rf, ExprContext *econtext,
 						   Datum *values, bool *nulls);
 extern void dp_fill_defaults(DPRowFormer *rf, ExprContext *econtext,

@@ -260,7 +260,7 @@ next_text(DPRowFormer *rf, ExprContext *econtext, Datum *values, bool *nulls)
 		advance(rf, next, nl, eol);
 		return SPLIT_HEADER;
 	}
-	if (nl == 0 && rf->all_fast && dp_form_plain(rf, values, nulls))
+	if (nl == 0 && rf->all_fast && dp_form_plain(rf, values, nulls, plain))
 	{
 		/* no field to undo: straight to the parsers */
 		row_place(rf, end, 0);

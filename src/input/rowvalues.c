@@ -325,16 +325,18 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
  * run (dp_simply_quoted: TPC-H's comments, any CSV writer's quoted text),
  * read between their quotes, or a text record whose only backslashes are
  * in NULL strings (\N: pg_dump's NULLs), which core compares before
- * de-escaping.  Each field goes straight to its
- * parser, without the strings, lengths and copies of the general path;
- * the NULL string is NULL.  The parsers raise no errors, so core's order
+ * de-escaping.  'split_plain': the record came from dp_split_plain, whose
+ * marked CSV fields are each such a run already (quoted_run_at), so they
+ * are not checked again.  Each field goes straight to its parser, without
+ * the strings, lengths and copies of the general path; the NULL string is
+ * NULL.  The parsers raise no errors, so core's order
  * of errors cannot change.  False, with nothing counted, when a field
  * needs de-escaping or its parser hands it on: then the record is formed
  * the general way.  A row's NULLs are counted apart, since the rows made
  * here count as fields taken by their parsers (dp_count_formed).
  */
 bool
-dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
+dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls, bool split_plain)
 {
 	int			nnull = 0;
 
@@ -348,7 +350,7 @@ dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls)
 
 		if (!f->marked)
 			got = plain_field(rf, i, f->start, f->end, false, values, nulls);
-		else if (rf->csv && dp_simply_quoted(rf, i))
+		else if (rf->csv && (split_plain || dp_simply_quoted(rf, i)))
 			got = plain_field(rf, i, f->start + 1, f->end - 1, true, values,
 							  nulls);
 		else if (!rf->csv && dp_null_string(rf, rf->data + f->start,
