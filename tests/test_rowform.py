@@ -483,6 +483,27 @@ def test_constraints_of_rows_without_nulls(cluster, tmp_path, shape):
                 assert got[how, name] == got["plain", name], (how, name, got[how, name])
 
 
+def load_csv_each_way(conn, table, cols, path, query, nrows):
+    """Load the CSV file at path into a fresh table each way of LOADS: the
+    rows of query per way; every row of the direct ways formed by the
+    former."""
+    conn.execute("SET directpath.min_bytes = 0")
+    got = {}
+    for how, stmt in LOADS.items():
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute(f"CREATE TABLE {table} ({cols})")
+        conn.execute(stmt.replace("rf_t", table).format(f=path, o=" WITH (FORMAT csv)"))
+        got[how] = conn.execute(query).fetchall()
+        if how != "plain":
+            formed, core, why = conn.execute(
+                "SELECT formed, core, reason FROM directpath.last_copy_reader()").fetchone()
+            assert (formed, core, why) == (nrows, 0, None), (how, formed, core, why)
+    assert len(got["plain"]) == nrows
+    assert got["direct"] == got["plain"]
+    assert got["parallel"] == got["plain"]
+    return got
+
+
 def test_every_field_quoted(cluster, tmp_path):
     """CSV as writers that quote every field make it (40 columns, a quoted
     run each, delimiters inside some, empty ones, runs across 64-byte
@@ -499,18 +520,34 @@ def test_every_field_quoted(cluster, tmp_path):
     path = write(tmp_path, "quoted.csv", "\n".join(lines) + "\n")
     cols = ", ".join(["id int"] + [f"c{k} text" for k in range(1, ncols)])
     with cluster.conn() as conn:
-        conn.execute("SET directpath.min_bytes = 0")
-        got = {}
-        for how, stmt in LOADS.items():
-            conn.execute("DROP TABLE IF EXISTS rf_q")
-            conn.execute(f"CREATE TABLE rf_q ({cols})")
-            conn.execute(stmt.replace("rf_t", "rf_q").format(f=path, o=" WITH (FORMAT csv)"))
-            got[how] = conn.execute("SELECT * FROM rf_q ORDER BY id").fetchall()
-            if how != "plain":
-                formed, core, why = conn.execute(
-                    "SELECT formed, core, reason FROM directpath.last_copy_reader()").fetchone()
-                assert (formed, core, why) == (3000, 0, None), (how, formed, core, why)
-        assert len(got["plain"]) == 3000 and got["plain"][0][1] is not None
-        assert any("," in v for row in got["plain"] for v in row[1:] if v), "no delimiter inside"
-        assert got["direct"] == got["plain"]
-        assert got["parallel"] == got["plain"]
+        got = load_csv_each_way(conn, "rf_q", cols, path, "SELECT * FROM rf_q ORDER BY id", 3000)
+    assert got["plain"][0][1] is not None
+    assert any("," in v for row in got["plain"] for v in row[1:] if v), "no delimiter inside"
+
+
+def test_values_larger_than_their_space(cluster, tmp_path):
+    """The row former makes a record's varlena and uuid values in one block
+    that it empties before each record (rowvalues.c, dp_values_reset): rows
+    of small values between rows whose values overflow the block (palloc'd,
+    then the block grows) and rows larger than its largest size, dates in
+    ISO and other spellings: plain COPY's rows, serial and parallel."""
+    r = random.Random(45)
+    cols = ("id int, a text, b char(3000), c numeric(30,4), d varchar(40000), "
+            "u uuid, dt date, e text")
+    dates = ["2024-02-29", "1999-12-31", "20240105", "2024-1-5", "0044-03-15 BC",
+             "5874897-12-31", "2024-02-29"]
+    lines = []
+    for i in range(4000):
+        big = i % 97 == 0
+        huge = i in (500, 2501)
+        n = 700000 if huge else (r.randint(3000, 30000) if big else r.randint(0, 20))
+        fields = [str(i), "t" * n, "c" * min(n, 2999), f"{r.randint(-10**9, 10**9)}.{i % 10000:04d}",
+                  "v" * min(n, 39999), f"{i:08x}-0000-4000-8000-{r.getrandbits(48):012x}",
+                  dates[i % len(dates)], "" if i % 5 == 0 else "w" * (i % 50)]
+        lines.append(",".join(fields))
+    path = write(tmp_path, "sizes.csv", "\n".join(lines) + "\n")
+    query = ("SELECT id, md5(a), md5(b::text), octet_length(b), c, md5(d), u, dt::text, e "
+             "FROM rf_s ORDER BY id")
+    with cluster.conn() as conn:
+        got = load_csv_each_way(conn, "rf_s", cols, path, query, 4000)
+    assert got["plain"][500][3] == 3000 and got["plain"][1][3] == 3000

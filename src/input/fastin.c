@@ -259,24 +259,36 @@ read_integer(DPFastKind kind, const char *s, int len, Datum *d)
 	}
 }
 
-/* uuid, palloc'd as uuid_in returns it. */
+/* uuid, by reference as uuid_in returns it. */
 static bool
-read_uuid_datum(const char *s, Datum *d)
+read_uuid_datum(const char *s, DPValueSpace *vs, Datum *d)
 {
-	pg_uuid_t  *u = palloc(sizeof(pg_uuid_t));
+	pg_uuid_t	u;
+	pg_uuid_t  *result;
 
-	if (!read_uuid(s, u))
-	{
-		pfree(u);
+	if (!read_uuid(s, &u))
 		return false;
-	}
-	*d = UUIDPGetDatum(u);
+	result = dp_value_alloc(vs, sizeof(pg_uuid_t));
+	*result = u;
+	*d = UUIDPGetDatum(result);
 	return true;
+}
+
+/* text (and varchar) of the len bytes at s, as textin makes it. */
+static inline Datum
+make_text(const char *s, int len, DPValueSpace *vs)
+{
+	text	   *result = dp_value_alloc(vs, len + VARHDRSZ);
+
+	SET_VARSIZE(result, len + VARHDRSZ);
+	memcpy(VARDATA(result), s, len);
+	return PointerGetDatum(result);
 }
 
 /* The value of 's' as 'kind', if it has a form taken here. */
 static bool
-read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
+read_value(DPFastKind kind, const char *s, int len, int32 typmod,
+		   DPValueSpace *vs, Datum *d)
 {
 	struct pg_tm tm;
 	const char *end;
@@ -300,7 +312,8 @@ read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 				return false;
 			return true;
 		case FAST_DATE:
-			if (!dp_read_date(s, &tm, &end) || *end != '\0')
+			/* exactly YYYY-MM-DD: the ten bytes are the whole field */
+			if (len != 10 || !dp_read_date(s, &tm, &end))
 				return false;
 			*d = DateADTGetDatum(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday) -
 								 POSTGRES_EPOCH_JDATE);
@@ -312,22 +325,21 @@ read_value(DPFastKind kind, const char *s, int len, int32 typmod, Datum *d)
 			*d = TimestampGetDatum(ts);
 			return true;
 		case FAST_UUID:
-			return read_uuid_datum(s, d);
+			return read_uuid_datum(s, vs, d);
 		case FAST_FLOAT4:
 		case FAST_FLOAT8:
 			return dp_read_float(s, len, kind == FAST_FLOAT4, d);
-		case FAST_TEXT:
-			*d = PointerGetDatum(cstring_to_text_with_len(s, len));
-			return true;
 		case FAST_VARCHAR:
 			if (typmod >= (int32) VARHDRSZ && len > typmod - VARHDRSZ)
 				return false;
-			*d = PointerGetDatum(cstring_to_text_with_len(s, len));
+			/* FALLTHROUGH */
+		case FAST_TEXT:
+			*d = make_text(s, len, vs);
 			return true;
 		case FAST_BPCHAR:
-			return dp_read_bpchar(s, len, typmod, d);
+			return dp_read_bpchar(s, len, typmod, vs, d);
 		case FAST_NUMERIC:
-			return dp_read_numeric(s, len, typmod, d);
+			return dp_read_numeric(s, len, typmod, vs, d);
 		case FAST_KINDS:
 			break;
 	}
@@ -355,7 +367,7 @@ fast_input(PG_FUNCTION_ARGS)
 	char	   *s = PG_GETARG_CSTRING(0);
 	Datum		d;
 
-	if (!read_value(f->kind, s, strlen(s), PG_GETARG_INT32(2), &d))
+	if (!read_value(f->kind, s, strlen(s), PG_GETARG_INT32(2), NULL, &d))
 	{
 		n_slow[f->kind]++;
 		return call_orig(fcinfo, f);
@@ -401,14 +413,15 @@ dp_fastin_of(FmgrInfo *in, int32 typmod)
 /*
  * The row former's direct call: the value of the 'len' bytes at s (a
  * terminated string, with at least DP_FASTIN_SLACK bytes readable from s
- * whatever len is) when f's parser takes them (counted); false when the
- * input function must be called (which counts it).  The integers, most of
+ * whatever len is) when f's parser takes them (counted), a varlena or
+ * uuid made in vs; false when the input function must be called (which
+ * counts it).  The integers, most of
  * what many inputs hold, are read here without read_value's dispatch, a
  * word at a time.
  */
 bool
 dp_fastin_parse(const DPFastIn *f, const char *s, int len, int32 typmod,
-				Datum *d)
+				DPValueSpace *vs, Datum *d)
 {
 	int64		v;
 
@@ -430,15 +443,15 @@ dp_fastin_parse(const DPFastIn *f, const char *s, int len, int32 typmod,
 			*d = Int64GetDatum(v);
 			return true;
 		default:
-			return read_value(f->kind, s, len, typmod, d);
+			return read_value(f->kind, s, len, typmod, vs, d);
 	}
 }
 
 bool
 dp_fastin_read(const DPFastIn *f, const char *s, int len, int32 typmod,
-			   Datum *d)
+			   DPValueSpace *vs, Datum *d)
 {
-	if (!dp_fastin_parse(f, s, len, typmod, d))
+	if (!dp_fastin_parse(f, s, len, typmod, vs, d))
 		return false;
 	n_fast[f->kind]++;
 	return true;
@@ -464,9 +477,10 @@ dp_fastin_bounded(const DPFastIn *f)
 		case FAST_TEXT:
 		case FAST_VARCHAR:
 		case FAST_BPCHAR:
+		case FAST_DATE:			/* read_value takes ten bytes only */
 			return true;
 		default:
-			/* bool, date, timestamps and uuid look for the terminator */
+			/* bool, timestamps and uuid look for the terminator */
 			return false;
 	}
 }

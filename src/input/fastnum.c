@@ -253,7 +253,7 @@ round_decimal(const char *ip, int nint, const char *fp, int scale, char *buf)
  */
 static bool
 make_numeric(bool neg, const char *ip, int nint, const char *fp, int nfrac,
-			 int dscale, Datum *d)
+			 int dscale, DPValueSpace *vs, Datum *d)
 {
 	int16		nbase[NUM_FAST_DIGITS / NUM_DEC_DIGITS + 3];
 	int			n = 0;
@@ -305,7 +305,7 @@ make_numeric(bool neg, const char *ip, int nint, const char *fp, int nfrac,
 		(dscale << NUM_SHORT_DSCALE_SHIFT) |
 		(weight < 0 ? NUM_SHORT_WEIGHT_NEG : 0) |
 		(weight & NUM_SHORT_WEIGHT_MASK);
-	result = palloc(VARHDRSZ + sizeof(uint16) + n * sizeof(int16));
+	result = dp_value_alloc(vs, VARHDRSZ + sizeof(uint16) + n * sizeof(int16));
 	SET_VARSIZE(result, VARHDRSZ + sizeof(uint16) + n * sizeof(int16));
 	memcpy(result + VARHDRSZ, &header, sizeof(uint16));
 	memcpy(result + VARHDRSZ + sizeof(uint16), nbase + first, n * sizeof(int16));
@@ -318,7 +318,8 @@ make_numeric(bool neg, const char *ip, int nint, const char *fp, int nfrac,
  * of the file.
  */
 bool
-dp_read_numeric(const char *s, int len, int32 typmod, Datum *d)
+dp_read_numeric(const char *s, int len, int32 typmod, DPValueSpace *vs,
+				Datum *d)
 {
 	const char *e = s + len;
 	const char *ip;
@@ -374,5 +375,5 @@ dp_read_numeric(const char *s, int len, int32 typmod, Datum *d)
 		if (nint > precision - scale)
 			return false;
 	}
-	return make_numeric(neg, ip, nint, fp, nfrac, dscale, d);
+	return make_numeric(neg, ip, nint, fp, nfrac, dscale, vs, d);
 }

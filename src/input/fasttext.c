@@ -46,7 +46,8 @@ all_ascii(const char *s, int len)
  * clips when the rest is spaces, or refuses) is the input function's.
  */
 bool
-dp_read_bpchar(const char *s, int len, int32 typmod, Datum *d)
+dp_read_bpchar(const char *s, int len, int32 typmod, DPValueSpace *vs,
+			   Datum *d)
 {
 	int			charlen;
 	int			padded = len;
@@ -59,7 +60,7 @@ dp_read_bpchar(const char *s, int len, int32 typmod, Datum *d)
 			return false;
 		padded = len + (typmod - VARHDRSZ - charlen);
 	}
-	result = (BpChar *) palloc(padded + VARHDRSZ);
+	result = (BpChar *) dp_value_alloc(vs, padded + VARHDRSZ);
 	SET_VARSIZE(result, padded + VARHDRSZ);
 	memcpy(VARDATA(result), s, len);
 	memset(VARDATA(result) + len, ' ', padded - len);

@@ -22,8 +22,9 @@
  *
  * The parsers read a terminated string, byte by byte in order, and stop at
  * the first byte out of place, so they never read past the terminator
- * (which is why they are not dp_fastin_bounded: the string must be
- * terminated).
+ * (which is why the timestamps are not dp_fastin_bounded: the string must
+ * be terminated).  A date is: fastin.c hands dp_read_date a field of
+ * exactly ten bytes, all of which it reads.
  *
  *-------------------------------------------------------------------------
  */

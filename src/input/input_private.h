@@ -39,6 +39,46 @@ dp_get_net_int(const char *p, int n)
 /* ---------- fastin.c: the fast input ---------- */
 
 /*
+ * Memory for the varlena values of one row (text, varchar, character(n),
+ * numeric), which the row former's parsers would otherwise palloc one by
+ * one: a block the row former owns, taken from the front and emptied
+ * before each record (dp_values_reset).  The values live as long as
+ * palloc'd ones would: the row former's callers reset the per-tuple memory
+ * the values are made in before each row, and nothing may hold a row's
+ * values past the next row's forming without copying them.  A value that
+ * does not fit is palloc'd, and the block grows at the next reset.  The
+ * type's own input function (the stand-in's call) passes NULL: palloc.
+ */
+typedef struct DPValueSpace
+{
+	char	   *buf;
+	Size		used;
+	Size		cap;
+	Size		short_by;		/* bytes palloc'd since the reset */
+} DPValueSpace;
+
+#define DP_VALUE_SPACE_MAX	(1024 * 1024)
+
+static inline void *
+dp_value_alloc(DPValueSpace *vs, Size n)
+{
+	if (vs != NULL)
+	{
+		Size		at = MAXALIGN(vs->used);
+
+		if (at + n <= vs->cap)
+		{
+			vs->used = at + n;
+			return vs->buf + at;
+		}
+		vs->short_by += MAXALIGN(n);
+	}
+	return palloc(n);
+}
+
+extern void dp_values_reset(DPValueSpace *vs, MemoryContext mcxt);
+
+/*
  * For the row former: the fast parser of a column whose input function is
  * 'in' (NULL when 'in' is not a stand-in, or the typmod changes its
  * values), and its call: the value of the 'len' bytes at s (terminated,
@@ -51,11 +91,11 @@ typedef struct DPFastIn DPFastIn;
 
 extern const DPFastIn *dp_fastin_of(FmgrInfo *in, int32 typmod);
 extern bool dp_fastin_read(const DPFastIn *f, const char *s, int len,
-						   int32 typmod, Datum *d);
+						   int32 typmod, DPValueSpace *vs, Datum *d);
 
 /* The same without counting the field; count n fields taken by f. */
 extern bool dp_fastin_parse(const DPFastIn *f, const char *s, int len,
-							int32 typmod, Datum *d);
+							int32 typmod, DPValueSpace *vs, Datum *d);
 extern void dp_fastin_count(const DPFastIn *f, uint64 n);
 
 /*
@@ -118,10 +158,12 @@ extern bool dp_read_timestamp(const char *s, bool with_tz, Timestamp *result);
 
 /* fastnum.c: float4 (is_float4) or float8, and numeric, of a decimal. */
 extern bool dp_read_float(const char *s, int len, bool is_float4, Datum *d);
-extern bool dp_read_numeric(const char *s, int len, int32 typmod, Datum *d);
+extern bool dp_read_numeric(const char *s, int len, int32 typmod,
+							DPValueSpace *vs, Datum *d);
 
 /* fasttext.c: character(n), padded. */
-extern bool dp_read_bpchar(const char *s, int len, int32 typmod, Datum *d);
+extern bool dp_read_bpchar(const char *s, int len, int32 typmod,
+						   DPValueSpace *vs, Datum *d);
 
 /* fastbin.c: a binary field of the kind, as its receive function reads it. */
 extern bool dp_read_binary(DPFastKind kind, const char *s, int len, Datum *d);
@@ -230,6 +272,7 @@ struct DPRowFormer
 	/* the record formed: its fields' text, its line for the error context */
 	char	   *out;
 	Size		out_cap;
+	DPValueSpace values;		/* its varlena values (dp_value_alloc) */
 	Size		line_start;
 	Size		line_len;
 	bool		line_pending;	/* not yet copied into cstate->line_buf */

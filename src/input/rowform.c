@@ -404,6 +404,8 @@ dp_rowform_begin(CopyFromState cstate, ParseState *pstate, List *attlist,
 		rf->all_fast &= rf->columns[i].fast != NULL;
 	rf->out_cap = 1024;
 	rf->out = palloc0(rf->out_cap);
+	rf->values.cap = 8192;
+	rf->values.buf = palloc(rf->values.cap);
 	return rf;
 }
 

@@ -246,6 +246,25 @@ dp_field_strings(DPRowFormer *rf, Size start, Size end, char **strings)
 	return true;
 }
 
+/*
+ * Empty vs for the next record's values, after growing it (up to
+ * DP_VALUE_SPACE_MAX) when the last record's did not fit.
+ */
+void
+dp_values_reset(DPValueSpace *vs, MemoryContext mcxt)
+{
+	if (vs->short_by > 0 && vs->cap < DP_VALUE_SPACE_MAX)
+	{
+		Size		want = Max(2 * vs->cap, vs->used + vs->short_by);
+
+		pfree(vs->buf);
+		vs->cap = Min(want, DP_VALUE_SPACE_MAX);
+		vs->buf = MemoryContextAlloc(mcxt, vs->cap);
+	}
+	vs->used = 0;
+	vs->short_by = 0;
+}
+
 /* The columns a COPY does not read are null, but for their defaults. */
 static inline void
 unread_columns(DPRowFormer *rf, Datum *values, bool *nulls)
@@ -312,7 +331,8 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
 		t[len] = '\0';
 		s = t;
 	}
-	if (!dp_fastin_parse(col->fast, s, len, col->typmod, &values[col->m]))
+	if (!dp_fastin_parse(col->fast, s, len, col->typmod, &rf->values,
+						 &values[col->m]))
 		return PLAIN_REFUSED;
 	nulls[col->m] = false;
 	return PLAIN_VALUE;
@@ -343,6 +363,7 @@ dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls, bool split_plain)
 	if (rf->fields[rf->ncolumns - 1].end - rf->pos + DP_FASTIN_SLACK > rf->out_cap)
 		return false;
 	unread_columns(rf, values, nulls);
+	dp_values_reset(&rf->values, rf->mcxt);
 	for (int i = 0; i < rf->ncolumns; i++)
 	{
 		DPField    *f = &rf->fields[i];
@@ -392,13 +413,14 @@ dp_form_values(DPRowFormer *rf, char **strings, ExprContext *econtext,
 	CopyFromState cstate = rf->cstate;
 
 	unread_columns(rf, values, nulls);
+	dp_values_reset(&rf->values, rf->mcxt);
 	for (int i = 0; i < rf->ncolumns; i++)
 	{
 		DPColumn   *col = &rf->columns[i];
 
 		if (strings[i] != NULL && col->fast != NULL &&
 			dp_fastin_read(col->fast, strings[i], rf->lengths[i], col->typmod,
-						   &values[col->m]))
+						   &rf->values, &values[col->m]))
 		{
 			nulls[col->m] = false;
 			continue;
