@@ -35,15 +35,18 @@
  * An entry is its sort words and its TID, 32 bytes (tuplesort's entry and
  * index tuple take about 56): the key columns are the whole index tuple
  * and the words give their values back, so the index tuple is formed when
- * the entry is read, in sorted order.
+ * the entry is read, in sorted order: every tuple of such an index has
+ * the same layout (fixed-width columns, no NULL), computed once
+ * (tuple_layout), so form_tuple writes the bytes index_form_tuple would
+ * without its walk over the descriptor or a palloc.
  *
  * Invariants.
  * - The order is btree order with heap-TID tiebreak, exactly the order
  *	 tuplesort_begin_index_btree gives these entries (every key of two
  *	 entries compares equal only when the Datums are equal).
  * - A tuple read stays valid for the next DP_KEYSORT_READ_SPAN reads at
- *	 least: the tuples are formed in two memory contexts in turn, each
- *	 reset when its turn comes again.  The callers' contract
+ *	 least: the tuples are formed in two buffers of that many tuples in
+ *	 turn, each reused when its turn comes again.  The callers' contract
  *	 (index_private.h) is until a later read, and what they keep longer
  *	 they copy.
  * - Memory stays within the caller's workmem and those two spans of
@@ -145,7 +148,10 @@ typedef struct DPWordSort
 	bool		have_prev;		/* a key read before (prev_key) */
 	uint64		prev_key[DP_KEYSORT_KEYS];
 	MemoryContext cxt;			/* the entries */
-	MemoryContext read_cxt[2];	/* the tuples read, in turn */
+	/* the index tuples read: every one of the same layout (tuple_layout) */
+	Size		tupsize;		/* MAXALIGN'd, the header's size */
+	uint16		off[DP_KEYSORT_KEYS];	/* each column's, from the tuple */
+	char	   *read_buf[2];	/* DP_KEYSORT_READ_SPAN tuples each, in turn */
 	int			read_turn;		/* which one takes them now */
 	int			read_count;		/* tuples it took this turn */
 } DPWordSort;
@@ -224,6 +230,28 @@ key_kind(Relation index, int col, DPKeyKind *kind)
 	return att->attbyval && att->attlen == len;
 }
 
+/*
+ * The layout index_form_tuple gives every tuple of these key columns (of
+ * fixed width, never NULL): the data after a MAXALIGN'd header without a
+ * null bitmap, each column at its type's alignment, the whole MAXALIGN'd;
+ * t_info holds the size alone.
+ */
+static void
+tuple_layout(DPWordSort *ks, TupleDesc desc)
+{
+	Size		off = IndexInfoFindDataOffset(0);
+
+	for (int i = 0; i < ks->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		off = att_align_nominal(off, att->attalign);
+		ks->off[i] = (uint16) off;
+		off += att->attlen;
+	}
+	ks->tupsize = MAXALIGN(off);
+}
+
 static DPWordSort *
 words_begin(Relation heap, Relation index, int workmem, bool check_unique)
 {
@@ -258,10 +286,10 @@ words_begin(Relation heap, Relation index, int workmem, bool check_unique)
 	ks->cxt = AllocSetContextCreate(CurrentMemoryContext,
 									"directpath key sort",
 									ALLOCSET_DEFAULT_SIZES);
+	tuple_layout(ks, RelationGetDescr(index));
 	for (int i = 0; i < 2; i++)
-		ks->read_cxt[i] = AllocSetContextCreate(ks->cxt,
-												"directpath key sort tuples",
-												ALLOCSET_DEFAULT_SIZES);
+		ks->read_buf[i] = MemoryContextAlloc(ks->cxt,
+											 DP_KEYSORT_READ_SPAN * ks->tupsize);
 	return ks;
 }
 
@@ -563,14 +591,38 @@ check_duplicate(DPWordSort *ks, DPKeyEntry *e, Datum *values)
 			 errtableconstraint(ks->heaprel, RelationGetRelationName(ks->index))));
 }
 
+/*
+ * The index tuple of the key values and tid at itup, in tuple_layout's
+ * layout: what index_form_tuple makes of them, padding zeroed.
+ */
+static void
+form_tuple(DPWordSort *ks, const Datum *values, ItemPointer tid,
+		   IndexTuple itup)
+{
+	char	   *data = (char *) itup;
+
+	memset(itup, 0, ks->tupsize);
+	itup->t_tid = *tid;
+	itup->t_info = (unsigned short) ks->tupsize;
+	for (int i = 0; i < ks->nkeys; i++)
+	{
+		if (ks->kind[i] == DP_KEY_UUID)
+			memcpy(data + ks->off[i], DatumGetPointer(values[i]), UUID_LEN);
+		else if (ks->kind[i] == DP_KEY_INT16)
+			store_att_byval(data + ks->off[i], values[i], sizeof(int16));
+		else if (ks->kind[i] == DP_KEY_INT64)
+			store_att_byval(data + ks->off[i], values[i], sizeof(int64));
+		else
+			store_att_byval(data + ks->off[i], values[i], sizeof(int32));
+	}
+}
+
 static IndexTuple
 words_next(DPWordSort *ks)
 {
-	static const bool isnull[DP_KEYSORT_KEYS] = {false};
 	Datum		values[DP_KEYSORT_KEYS];
 	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
-	MemoryContext old;
 	IndexTuple	itup;
 	DPKeyEntry *e;
 
@@ -591,16 +643,13 @@ words_next(DPWordSort *ks)
 		check_duplicate(ks, e, values);
 	if (++ks->read_count > DP_KEYSORT_READ_SPAN)
 	{
-		/* the other context's tuples are a whole span old */
+		/* the other buffer's tuples are a whole span old */
 		ks->read_turn = 1 - ks->read_turn;
-		MemoryContextReset(ks->read_cxt[ks->read_turn]);
 		ks->read_count = 1;
 	}
-	old = MemoryContextSwitchTo(ks->read_cxt[ks->read_turn]);
-	itup = index_form_tuple(RelationGetDescr(ks->index), values,
-							(bool *) isnull);
-	MemoryContextSwitchTo(old);
-	itup->t_tid = tid;
+	itup = (IndexTuple) (ks->read_buf[ks->read_turn] +
+						 (ks->read_count - 1) * ks->tupsize);
+	form_tuple(ks, values, &tid, itup);
 	return itup;
 }
 
