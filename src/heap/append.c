@@ -51,9 +51,14 @@
  * 'drain').  The XLogFlush above would put a WAL fsync on the critical path
  * of every batch.  Instead, a batch's WAL is inserted and the WAL writer
  * woken to flush it (XLogSetAsyncXactLSN, as an asynchronous commit does);
- * the batch's pages are written at the next write, inside that write's
- * checkpoint-delay window, after XLogFlush of their WAL, which by then is
- * normally durable already.  Because the WAL and the writes now fall in
+ * the batch's pages are written at a later write, inside that write's
+ * checkpoint-delay window, after XLogFlush of their WAL: at the first
+ * write that finds its WAL flushed (GetFlushRecPtr), so that the WAL
+ * writer, not this backend, writes and syncs it, or when
+ * DP_PIPELINE_DEPTH batches wait, the oldest then whatever its WAL's state
+ * (a backend that flushed each batch's WAL at the next write waited for
+ * WAL I/O a tenth of a bare COPY's time).  Batches are written oldest
+ * first, so blocks still go out in order.  Because the WAL and the writes now fall in
  * different windows, a checkpoint can begin in between: it would neither
  * replay these pages (their WAL precedes its redo pointer) nor know of
  * their writes, and a write torn by an OS crash could not be repaired.  So
@@ -108,6 +113,13 @@ typedef struct DPPipelined
 	XLogRecPtr	redo;			/* redo pointer when it was logged */
 } DPPipelined;
 
+/*
+ * Logged batches kept unwritten at most: a batch is written once the WAL
+ * writer has flushed its WAL, or when this many wait (then the backend
+ * flushes the oldest's WAL itself).
+ */
+#define DP_PIPELINE_DEPTH 4
+
 struct DPAppend
 {
 	Relation	rel;
@@ -117,7 +129,8 @@ struct DPAppend
 	bool		heap_records;	/* WAL as heap records where allowed */
 	BlockNumber first_block;	/* the fork's size when we began */
 	BlockNumber next_block;		/* block the next page handed in takes */
-	DPPipelined pipelined;
+	DPPipelined pipelined[DP_PIPELINE_DEPTH];	/* oldest first */
+	int			npipelined;
 	Page	   *spare;			/* written pages, for reuse */
 	int			nspare;
 	int			maxspare;
@@ -152,7 +165,9 @@ dp_append_begin(Relation rel, bool heap_records, DPToastWait *toast_wait)
 	a->toast_wait = toast_wait;
 	a->maxspare = 64;
 	a->spare = MemoryContextAlloc(a->cxt, sizeof(Page) * a->maxspare);
-	a->pipelined.pages = MemoryContextAlloc(a->cxt, sizeof(Page) * a->maxspare);
+	for (int i = 0; i < DP_PIPELINE_DEPTH; i++)
+		a->pipelined[i].pages = MemoryContextAlloc(a->cxt,
+												   sizeof(Page) * a->maxspare);
 	return a;
 }
 
@@ -403,17 +418,13 @@ log_batch(DPAppend *a, Page *pages, int n, BlockNumber first)
 }
 
 /*
- * Write the pipelined batch, whose WAL the WAL writer has been flushing.
+ * Write a pipelined batch, whose WAL the WAL writer has been flushing.
  * If a checkpoint began since it was logged, log it again after the
  * checkpoint's redo, as images (wal.c: its rows must not be decoded twice).
  */
 static void
-write_pipelined(DPAppend *a, XLogRecPtr redo)
+write_pipelined(DPAppend *a, DPPipelined *p, XLogRecPtr redo)
 {
-	DPPipelined *p = &a->pipelined;
-
-	if (p->npages == 0)
-		return;
 	if (redo != p->redo)
 		p->end = dp_wal_log_pages(a->rel, p->first, p->npages, p->pages,
 								  true, false);
@@ -423,13 +434,41 @@ write_pipelined(DPAppend *a, XLogRecPtr redo)
 	p->npages = 0;
 }
 
-/* Keep a logged batch to be written at the next call. */
+/*
+ * Write the pipelined batches, oldest first: all of them ('all'), or those
+ * whose WAL is flushed already, and the oldest when the pipeline is full.
+ */
+static void
+write_pipeline(DPAppend *a, XLogRecPtr redo, bool all)
+{
+	XLogRecPtr	flushed = GetFlushRecPtr(NULL);
+	DPPipelined written[DP_PIPELINE_DEPTH];
+	int			k = 0;
+
+	while (k < a->npipelined &&
+		   (all || a->pipelined[k].end <= flushed ||
+			(k == 0 && a->npipelined == DP_PIPELINE_DEPTH)))
+		write_pipelined(a, &a->pipelined[k++], redo);
+	if (k == 0)
+		return;
+	/* the rest move to the front; the written ones' page arrays go last */
+	memcpy(written, a->pipelined, sizeof(DPPipelined) * k);
+	memmove(a->pipelined, a->pipelined + k,
+			sizeof(DPPipelined) * (a->npipelined - k));
+	memcpy(a->pipelined + (a->npipelined - k), written,
+		   sizeof(DPPipelined) * k);
+	a->npipelined -= k;
+}
+
+/* Keep a logged batch to be written at a later call. */
 static void
 pipeline(DPAppend *a, Page *pages, int n, BlockNumber first,
 		 XLogRecPtr end, XLogRecPtr redo)
 {
-	DPPipelined *p = &a->pipelined;
+	DPPipelined *p;
 
+	Assert(a->npipelined < DP_PIPELINE_DEPTH);
+	p = &a->pipelined[a->npipelined++];
 	if (n > a->maxspare)
 	{
 		a->maxspare = n;
@@ -451,7 +490,7 @@ dp_append_write(DPAppend *a, Page *pages, int n, bool drain)
 	bool		pipelined = a->use_wal && !a->new_storage && !drain;
 	bool		delayed = false;
 
-	if (n == 0 && a->pipelined.npages == 0)
+	if (n == 0 && a->npipelined == 0)
 		return;
 	a->next_block += n;
 	if (a->shared)
@@ -475,7 +514,7 @@ dp_append_write(DPAppend *a, Page *pages, int n, bool drain)
 			if (n > 0)
 				end = log_batch(a, pages, n, first);
 		}
-		write_pipelined(a, redo);
+		write_pipeline(a, redo, !(n > 0 && pipelined));
 		if (n > 0 && pipelined)
 			pipeline(a, pages, n, first, end, redo);
 		else if (n > 0)
