@@ -55,7 +55,9 @@ def test_readers_not_blocked_and_see_no_uncommitted_rows(cluster):
         size0 = conn.execute(f"SELECT pg_relation_size('{t}')").fetchone()[0]
     load = seed_insert(t, PRE + N, start=PRE + 1)
     off = cluster.log_size()
-    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", 2, sleep_ms=5000))
+    # the sixth batch: up to four logged batches wait for the WAL writer
+    # before their pages are written (append.c), so at least two are on disk
+    settings = dict(SMALL_BATCHES, **fault_gucs("batch_done", 6, sleep_ms=5000))
     with Background(cluster, ["BEGIN", load], settings, name="loader") as bg, \
             cluster.conn() as reader:
         bg.start()

@@ -55,15 +55,16 @@
  * checkpoint-delay window, after XLogFlush of their WAL: at the first
  * write that finds its WAL flushed (GetFlushRecPtr), so that the WAL
  * writer, not this backend, writes and syncs it, or when
- * DP_PIPELINE_DEPTH batches wait, the oldest then whatever its WAL's state
- * (a backend that flushed each batch's WAL at the next write waited for
- * WAL I/O a tenth of a bare COPY's time).  Batches are written oldest
- * first, so blocks still go out in order.  Because the WAL and the writes now fall in
- * different windows, a checkpoint can begin in between: it would neither
- * replay these pages (their WAL precedes its redo pointer) nor know of
- * their writes, and a write torn by an OS crash could not be repaired.  So
- * if the redo pointer moved since the batch's WAL was inserted, the batch
- * is logged again in the current window, as images, before it is written.
+ * DP_PIPELINE_DEPTH batches wait, the oldest then whatever its WAL's
+ * state (a backend that flushed each batch's WAL at the next write waited
+ * for WAL I/O a tenth of a bare COPY's time).  Batches are written oldest
+ * first, so blocks still go out in order.  Because the WAL and the writes
+ * now fall in different windows, a checkpoint can begin in between: it
+ * would neither replay these pages (their WAL precedes its redo pointer)
+ * nor know of their writes, and a write torn by an OS crash could not be
+ * repaired.  So if the redo pointer moved since a batch's WAL was
+ * inserted, the batch is logged again in the current window, as images,
+ * before it is written.
  * A write with 'drain' (a partial page, the end of the statement, rows
  * waiting for index or trigger work) empties the pipeline.  Pages whose WAL
  * was inserted but that were never written (the statement failed in

@@ -415,9 +415,8 @@ dp_fastin_of(FmgrInfo *in, int32 typmod)
  * terminated string, with at least DP_FASTIN_SLACK bytes readable from s
  * whatever len is) when f's parser takes them (counted), a varlena or
  * uuid made in vs; false when the input function must be called (which
- * counts it).  The integers, most of
- * what many inputs hold, are read here without read_value's dispatch, a
- * word at a time.
+ * counts it).  The integers, most of what many inputs hold, are read here
+ * without read_value's dispatch, a word at a time.
  */
 bool
 dp_fastin_parse(const DPFastIn *f, const char *s, int len, int32 typmod,
