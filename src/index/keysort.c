@@ -151,6 +151,7 @@ typedef struct DPWordSort
 	/* the index tuples read: every one of the same layout (tuple_layout) */
 	Size		tupsize;		/* MAXALIGN'd, the header's size */
 	uint16		off[DP_KEYSORT_KEYS];	/* each column's, from the tuple */
+	int16		len[DP_KEYSORT_KEYS];	/* and its width (attlen) */
 	char	   *read_buf[2];	/* DP_KEYSORT_READ_SPAN tuples each, in turn */
 	int			read_turn;		/* which one takes them now */
 	int			read_count;		/* tuples it took this turn */
@@ -247,6 +248,7 @@ tuple_layout(DPWordSort *ks, TupleDesc desc)
 
 		off = att_align_nominal(off, att->attalign);
 		ks->off[i] = (uint16) off;
+		ks->len[i] = att->attlen;
 		off += att->attlen;
 	}
 	ks->tupsize = MAXALIGN(off);
@@ -606,14 +608,11 @@ form_tuple(DPWordSort *ks, const Datum *values, ItemPointer tid,
 	itup->t_info = (unsigned short) ks->tupsize;
 	for (int i = 0; i < ks->nkeys; i++)
 	{
+		/* a uuid is the one by-reference kind (key_kind) */
 		if (ks->kind[i] == DP_KEY_UUID)
-			memcpy(data + ks->off[i], DatumGetPointer(values[i]), UUID_LEN);
-		else if (ks->kind[i] == DP_KEY_INT16)
-			store_att_byval(data + ks->off[i], values[i], sizeof(int16));
-		else if (ks->kind[i] == DP_KEY_INT64)
-			store_att_byval(data + ks->off[i], values[i], sizeof(int64));
+			memcpy(data + ks->off[i], DatumGetPointer(values[i]), ks->len[i]);
 		else
-			store_att_byval(data + ks->off[i], values[i], sizeof(int32));
+			store_att_byval(data + ks->off[i], values[i], ks->len[i]);
 	}
 }
 

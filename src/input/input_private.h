@@ -39,15 +39,16 @@ dp_get_net_int(const char *p, int n)
 /* ---------- fastin.c: the fast input ---------- */
 
 /*
- * Memory for the varlena values of one row (text, varchar, character(n),
- * numeric), which the row former's parsers would otherwise palloc one by
- * one: a block the row former owns, taken from the front and emptied
- * before each record (dp_values_reset).  The values live as long as
- * palloc'd ones would: the row former's callers reset the per-tuple memory
- * the values are made in before each row, and nothing may hold a row's
- * values past the next row's forming without copying them.  A value that
- * does not fit is palloc'd, and the block grows at the next reset.  The
- * type's own input function (the stand-in's call) passes NULL: palloc.
+ * Memory for the by-reference values of one row (text, varchar,
+ * character(n), numeric, uuid), which the row former's parsers would
+ * otherwise palloc one by one: a block the row former owns, taken from
+ * the front and emptied before each record (dp_values_reset).  The values
+ * live as long as palloc'd ones would: the row former's callers reset the
+ * per-tuple memory the values are made in before each row, and nothing may
+ * hold a row's values past the next row's forming without copying them.
+ * A value that does not fit is palloc'd, and the block grows at the next
+ * reset.  The type's own input function (the stand-in's call) passes NULL:
+ * palloc.
  */
 typedef struct DPValueSpace
 {

@@ -349,10 +349,9 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
  * marked CSV fields are each such a run already (quoted_run_at), so they
  * are not checked again.  Each field goes straight to its parser, without
  * the strings, lengths and copies of the general path; the NULL string is
- * NULL.  The parsers raise no errors, so core's order
- * of errors cannot change.  False, with nothing counted, when a field
- * needs de-escaping or its parser hands it on: then the record is formed
- * the general way.  A row's NULLs are counted apart, since the rows made
+ * NULL.  The parsers raise no errors, so core's order of errors cannot
+ * change.  False, with nothing counted, when a field needs de-escaping or
+ * its parser hands it on: then the record is formed the general way.  A row's NULLs are counted apart, since the rows made
  * here count as fields taken by their parsers (dp_count_formed).
  */
 bool
