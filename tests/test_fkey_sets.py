@@ -359,6 +359,33 @@ def test_equal_keys_of_other_bytes(cluster):
         assert direct == plain
 
 
+def load_twin_locking(conn, how, p, t, rows, notes):
+    """The rows of the SELECT 'rows' loaded into t (referencing p, made and
+    checkpointed by the caller) in a transaction, by the plain INSERT or
+    (how == "direct") the hinted one, which checks its keys as a set; the
+    DEBUG2 messages go to 'notes'.  Returns p's lock_headers before the
+    commit."""
+    set_gucs(conn, dict(SET, client_min_messages="debug2"))
+    conn.add_notice_handler(lambda d: notes.append(d.message_primary))
+    conn.execute("BEGIN")
+    conn.execute(f"{'' if how == 'plain' else '/*+ APPEND */ '}INSERT INTO {t} {rows}")
+    if how == "direct":
+        assert "then as a set at the end:" in last_statement(conn)["foreign_keys"]
+    heads = lock_headers(conn, p)
+    conn.execute("COMMIT")
+    conn.execute("SET client_min_messages = notice")
+    return heads
+
+
+def same_error_as_twin(conn, bad, p, t, p_plain, t_plain):
+    """Loading the SELECT 'bad' fails on t as on its plain twin t_plain
+    (23503), the names of p and t mapped to the twins'."""
+    plain, direct = errors_of_both(conn, "insert", bad, t_plain, t, None)
+    assert plain is not None and plain[0] == "23503", plain
+    assert tuple(x.replace(p, p_plain) if isinstance(x, str) else x
+                 for x in direct) == plain
+
+
 # parent keys (a, b) with b 1..per for each a; the child references b <= used
 LEADING = {"few rows a key": (3000, 4, 2), "many rows a key": (2, 50000, 3000)}
 
@@ -390,27 +417,16 @@ def test_leading_column_find(cluster, spread, order):
                          f"FOREIGN KEY ({ka}, {kb}) REFERENCES {p} ({order}))")
             conn.execute(f"VACUUM FREEZE {p}")
             conn.execute("CHECKPOINT")
-            set_gucs(conn, dict(SET, client_min_messages="debug2"))
-            conn.add_notice_handler(lambda d: notes.append(d.message_primary))
-            conn.execute("BEGIN")
-            conn.execute(f"{'' if how == 'plain' else '/*+ APPEND */ '}INSERT INTO {t} {rows}")
-            if how == "direct":
-                assert "then as a set at the end:" in last_statement(conn)["foreign_keys"]
-            heads[how] = lock_headers(conn, p)
-            conn.execute("COMMIT")
-            conn.execute("SET client_min_messages = notice")
+            heads[how] = load_twin_locking(conn, how, p, t, rows, notes)
             if how == "direct":
                 assert table_digest(conn, t) == table_digest(conn, f"fw{n}_plain_c")
                 bad = rows.replace("SELECT g, (g * 7)",
-                                   f"SELECT g, CASE WHEN g = 15000 THEN 1 ELSE (g * 7)")
+                                   "SELECT g, CASE WHEN g = 15000 THEN 1 ELSE (g * 7)")
                 bad = bad.replace(f"% {na} + 1,", f"% {na} + 1 END,").replace(
                     f"(g * 13) % {used} + 1", f"CASE WHEN g = 15000 THEN {per} + 5 "
                     f"ELSE (g * 13) % {used} + 1 END")
                 conn.execute(f"TRUNCATE {t}, fw{n}_plain_c")
-                plain, direct = errors_of_both(conn, "insert", bad, f"fw{n}_plain_c", t, None)
-                assert plain is not None and plain[0] == "23503", plain
-                assert tuple(x.replace(p, f"fw{n}_plain_p") if isinstance(x, str) else x
-                             for x in direct) == plain
+                same_error_as_twin(conn, bad, p, t, f"fw{n}_plain_p", f"fw{n}_plain_c")
     assert heads["direct"] == heads["plain"]
     locked = [r for r in heads["direct"][0] if r[4]]
     assert 0 < len(locked) < len(heads["direct"][0])
@@ -425,3 +441,78 @@ def test_leading_column_find(cluster, spread, order):
         assert any(c[1] > c[0] for c in counts), searched
     else:
         assert probed and not searched, notes
+
+
+# twin parents made differently (fkfind.c's scan must find what the query finds)
+FIND_CASES = {
+    # the referenced rows' visible versions are HOT updates of the indexed ones
+    "hot": ("k bigint PRIMARY KEY, v int) WITH (fillfactor = 50",
+            "INSERT INTO {p} SELECT g, 0 FROM generate_series(1, 5000) g; "
+            "UPDATE {p} SET v = 1 WHERE k % 3 = 0",
+            "int", "(g * 7) % 5000 + 1"),
+    # keys deleted and inserted again: the index holds a dead entry beside each
+    "dead": ("k bigint PRIMARY KEY, v int",
+             "INSERT INTO {p} SELECT g, 0 FROM generate_series(1, 5000) g; "
+             "DELETE FROM {p} WHERE k % 5 = 0; "
+             "INSERT INTO {p} SELECT g, 1 FROM generate_series(5, 5000, 5) g",
+             "bigint", "(g * 7) % 5000 + 1"),
+    # text keys under a collation of their own
+    "text": ('k text COLLATE "C" PRIMARY KEY, v int',
+             "INSERT INTO {p} SELECT 'k' || g, 0 FROM generate_series(1, 5000) g",
+             "text", "'k' || ((g * 7) % 5000 + 1)"),
+}
+
+
+@pytest.mark.parametrize("case", list(FIND_CASES))
+def test_find_in_c(cluster, case):
+    """A one-column key's chunks found by a scan of the referenced index
+    run in C (fkfind.c's scan_chunk), on parents whose rows were updated
+    (HOT), deleted and inserted again, or have text keys under a collation;
+    a bigint key referenced from an int column takes the cross-type
+    operator.  Against the plain INSERT on a twin parent: the same rows,
+    the same locks left on the parent's rows, the same error for a missing
+    key."""
+    cols, fill, fktype, key = FIND_CASES[case]
+    heads, notes = {}, []
+    for how in ("plain", "direct"):
+        p, t = f"fc_{case}_{how}_p", f"fc_{case}_{how}_c"
+        rows = f"SELECT g, {key} FROM generate_series(1, 20000) g"
+        with cluster.conn() as conn:
+            conn.execute(f"CREATE TABLE {p} ({cols})")
+            for sql in fill.format(p=p).split("; "):
+                conn.execute(sql)
+            conn.execute(f"CREATE TABLE {t} (n int, k {fktype} REFERENCES {p})")
+            conn.execute("CHECKPOINT")
+            heads[how] = load_twin_locking(conn, how, p, t, rows, notes)
+            if how == "direct":
+                assert table_digest(conn, t) == table_digest(conn, f"fc_{case}_plain_c")
+                missing = "'nokey'" if case == "text" else "0"
+                bad = rows.replace(f"{key} FROM",
+                                   f"CASE WHEN g = 15000 THEN {missing} ELSE {key} END FROM")
+                conn.execute(f"TRUNCATE {t}, fc_{case}_plain_c")
+                same_error_as_twin(conn, bad, p, t, f"fc_{case}_plain_p", f"fc_{case}_plain_c")
+    assert any("found by a scan of its index" in m for m in notes), notes
+    assert heads["direct"] == heads["plain"]
+    assert any(r[4] for r in heads["direct"][0])
+
+
+def test_find_owner_without_select(cluster):
+    """A parent whose owner may not SELECT from it: no find runs (the scan
+    in C would skip the privilege check, the find query would fail in its
+    own words); the check query fails as the plain INSERT's check does:
+    the same SQLSTATE and message (its CONTEXT names the direct path's
+    query, docs/differences.md)."""
+    with cluster.conn() as conn:
+        conn.execute("DROP ROLE IF EXISTS fc_owner")
+        conn.execute("CREATE ROLE fc_owner")
+        conn.execute("CREATE TABLE fo_p (k int PRIMARY KEY)")
+        conn.execute("INSERT INTO fo_p SELECT generate_series(1, 5000)")
+        conn.execute("ALTER TABLE fo_p OWNER TO fc_owner")
+        for t in ("fo_plain", "fo_direct"):
+            conn.execute(f"CREATE TABLE {t} (n int, k int REFERENCES fo_p)")
+        conn.execute("REVOKE SELECT ON fo_p FROM fc_owner")
+        set_gucs(conn, SET)
+        rows = "SELECT g, (g * 7) % 5000 + 1 FROM generate_series(1, 20000) g"
+        plain, direct = errors_of_both(conn, "insert", rows, "fo_plain", "fo_direct", None)
+        assert plain is not None and plain[0] == "42501", plain
+        assert direct[:2] == plain[:2]

@@ -11,8 +11,8 @@
  * on TPC-H's lineitem, 2.3M rows of orders and partsupp locked, 480 MB of
  * WAL, most of it the pages' images.
  *
- * Algorithm.  The set's find query (fkset.c) returns, instead of locking,
- * the ctid and xmin of every row it finds, with a fresh snapshot as core's
+ * Algorithm.  The set's find (fkfind.c) returns, instead of locking, the
+ * TID and xmin of every row it finds, with a fresh snapshot as core's
  * check.  When it found as many rows as the chunk has keys,
  * dp_fklock_rows sorts them by TID (a radix sort, or none when they come
  * in order), clears the all-frozen bit of their pages in the visibility
@@ -33,7 +33,7 @@
  * A row this transaction locked already needs nothing (heap_lock_tuple
  * returns at once for it too).
  *
- * A row that is no longer the version the query saw (its line pointer not
+ * A row that is no longer the version the find saw (its line pointer not
  * normal, another xmin), or whose xmax is an update, a delete, a
  * MultiXact or a running transaction's lock, is left alone, as is every
  * row after a heap_lock_tuple that did not return TM_Ok, and the function
@@ -58,7 +58,6 @@
 #include "access/visibilitymapdefs.h"
 #include "access/xact.h"
 #include "access/xloginsert.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -246,7 +245,7 @@ lock_later(DPRowLocker *lk)
 }
 
 bool
-dp_fklock_rows(Oid pkrel, SPITupleTable *tt, uint64 nfound)
+dp_fklock_rows(Oid pkrel, const DPFkeyRow *found, uint64 nfound)
 {
 	DPRowLocker lk = {0};
 	DPLockRow  *rows;
@@ -260,13 +259,9 @@ dp_fklock_rows(Oid pkrel, SPITupleTable *tt, uint64 nfound)
 	blocks = palloc(sizeof(BlockNumber) * nfound);
 	for (uint64 i = 0; i < nfound; i++)
 	{
-		bool		isnull;
-		Datum		ctid = SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull);
-		Datum		xmin = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
-
-		rows[i].tid = *(ItemPointer) DatumGetPointer(ctid);
+		rows[i].tid = found[i].tid;
 		rows[i].order = (uint64) dp_pack_tid(&rows[i].tid);
-		rows[i].xmin = DatumGetTransactionId(xmin);
+		rows[i].xmin = found[i].xmin;
 	}
 	sort_rows(rows, nfound);
 	for (uint64 i = 0; i < nfound; i++)

@@ -492,14 +492,20 @@ extern DPFkeyFind *dp_fkfind_prepare(Oid pkrel, Oid conoid, int nkeys,
  */
 extern int64 dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock);
 
+/* A referenced row a find returned: its TID and its raw xmin. */
+typedef struct DPFkeyRow
+{
+	ItemPointerData tid;
+	TransactionId xmin;
+} DPFkeyRow;
+
 /*
- * fklock.c: lock FOR KEY SHARE, page by page, the 'nfound' rows (ctid,
- * xmin: the first two columns) of 'tt', one for each key of a chunk.
- * False when a row could not be locked so (changed since the query, or
- * its xmax set): the caller then checks the chunk with its check query.
+ * fklock.c: lock FOR KEY SHARE, page by page, the 'nfound' rows of
+ * 'found', one for each key of a chunk.  False when a row could not be
+ * locked so (changed since the find, or its xmax set): the caller then
+ * checks the chunk with its check query.
  */
-extern bool dp_fklock_rows(Oid pkrel, struct SPITupleTable *tt,
-						   uint64 nfound);
+extern bool dp_fklock_rows(Oid pkrel, const DPFkeyRow *found, uint64 nfound);
 
 /*
  * A check query prepared and kept for the statement (SPI_keepplan); and
