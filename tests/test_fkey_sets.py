@@ -286,6 +286,9 @@ INT_KEYS = {
                           ["date '2000-01-01' + {i} % 400",
                            "timestamptz '2020-01-01 00:00+00' + {i} * interval '1 second'"]),
     "oid": (["oid"], ["({i}::bigint + 3000000000)::oid"]),
+    # two columns of at most 32 bits: kept as the halves of one word
+    "int, smallint": (["int", "smallint"], ["({i} - 1500) * 7", "({i} % 300 - 150)::smallint"]),
+    "oid, date": (["oid", "date"], ["({i} % 50 + 4294967000)::oid", "date '1999-12-01' + {i}"]),
 }
 # how the set keeps them: every entry in memory; in a small memory with
 # few distinct keys (sorted and compacted in place); with more distinct

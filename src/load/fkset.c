@@ -29,8 +29,10 @@
  * Integer keys.  Where every key column is an int2, int4, int8, oid,
  * date, timestamp or timestamptz (types whose default btree order is the
  * order of their integer value) and there are at most DP_FKSET_INT_KEYS,
- * the keys are kept instead as small entries of integers (DPIntKey: the
- * values as unsigned words in their order, and the ordinal) in an array,
+ * the keys are kept instead as small entries of integers (DPIntKey1 and
+ * DPIntKey2: the values as unsigned words in their order, two columns of
+ * at most 32 bits in the halves of one word, and the ordinal; 16 bytes an
+ * entry, 24 for a key with a 64-bit column and another) in an array,
  * sorted at the end by a radix sort on the bytes that vary
  * (common/radix.c), or by core's sort template with an inlined comparison
  * where that would not pay: no tuple formed, copied, deformed or compared
@@ -78,17 +80,28 @@
 #define DP_FKSET_INT_KEYS	2
 
 /*
- * A key of integers and its row's ordinal: each value as an unsigned word
- * in the value's order (a signed value sign-extended with its sign bit
- * flipped, an oid zero-extended); unused words 0.
+ * An entry of integers: a key's words, then its row's ordinal.  Each value
+ * is an unsigned word in the value's order (a signed value sign-extended
+ * with its sign bit flipped, an oid zero-extended), or, for two columns
+ * of at most 32 bits, the two as halves of one word (each as a 32-bit
+ * word so made; the first column's in the high half): entries of two
+ * words (DPIntKey1) where the key fits one, else of three (DPIntKey2).
+ * Kept as arrays of words, DPFkeySet.kwords + 1 words an entry.
  */
-typedef struct DPIntKey
+typedef struct DPIntKey1
+{
+	uint64		k;
+	uint64		ordinal;
+} DPIntKey1;
+
+typedef struct DPIntKey2
 {
 	uint64		v[DP_FKSET_INT_KEYS];
 	uint64		ordinal;
-} DPIntKey;
+} DPIntKey2;
 
 #define DP_INT_SIGN_BIT (UINT64CONST(1) << 63)
+#define DP_HALF_SIGN_BIT ((uint32) 1 << 31)
 
 /* How a key column's Datum is kept as an integer. */
 typedef enum DPIntKind
@@ -108,7 +121,9 @@ struct DPFkeySet
 	int			sortmem;		/* kB */
 	/* integer keys, while 'ints' is not NULL */
 	DPIntKind	kinds[DP_FKSET_INT_KEYS];
-	DPIntKey   *ints;
+	int			kwords;			/* words of an entry's key: 1 or 2 */
+	bool		halves;			/* two columns in the halves of one word */
+	uint64	   *ints;			/* the entries, kwords + 1 words each */
 	int64		nints;
 	int64		maxints;		/* allocated */
 	int64		limit;			/* entries half of 'sortmem' holds */
@@ -131,9 +146,19 @@ struct DPFkeySet
 	Datum		last[INDEX_MAX_KEYS];	/* the previous key, copied */
 };
 
-/* The sort of an int key's entries: values in order, then the ordinal. */
+/* The sort of an int key's entries: words in order, then the ordinal. */
 static inline int
-int_key_cmp(const DPIntKey *a, const DPIntKey *b)
+int_key1_cmp(const DPIntKey1 *a, const DPIntKey1 *b)
+{
+	if (a->k != b->k)
+		return a->k < b->k ? -1 : 1;
+	if (a->ordinal != b->ordinal)
+		return a->ordinal < b->ordinal ? -1 : 1;
+	return 0;
+}
+
+static inline int
+int_key2_cmp(const DPIntKey2 *a, const DPIntKey2 *b)
 {
 	for (int i = 0; i < DP_FKSET_INT_KEYS; i++)
 		if (a->v[i] != b->v[i])
@@ -143,13 +168,24 @@ int_key_cmp(const DPIntKey *a, const DPIntKey *b)
 	return 0;
 }
 
-#define ST_SORT sort_int_keys
-#define ST_ELEMENT_TYPE DPIntKey
-#define ST_COMPARE(a, b) int_key_cmp(a, b)
+#define ST_SORT sort_int_keys1
+#define ST_ELEMENT_TYPE DPIntKey1
+#define ST_COMPARE(a, b) int_key1_cmp(a, b)
 #define ST_SCOPE static
 #define ST_DECLARE
 #define ST_DEFINE
 #include "lib/sort_template.h"
+
+#define ST_SORT sort_int_keys2
+#define ST_ELEMENT_TYPE DPIntKey2
+#define ST_COMPARE(a, b) int_key2_cmp(a, b)
+#define ST_SCOPE static
+#define ST_DECLARE
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* Entry i's words. */
+#define INT_ENTRY(s, i) ((s)->ints + (Size) (i) * ((s)->kwords + 1))
 
 /* How a key column of type 'typid' is kept as an integer; false if not. */
 static bool
@@ -197,6 +233,9 @@ int_kinds(DPFkeySet *s)
 	for (int i = 0; i < s->nkeys; i++)
 		if (!int_kind_of(TupleDescAttr(s->sortdesc, i)->atttypid, &s->kinds[i]))
 			return false;
+	s->halves = s->nkeys == 2 && s->kinds[0] != DP_INT_64 &&
+		s->kinds[1] != DP_INT_64;
+	s->kwords = s->nkeys == 1 || s->halves ? 1 : 2;
 	return true;
 }
 
@@ -217,6 +256,35 @@ int_of(DPIntKind kind, Datum d)
 	return 0;					/* keep the compiler quiet */
 }
 
+/* A word of int_of's as a 32-bit word in the same order (an oid's as it is). */
+static inline uint32
+half_of(DPIntKind kind, uint64 v)
+{
+	if (kind == DP_INT_OID)
+		return (uint32) v;
+	return (uint32) (int32) (int64) (v ^ DP_INT_SIGN_BIT) ^ DP_HALF_SIGN_BIT;
+}
+
+/* half_of's inverse. */
+static inline uint64
+word_of_half(DPIntKind kind, uint32 h)
+{
+	if (kind == DP_INT_OID)
+		return (uint64) h;
+	return (uint64) (int64) (int32) (h ^ DP_HALF_SIGN_BIT) ^ DP_INT_SIGN_BIT;
+}
+
+/* The words of the key in 'values' into w[]. */
+static inline void
+key_words(const DPFkeySet *s, const Datum *values, uint64 *w)
+{
+	for (int i = 0; i < s->nkeys; i++)
+		w[i] = int_of(s->kinds[i], values[i]);
+	if (s->halves)
+		w[0] = (uint64) half_of(s->kinds[0], w[0]) << 32 |
+			half_of(s->kinds[1], w[1]);
+}
+
 static Datum
 datum_of(DPIntKind kind, uint64 v)
 {
@@ -234,6 +302,16 @@ datum_of(DPIntKind kind, uint64 v)
 	return (Datum) 0;			/* keep the compiler quiet */
 }
 
+/* Key column i's value of entry e. */
+static inline Datum
+key_datum(const DPFkeySet *s, const uint64 *e, int i)
+{
+	if (s->halves)
+		return datum_of(s->kinds[i],
+						word_of_half(s->kinds[i], (uint32) (i == 0 ? e[0] >> 32 : e[0])));
+	return datum_of(s->kinds[i], e[i]);
+}
+
 /*
  * The entries sorted by key, then ordinal: by a radix sort on the key's
  * varying bytes (stable, so ordinals added in order, as a serial load adds
@@ -244,17 +322,22 @@ static void
 int_sort(DPFkeySet *s)
 {
 	Size		offs[DP_FKSET_INT_KEYS + 1];
-	int			nwords = s->nkeys;
-	Size		used = (Size) s->nints * sizeof(DPIntKey);
+	int			nwords = s->kwords;
+	Size		esize = (s->kwords + 1) * sizeof(uint64);
+	Size		used = (Size) s->nints * esize;
 	Size		mem = (Size) s->sortmem * 1024;
 
-	for (int i = 0; i < s->nkeys; i++)
-		offs[i] = offsetof(DPIntKey, v) + i * sizeof(uint64);
+	for (int i = 0; i <= s->kwords; i++)
+		offs[i] = i * sizeof(uint64);
 	if (s->ordinal_disorder)
-		offs[nwords++] = offsetof(DPIntKey, ordinal);
-	if (!dp_radix_sort(s->ints, s->nints, sizeof(DPIntKey), offs, nwords,
-					   mem > used ? mem - used : 0))
-		sort_int_keys(s->ints, s->nints);
+		nwords++;
+	if (dp_radix_sort(s->ints, s->nints, esize, offs, nwords,
+					  mem > used ? mem - used : 0))
+		return;
+	if (s->kwords == 1)
+		sort_int_keys1((DPIntKey1 *) s->ints, s->nints);
+	else
+		sort_int_keys2((DPIntKey2 *) s->ints, s->nints);
 }
 
 /* The tuplesort over (key columns, ordinal), in the set's memory. */
@@ -317,11 +400,12 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts,
 	}
 	TupleDescInitEntry(s->sortdesc, nkeys + 1, "ordinal", INT8OID, -1, 0);
 	/* half: the radix sort's second array takes the other */
-	s->limit = (int64) sortmem * 1024 / sizeof(DPIntKey) / 2;
-	if (dp_index_key_sort && s->limit >= 1024 && int_kinds(s))
+	if (dp_index_key_sort && int_kinds(s) &&
+		(s->limit = (int64) sortmem * 1024 / ((s->kwords + 1) * sizeof(uint64)) / 2) >= 1024)
 	{
 		s->maxints = Min(s->limit, 65536);
-		s->ints = MemoryContextAllocHuge(s->cxt, s->maxints * sizeof(DPIntKey));
+		s->ints = MemoryContextAllocHuge(s->cxt, s->maxints * (s->kwords + 1) *
+										 sizeof(uint64));
 	}
 	else
 		begin_tuplesort(s);
@@ -391,23 +475,24 @@ int_compact(DPFkeySet *s)
 
 	int_sort(s);
 	for (int64 i = 0; i < s->nints; i++)
-		if (n == 0 || memcmp(s->ints[i].v, s->ints[n - 1].v,
-							 sizeof(s->ints[i].v)) != 0)
-			s->ints[n++] = s->ints[i];
+		if (n == 0 || memcmp(INT_ENTRY(s, i), INT_ENTRY(s, n - 1),
+							 s->kwords * sizeof(uint64)) != 0)
+			memmove(INT_ENTRY(s, n++), INT_ENTRY(s, i),
+					(s->kwords + 1) * sizeof(uint64));
 	s->nints = n;
 }
 
 /* An integer entry into the tuplesort, as its key's Datums. */
 static void
-put_sorted(DPFkeySet *s, const DPIntKey *e)
+put_sorted(DPFkeySet *s, const uint64 *e)
 {
 	ExecClearTuple(s->put);
 	for (int k = 0; k < s->nkeys; k++)
 	{
-		s->put->tts_values[k] = datum_of(s->kinds[k], e->v[k]);
+		s->put->tts_values[k] = key_datum(s, e, k);
 		s->put->tts_isnull[k] = false;
 	}
-	s->put->tts_values[s->nkeys] = Int64GetDatum((int64) e->ordinal);
+	s->put->tts_values[s->nkeys] = Int64GetDatum((int64) e[s->kwords]);
 	s->put->tts_isnull[s->nkeys] = false;
 	ExecStoreVirtualTuple(s->put);
 	tuplesort_puttupleslot(s->sort, s->put);
@@ -419,7 +504,7 @@ int_spill(DPFkeySet *s)
 {
 	begin_tuplesort(s);
 	for (int64 i = 0; i < s->nints; i++)
-		put_sorted(s, &s->ints[i]);
+		put_sorted(s, INT_ENTRY(s, i));
 	pfree(s->ints);
 	s->ints = NULL;
 }
@@ -444,23 +529,23 @@ dp_fkset_keep_plan(const char *query, int nargs, Oid *argtypes)
 static void
 int_add(DPFkeySet *s, uint64 ordinal)
 {
-	DPIntKey	e = {{0}};
+	uint64		e[DP_FKSET_INT_KEYS + 1];
 
-	for (int i = 0; i < s->nkeys; i++)
-		e.v[i] = int_of(s->kinds[i], s->put->tts_values[i]);
-	e.ordinal = ordinal;
+	key_words(s, s->put->tts_values, e);
+	e[s->kwords] = ordinal;
 	s->ordinal_disorder |= s->nints > 0 && ordinal < s->last_ordinal;
 	s->last_ordinal = ordinal;
 	/* the key added just before: its first ordinal is in (ordinals grow) */
 	if (s->nints > 0 &&
-		memcmp(e.v, s->ints[s->nints - 1].v, sizeof(e.v)) == 0)
+		memcmp(e, INT_ENTRY(s, s->nints - 1), s->kwords * sizeof(uint64)) == 0)
 		return;
 	if (s->nints == s->maxints)
 	{
 		if (s->maxints < s->limit)
 		{
 			s->maxints = Min(s->limit, 2 * s->maxints);
-			s->ints = repalloc_huge(s->ints, s->maxints * sizeof(DPIntKey));
+			s->ints = repalloc_huge(s->ints, s->maxints * (s->kwords + 1) *
+									sizeof(uint64));
 		}
 		else
 		{
@@ -468,12 +553,12 @@ int_add(DPFkeySet *s, uint64 ordinal)
 			if (s->nints > s->maxints / 2)
 			{
 				int_spill(s);
-				put_sorted(s, &e);
+				put_sorted(s, e);
 				return;
 			}
 		}
 	}
-	s->ints[s->nints++] = e;
+	memcpy(INT_ENTRY(s, s->nints++), e, (s->kwords + 1) * sizeof(uint64));
 }
 
 /*
@@ -561,14 +646,14 @@ int_next(DPFkeySet *s, int max, Datum **values, uint64 *ordinals)
 	}
 	for (; n < max && s->next_int < s->nints; s->next_int++)
 	{
-		DPIntKey   *e = &s->ints[s->next_int];
+		const uint64 *e = INT_ENTRY(s, s->next_int);
 
 		if (s->next_int > 0 &&
-			memcmp(e->v, s->ints[s->next_int - 1].v, sizeof(e->v)) == 0)
+			memcmp(e, INT_ENTRY(s, s->next_int - 1), s->kwords * sizeof(uint64)) == 0)
 			continue;
 		for (int i = 0; i < s->nkeys; i++)
-			values[i][n] = datum_of(s->kinds[i], e->v[i]);
-		ordinals[n++] = e->ordinal;
+			values[i][n] = key_datum(s, e, i);
+		ordinals[n++] = e[s->kwords];
 	}
 	return n;
 }
