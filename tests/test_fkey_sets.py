@@ -11,10 +11,13 @@ waits) with the headers and visibility map bits the plain statement's
 checks leave, or with directpath.fkey_table_lock their tables locked SHARE
 and no row; nothing left after an error.  The report names the constraints
 checked so, with their distinct keys.  Integer keys (one or two columns
-of int2, int4, int8, oid, date, timestamptz), which the set keeps as an
-array of integers, kept in memory, compacted in a small one, moved to the
-tuplesort when it overflows, or sorted by the tuplesort from the start:
-the same rows and errors as plain.
+of int2, int4, int8, oid, date, timestamptz; two of at most 32 bits kept
+in the halves of one word), which the set keeps as an array of integers,
+kept in memory, compacted in a small one, moved to the tuplesort when it
+overflows, or sorted by the tuplesort from the start: the same rows and
+errors as plain.  The finds run in C as index scans (HOT-updated, dead
+and text-keyed parents, a cross-type key): the same rows, row locks and
+errors as plain; none where the parent's owner may not read it.
 """
 
 import re
