@@ -351,8 +351,9 @@ plain_field(DPRowFormer *rf, int i, Size start, Size end, bool quoted,
  * the strings, lengths and copies of the general path; the NULL string is
  * NULL.  The parsers raise no errors, so core's order of errors cannot
  * change.  False, with nothing counted, when a field needs de-escaping or
- * its parser hands it on: then the record is formed the general way.  A row's NULLs are counted apart, since the rows made
- * here count as fields taken by their parsers (dp_count_formed).
+ * its parser hands it on: then the record is formed the general way.  A
+ * row's NULLs are counted apart, since the rows made here count as fields
+ * taken by their parsers (dp_count_formed).
  */
 bool
 dp_form_plain(DPRowFormer *rf, Datum *values, bool *nulls, bool split_plain)

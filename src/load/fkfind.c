@@ -454,6 +454,8 @@ scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
 	uint64		read = 0;
 	int64		kept = 0;
 
+	elog(DEBUG2, "directpath: %d keys referencing \"%s\" found by a scan of its index",
+		 n, get_rel_name(f->pkrel));
 	/* as SPI runs a query that is not read-only */
 	PushActiveSnapshot(GetTransactionSnapshot());
 	CommandCounterIncrement();
@@ -585,15 +587,11 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 	uint64		limit = (uint64) n * DP_FKFIND_SPREAD + 1;
 	int64		found = -1;
 	bool		wide = f->wide != NULL && !f->wide_spread;
-	bool		in_c = f->in_c;
 
 	/* an owner who may not read the table: the check query fails as core's */
 	if (pg_class_aclcheck(f->pkrel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return -1;
 	f->rows = palloc(sizeof(DPFkeyRow) * Max(n, 1));
-	if (in_c)
-		elog(DEBUG2, "directpath: %d keys referencing \"%s\" found by a scan of its index",
-			 n, get_rel_name(f->pkrel));
 	if (wide && too_sparse(f, arrays[f->lead], n))
 	{
 		wide = false;
@@ -605,7 +603,7 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 		bool		spread;
 		uint64		read = 0;
 
-		if (in_c)
+		if (f->in_c)
 			spread = (found = scan_chunk(f, arrays, n, true, limit, &read)) == -2;
 		else if (SPI_execute_plan(f->wide, (Datum *) arrays, NULL, false, limit) != SPI_OK_SELECT)
 			elog(ERROR, "directpath: a foreign key's find query failed");
@@ -628,7 +626,7 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 	{
 		uint64		read;
 
-		if (in_c && f->nkeys == 1)
+		if (f->in_c && f->nkeys == 1)
 			found = scan_chunk(f, arrays, n, false, 0, &read);
 		else if (SPI_execute_plan(f->exact, (Datum *) arrays, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "directpath: a foreign key's find query failed");

@@ -184,7 +184,9 @@ int_key2_cmp(const DPIntKey2 *a, const DPIntKey2 *b)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
-/* Entry i's words. */
+/* Bytes of an entry's key, of an entry; entry i's words. */
+#define INT_KEY_SIZE(s) ((s)->kwords * sizeof(uint64))
+#define INT_ENTRY_SIZE(s) (((s)->kwords + 1) * sizeof(uint64))
 #define INT_ENTRY(s, i) ((s)->ints + (Size) (i) * ((s)->kwords + 1))
 
 /* How a key column of type 'typid' is kept as an integer; false if not. */
@@ -323,7 +325,7 @@ int_sort(DPFkeySet *s)
 {
 	Size		offs[DP_FKSET_INT_KEYS + 1];
 	int			nwords = s->kwords;
-	Size		esize = (s->kwords + 1) * sizeof(uint64);
+	Size		esize = INT_ENTRY_SIZE(s);
 	Size		used = (Size) s->nints * esize;
 	Size		mem = (Size) s->sortmem * 1024;
 
@@ -400,12 +402,12 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts,
 	}
 	TupleDescInitEntry(s->sortdesc, nkeys + 1, "ordinal", INT8OID, -1, 0);
 	/* half: the radix sort's second array takes the other */
-	if (dp_index_key_sort && int_kinds(s) &&
-		(s->limit = (int64) sortmem * 1024 / ((s->kwords + 1) * sizeof(uint64)) / 2) >= 1024)
+	if (dp_index_key_sort && int_kinds(s))
+		s->limit = (int64) sortmem * 1024 / INT_ENTRY_SIZE(s) / 2;
+	if (s->limit >= 1024)
 	{
 		s->maxints = Min(s->limit, 65536);
-		s->ints = MemoryContextAllocHuge(s->cxt, s->maxints * (s->kwords + 1) *
-										 sizeof(uint64));
+		s->ints = MemoryContextAllocHuge(s->cxt, s->maxints * INT_ENTRY_SIZE(s));
 	}
 	else
 		begin_tuplesort(s);
@@ -476,9 +478,8 @@ int_compact(DPFkeySet *s)
 	int_sort(s);
 	for (int64 i = 0; i < s->nints; i++)
 		if (n == 0 || memcmp(INT_ENTRY(s, i), INT_ENTRY(s, n - 1),
-							 s->kwords * sizeof(uint64)) != 0)
-			memmove(INT_ENTRY(s, n++), INT_ENTRY(s, i),
-					(s->kwords + 1) * sizeof(uint64));
+							 INT_KEY_SIZE(s)) != 0)
+			memmove(INT_ENTRY(s, n++), INT_ENTRY(s, i), INT_ENTRY_SIZE(s));
 	s->nints = n;
 }
 
@@ -537,15 +538,14 @@ int_add(DPFkeySet *s, uint64 ordinal)
 	s->last_ordinal = ordinal;
 	/* the key added just before: its first ordinal is in (ordinals grow) */
 	if (s->nints > 0 &&
-		memcmp(e, INT_ENTRY(s, s->nints - 1), s->kwords * sizeof(uint64)) == 0)
+		memcmp(e, INT_ENTRY(s, s->nints - 1), INT_KEY_SIZE(s)) == 0)
 		return;
 	if (s->nints == s->maxints)
 	{
 		if (s->maxints < s->limit)
 		{
 			s->maxints = Min(s->limit, 2 * s->maxints);
-			s->ints = repalloc_huge(s->ints, s->maxints * (s->kwords + 1) *
-									sizeof(uint64));
+			s->ints = repalloc_huge(s->ints, s->maxints * INT_ENTRY_SIZE(s));
 		}
 		else
 		{
@@ -558,7 +558,7 @@ int_add(DPFkeySet *s, uint64 ordinal)
 			}
 		}
 	}
-	memcpy(INT_ENTRY(s, s->nints++), e, (s->kwords + 1) * sizeof(uint64));
+	memcpy(INT_ENTRY(s, s->nints++), e, INT_ENTRY_SIZE(s));
 }
 
 /*
@@ -649,7 +649,7 @@ int_next(DPFkeySet *s, int max, Datum **values, uint64 *ordinals)
 		const uint64 *e = INT_ENTRY(s, s->next_int);
 
 		if (s->next_int > 0 &&
-			memcmp(e, INT_ENTRY(s, s->next_int - 1), s->kwords * sizeof(uint64)) == 0)
+			memcmp(e, INT_ENTRY(s, s->next_int - 1), INT_KEY_SIZE(s)) == 0)
 			continue;
 		for (int i = 0; i < s->nkeys; i++)
 			values[i][n] = key_datum(s, e, i);
