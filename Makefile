@@ -51,6 +51,7 @@ OBJS = \
 	src/parallel/parallel.o \
 	src/parallel/parcheck.o \
 	src/parallel/parmsg.o \
+	src/parallel/parorder.o \
 	src/parallel/parscan.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \

@@ -9,6 +9,8 @@
  * the server), or sends a NOTICE naming the point.  The settings are
  * superuser-only.  Points, in the order a load passes them:
  *
+ *	worker_chunk	a parallel COPY's worker, before it parses a chunk (its
+ *					own count of hits)
  *	first_batch		before the first batch of pages is written
  *	batch_wal		after a batch's WAL, before its pages are written (inside
  *					the checkpoint-delay window)

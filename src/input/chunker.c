@@ -71,6 +71,7 @@ struct DPChunker
 										 * the quote, the escape */
 	Size		no_count_until; /* pos before which counting failed */
 	uint64		consumed;		/* bytes cut into chunks so far */
+	uint64		chunks;			/* chunks cut so far */
 	/* the scan's state at 'pos', as CopyReadLineText keeps it */
 	int			eol;
 	bool		in_quote;
@@ -523,9 +524,12 @@ const char	dp_binary_header[DP_BINARY_HEADER_LEN] = "PGCOPY\n\377\r\n\0\0\0\0\0\
 static char *
 cut(DPChunker *ch, Size upto, Size *len)
 {
-	DPChunkHeader h = {ch->consumed, ch->start_lines, ch->start_eol};
+	DPChunkHeader h = {ch->consumed, ch->start_lines, ch->start_eol,
+	ch->chunks};
 	Size		prefix = ch->binary ? DP_BINARY_HEADER_LEN : 0;
 	char	   *msg;
+
+	ch->chunks++;
 
 	*len = sizeof(h) + prefix + (upto - ch->start);
 	msg = palloc(*len);

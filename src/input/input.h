@@ -72,6 +72,7 @@ typedef struct DPChunkHeader
 	uint64		offset;			/* bytes of the input before it */
 	uint64		lines_before;	/* physical lines of the input before it */
 	int			eol;			/* EolType in force at its start */
+	uint64		seq;			/* the chunks cut before it */
 } DPChunkHeader;
 
 typedef struct DPChunker DPChunker;

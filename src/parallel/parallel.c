@@ -347,7 +347,7 @@ dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 			moved = true;
 		if (moved)
 			continue;
-		if (own)
+		if (own && !(par->order && dp_order_full(par->order)))
 			own = share->step(share->arg);
 		else if (open > 0)
 		{
@@ -355,6 +355,8 @@ dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 							 DP_WAIT_EVENT_MQ_RECEIVE);
 			ResetLatch(MyLatch);
 		}
+		else if (own)
+			elog(ERROR, "directpath: the parallel workers ended before the pages kept for them were loaded");
 	}
 	ExecDropSingleTupleTableSlot(par->row);
 }

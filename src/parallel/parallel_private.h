@@ -49,6 +49,8 @@ typedef struct DPParallelShared
 								 * relid (in their own chunk), else 0 */
 	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
 	Size		out_queue_size; /* bytes of each worker's queue to the leader */
+	bool		in_order;		/* COPY: pages go to the load in the input's
+								 * order (parorder.c) */
 	pg_atomic_uint64 rows_excluded; /* COPY: rows its WHERE clause excluded,
 									 * in every process */
 } DPParallelShared;
@@ -71,12 +73,13 @@ typedef struct DPParallelShared
 
 /*
  * Where a placer's output goes: a finished page of leaf 'leaf' (an index
- * into the leaf table; -1 for a plain target); a row, in the target's
+ * into the leaf table; -1 for a plain target; true when the sink keeps the
+ * palloc'd page, and frees it, rather than copy it); a row, in the target's
  * format, that needs TOAST; a row routed to a held leaf, in the target's
  * format; and, once per leaf before its first page, a row routed to it
  * (the leader routes it too, to know the leaf's result relation).
  */
-typedef void (*DPPageSink) (void *arg, int leaf, Page page);
+typedef bool (*DPPageSink) (void *arg, int leaf, Page page);
 typedef void (*DPRowSink) (void *arg, TupleTableSlot *row);
 typedef void (*DPHeldSink) (void *arg, TupleTableSlot *row, uint64 lineno);
 typedef void (*DPLeafSink) (void *arg, int leaf, TupleTableSlot *row);
@@ -126,8 +129,50 @@ extern void dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 							const DPPlacerSinks *sinks);
 /* Place a row; true if a page was handed on. */
 extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
+/* Hand on a plain target's unfinished page. */
+extern void dp_placer_flush(DPPlacer *pl);
 /* Hand on every unfinished page; free the placer. */
 extern void dp_placer_end(DPPlacer *pl);
+
+/* ---------- parorder.c: a COPY's pages in the input's order ---------- */
+
+/* A message kept until its chunk's turn: what the worker sent. */
+typedef struct DPOrderMsg
+{
+	struct DPOrderMsg *next;
+	char		kind;			/* parmsg.c's DP_MSG_PAGE or DP_MSG_ROW */
+	int			leaf;
+	Page		page;			/* the leader's own page, kept as it is, or
+								 * NULL: the message is in 'data' */
+	Size		len;
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} DPOrderMsg;
+
+typedef struct DPOrder DPOrder;
+
+/*
+ * The leader's order of a parallel COPY's pages.  dp_order_assign: chunk
+ * 'seq' was cut for worker 'worker'; dp_order_own: the leader parses chunk
+ * 'seq'.  dp_order_admit: may a message of 'worker' (-1: the leader) go to
+ * the load now?  If not, it was copied and kept.  dp_order_done: the last
+ * message of chunk 'seq' came.  dp_order_release: the next kept message
+ * that may go to the load now (palloc'd; the caller frees it), else NULL.
+ * dp_order_full: too much is kept: receive only from the head chunk's
+ * worker (dp_order_head_worker, -1 for none), parse nothing.
+ */
+extern DPOrder *dp_order_begin(int nworkers);
+extern void dp_order_assign(DPOrder *o, int worker, uint64 seq);
+extern void dp_order_own(DPOrder *o, uint64 seq);
+extern bool dp_order_admit(DPOrder *o, int worker, char kind, int leaf,
+						   const char *data, Size len);
+/* The same for a page of the leader's, kept (not copied) when not now. */
+extern bool dp_order_admit_own_page(DPOrder *o, char kind, int leaf,
+									 Page page);
+extern void dp_order_done(DPOrder *o, int worker, uint64 seq);
+extern DPOrderMsg *dp_order_release(DPOrder *o);
+extern bool dp_order_full(DPOrder *o);
+extern int	dp_order_head_worker(DPOrder *o);
+extern void dp_order_end(DPOrder *o);
 
 /* ---------- parallel.c: the leader's course of a parallel load ---------- */
 
@@ -179,6 +224,7 @@ struct DPParallel
 	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
 	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
 	ErrorContextCallback *outer_context;	/* the receive loop's (load_page) */
+	DPOrder    *order;			/* COPY with sh.in_order, else NULL */
 };
 
 typedef struct DPLeaderShare
@@ -244,10 +290,18 @@ typedef struct DPWorker
 
 extern void dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc);
 extern void dp_placer_begin_worker(DPPlacer *pl, DPWorker *w);
+/* In-order COPY: every page of chunk 'seq' was sent. */
+extern void dp_worker_chunk_done(DPWorker *w, uint64 seq);
 extern void dp_worker_end(DPWorker *w);
 
 /* The leader's own placer: its pages and rows go straight to the load. */
 extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
+
+/*
+ * In-order COPY: the leader has parsed its own chunk 'seq' and handed on
+ * its pages; what may now go to the load goes.
+ */
+extern void dp_parallel_own_chunk_done(DPParallel *par, uint64 seq);
 
 /*
  * Take every message waiting in the workers' queues into the load; false

@@ -70,6 +70,7 @@
 #include "load/load.h"
 
 #include <sys/stat.h>
+#include "common/fault.h"
 #include "common/settings.h"
 
 #include "access/xact.h"
@@ -92,12 +93,20 @@
 #define DP_LEADER_CHUNK		(64 * 1024)
 
 /*
+ * The leader's own chunk of an in-order COPY: each ends the leader's page
+ * partly empty and a worker's run of adjacent chunks (parorder.c), so
+ * fewer, larger ones.
+ */
+#define DP_LEADER_ORDERED_CHUNK (256 * 1024)
+
+/*
  * Bytes of each worker's input queue: 32 chunks shared among the workers,
  * at least eight each, so that a worker has input while the leader writes
  * a batch or parses.
  */
+#define DP_IN_QUEUE_CHUNKS(nworkers) Max(8, 32 / Max((nworkers), 1))
 #define DP_IN_QUEUE_SIZE(nworkers) \
-	((Size) Max(8, 32 / Max((nworkers), 1)) * DP_WORKER_CHUNK + 1024)
+	((Size) DP_IN_QUEUE_CHUNKS(nworkers) * DP_WORKER_CHUNK + 1024)
 
 /* ---- parsing a chunk (workers and the leader) ---- */
 
@@ -403,6 +412,8 @@ dp_parcopy_main(dsm_segment *seg, shm_toc *toc)
 {
 	DPWorker	w;
 	DPChunkParser p;
+	bool		parsed = false; /* a chunk, 'last', was parsed */
+	uint64		last = 0;
 
 	dp_worker_begin(&w, seg, toc);
 	dp_placer_begin_worker(&p.placer, &w);
@@ -412,12 +423,26 @@ dp_parcopy_main(dsm_segment *seg, shm_toc *toc)
 	{
 		Size		len;
 		void	   *data;
+		DPChunkHeader h;
 
 		if (shm_mq_receive(w.in, &len, &data, false) != SHM_MQ_SUCCESS)
 			break;				/* detached: the input is done */
+		memcpy(&h, data, sizeof(h));
+		if (w.sh->in_order && parsed)
+		{
+			/* a page goes on across adjacent chunks only (parorder.c) */
+			if (h.seq != last + 1)
+				dp_placer_flush(&p.placer);
+			dp_worker_chunk_done(&w, last);
+		}
+		dp_fault("worker_chunk");
 		parse_chunk(&p, data, len);
+		last = h.seq;
+		parsed = true;
 	}
 	parser_end(&p);
+	if (w.sh->in_order && parsed)
+		dp_worker_chunk_done(&w, last);
 	dp_worker_end(&w);
 }
 
@@ -433,6 +458,15 @@ typedef struct DPCopyFeed
 	Size	   *pending_len;
 	DPChunkParser own;
 	DPLoad	   *load;
+	DPParallel *par;
+	/*
+	 * In-order COPY with several workers: chunks are cut for one worker at
+	 * a time, 'run' adjacent ones in a row (half of its input queue), so
+	 * that its pages go on across them (parorder.c).
+	 */
+	int			run;			/* 1: one chunk a worker in turn */
+	int			turn;			/* the worker whose run is being cut */
+	int			in_run;			/* chunks of the run cut so far */
 	Oid			relid;
 	int64		progress[6];	/* pg_stat_progress_copy's, to restore */
 } DPCopyFeed;
@@ -479,6 +513,18 @@ feed_one(DPCopyFeed *f, DPParallel *par, int i)
 	{
 		f->pending[i] = dp_chunker_next(f->ch, DP_WORKER_CHUNK, &f->pending_len[i]);
 		f->input_done = f->pending[i] == NULL;
+		if (f->pending[i] != NULL && par->order != NULL)
+		{
+			DPChunkHeader h;
+
+			memcpy(&h, f->pending[i], sizeof(h));
+			dp_order_assign(par->order, i, h.seq);
+			if (++f->in_run >= f->run)
+			{
+				f->in_run = 0;
+				f->turn = (i + 1) % dp_parallel_workers_launched(par);
+			}
+		}
 		update_progress(f);
 	}
 	if (f->pending[i] == NULL)
@@ -507,8 +553,16 @@ feed(void *arg, DPParallel *par)
 	bool		moved = false;
 
 	for (int i = 0; i < dp_parallel_workers_launched(par); i++)
-		if (dp_parallel_input(par, i) != NULL && feed_one(f, par, i))
+	{
+		if (dp_parallel_input(par, i) == NULL)
+			continue;
+		/* a run being cut for another worker: send only what waits */
+		if (f->run > 1 && i != f->turn && f->pending[i] == NULL &&
+			!f->input_done)
+			continue;
+		if (feed_one(f, par, i))
 			moved = true;
+	}
 	return moved;
 }
 
@@ -519,16 +573,27 @@ leader_step(void *arg)
 	DPCopyFeed *f = arg;
 	Size		len;
 	char	   *msg;
+	DPChunkHeader h;
 
 	if (f->input_done)
 		return false;
-	msg = dp_chunker_next(f->ch, DP_LEADER_CHUNK, &len);
+	msg = dp_chunker_next(f->ch, f->par->order ? DP_LEADER_ORDERED_CHUNK :
+						  DP_LEADER_CHUNK, &len);
 	if (msg == NULL)
 	{
 		f->input_done = true;
 		return false;
 	}
+	memcpy(&h, msg, sizeof(h));
+	if (f->par->order)
+		dp_order_own(f->par->order, h.seq);
 	parse_chunk(&f->own, msg, len);
+	if (f->par->order)
+	{
+		/* its last page now: the head must not wait for the next step */
+		dp_placer_flush(&f->own.placer);
+		dp_parallel_own_chunk_done(f->par, h.seq);
+	}
 	pfree(msg);
 	update_progress(f);
 	return true;
@@ -605,6 +670,11 @@ run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 	dp_parallel_receive(par, &share);
 	update_progress(f);			/* every chunk parsed: all rows excluded */
 	parser_end(&f->own);
+	if (par->order)
+	{
+		dp_order_end(par->order);
+		par->order = NULL;
+	}
 }
 
 /* What held_error_callback reads. */
@@ -682,12 +752,19 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 	}
 
 	payload = make_payload(where, attlist, options, cstate);
+	/* a plain target's rows keep the input's order (parorder.c) */
+	par->sh.in_order = par->sh.nleaves == 0;
 	launched = dp_parallel_launch(par, "dp_parcopy_main", nodeToString(payload),
 								  NIL, DP_IN_QUEUE_SIZE(nworkers), nworkers);
 	if (launched > 0)
 	{
+		if (par->sh.in_order)
+			par->order = dp_order_begin(launched);
 		f.ch = dp_chunker_begin(cstate);
 		f.load = load;
+		f.par = par;
+		f.run = par->order && launched > 1 ?
+			Max(1, DP_IN_QUEUE_CHUNKS(nworkers) / 2) : 1;
 		f.relid = RelationGetRelid(target);
 		save_progress(&f, cstate);
 		run(&f, par, target, payload);

@@ -64,6 +64,8 @@
 #define DP_MSG_ROW		'R'
 #define DP_MSG_HELD		'H'
 #define DP_MSG_LEAF		'L'
+#define DP_MSG_DONE		'D'		/* in-order COPY: leaf -1, then a chunk's
+								 * seq (a uint64): its last page was sent */
 
 /* ---- a worker's side: its queues, its placer's sinks ---- */
 
@@ -95,12 +97,13 @@ send_message(shm_mq_handle *mqh, char kind, int32 leaf, const void *prefix,
 				 errmsg("directpath: the leader stopped receiving pages")));
 }
 
-static void
+static bool
 send_page(void *arg, int leaf, Page page)
 {
 	dp_progress_page_sent(PageGetMaxOffsetNumber(page));
 	send_message((shm_mq_handle *) arg, DP_MSG_PAGE, leaf, NULL, 0, page,
 				 BLCKSZ);
+	return false;
 }
 
 static void
@@ -169,6 +172,12 @@ dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 }
 
 void
+dp_worker_chunk_done(DPWorker *w, uint64 seq)
+{
+	send_message(w->out, DP_MSG_DONE, -1, NULL, 0, &seq, sizeof(seq));
+}
+
+void
 dp_worker_end(DPWorker *w)
 {
 	DPInputCounts *counts = shm_toc_lookup(w->toc, DP_KEY_COUNTS, false);
@@ -203,14 +212,27 @@ leaf_result_rel(DPParallel *par, int leaf)
  * process) is not about that line, so it runs under the context the
  * receive loop began with, as the workers' pages do.
  */
-static void
+static bool
 load_page(void *arg, int leaf, Page page)
 {
 	DPParallel *par = arg;
 	ErrorContextCallback *parsing = error_context_stack;
 
+	if (par->order && !dp_order_admit_own_page(par->order, DP_MSG_PAGE, leaf, page))
+		return true;			/* kept, as it is, for its chunk's turn */
 	error_context_stack = par->outer_context;
 	dp_load_page(par->load, leaf_result_rel(par, leaf), page);
+	error_context_stack = parsing;
+	return false;
+}
+
+static void
+into_load_row(DPParallel *par, TupleTableSlot *row)
+{
+	ErrorContextCallback *parsing = error_context_stack;
+
+	error_context_stack = par->outer_context;
+	dp_load_row(par->load, row);
 	error_context_stack = parsing;
 }
 
@@ -218,11 +240,18 @@ static void
 load_row(void *arg, TupleTableSlot *row)
 {
 	DPParallel *par = arg;
-	ErrorContextCallback *parsing = error_context_stack;
 
-	error_context_stack = par->outer_context;
-	dp_load_row(par->load, row);
-	error_context_stack = parsing;
+	if (par->order)
+	{
+		MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+		bool		now = dp_order_admit(par->order, -1, DP_MSG_ROW, -1,
+										 (char *) mt, mt->t_len);
+
+		pfree(mt);
+		if (!now)
+			return;				/* kept for its chunk's turn */
+	}
+	into_load_row(par, row);
 }
 
 /* A row of a held leaf, from any placer: kept for after the workers. */
@@ -279,9 +308,51 @@ image_rows(const char *image)
 		(lower - SizeOfPageHeaderData) / sizeof(ItemIdData) : 0;
 }
 
-/* A message from a worker, to the load. */
+/* A row (a minimal tuple's bytes) in the target's format, to the load. */
 static void
-take_message(DPParallel *par, const char *data, Size len)
+row_to_load(DPParallel *par, const char *data, Size len)
+{
+	MinimalTuple mt = palloc(len);
+
+	memcpy(mt, data, len);
+	ExecStoreMinimalTuple(mt, par->row, true);
+	into_load_row(par, par->row);
+	ExecClearTuple(par->row);
+}
+
+/* In-order COPY: the kept pages and rows whose turn has come, to the load. */
+static void
+release(DPParallel *par)
+{
+	DPOrderMsg *m;
+
+	while ((m = dp_order_release(par->order)) != NULL)
+	{
+		if (m->kind == DP_MSG_PAGE)
+			dp_load_page(par->load, leaf_result_rel(par, m->leaf),
+						 m->page ? m->page : m->data);
+		else
+			row_to_load(par, m->data, m->len);
+		if (m->page)
+			pfree(m->page);
+		pfree(m);
+	}
+}
+
+void
+dp_parallel_own_chunk_done(DPParallel *par, uint64 seq)
+{
+	ErrorContextCallback *parsing = error_context_stack;
+
+	error_context_stack = par->outer_context;
+	dp_order_done(par->order, -1, seq);
+	release(par);
+	error_context_stack = parsing;
+}
+
+/* A message from worker 'worker', to the load. */
+static void
+take_message(DPParallel *par, int worker, const char *data, Size len)
 {
 	char		kind = data[0];
 	int32		leaf = 0;
@@ -298,11 +369,27 @@ take_message(DPParallel *par, const char *data, Size len)
 	}
 	if (kind == DP_MSG_PAGE && len == 1 + sizeof(int32) + BLCKSZ)
 	{
-		dp_progress_count_worker_rows(image_rows(data + 1 + sizeof(int32)));
-		dp_load_page(par->load, leaf_result_rel(par, leaf),
-					 data + 1 + sizeof(int32));
+		const char *image = data + 1 + sizeof(int32);
+
+		dp_progress_count_worker_rows(image_rows(image));
+		if (par->order == NULL ||
+			dp_order_admit(par->order, worker, kind, leaf, image, BLCKSZ))
+			dp_load_page(par->load, leaf_result_rel(par, leaf), image);
 		return;
 	}
+	if (kind == DP_MSG_DONE && par->order &&
+		len == 1 + sizeof(int32) + sizeof(uint64))
+	{
+		uint64		seq;
+
+		memcpy(&seq, data + 1 + sizeof(int32), sizeof(uint64));
+		dp_order_done(par->order, worker, seq);
+		release(par);
+		return;
+	}
+	if (kind == DP_MSG_ROW && par->order &&
+		!dp_order_admit(par->order, worker, kind, -1, data + 1, len - 1))
+		return;					/* kept for its chunk's turn */
 	if (!leafless && kind != DP_MSG_LEAF)
 		elog(ERROR, "directpath: unexpected message from a parallel worker");
 	data += leafless ? 1 : 1 + sizeof(int32);
@@ -315,12 +402,15 @@ take_message(DPParallel *par, const char *data, Size len)
 		data += sizeof(uint64);
 		len -= sizeof(uint64);
 	}
+	if (kind == DP_MSG_ROW)
+	{
+		row_to_load(par, data, len);
+		return;
+	}
 	mt = palloc(len);
 	memcpy(mt, data, len);
 	ExecStoreMinimalTuple(mt, par->row, true);
-	if (kind == DP_MSG_ROW)
-		load_row(par, par->row);
-	else if (kind == DP_MSG_HELD)
+	if (kind == DP_MSG_HELD)
 		hold_row(par, par->row, lineno);
 	else
 		load_leaf(par, leaf, par->row);
@@ -341,10 +431,14 @@ dp_parallel_take_messages(DPParallel *par, int *open)
 
 		if (par->out[i] == NULL)
 			continue;
+		/* too much kept: only the head chunk's worker goes on */
+		if (par->order && dp_order_full(par->order) &&
+			dp_order_head_worker(par->order) != i)
+			continue;
 		r = shm_mq_receive(par->out[i], &len, &data, true);
 		if (r == SHM_MQ_SUCCESS)
 		{
-			take_message(par, data, len);
+			take_message(par, i, data, len);
 			got = true;
 		}
 		else if (r == SHM_MQ_DETACHED)

@@ -172,8 +172,8 @@ hand_on_pages(DPPlacer *pl, DPPlacedLeaf *p, bool partial)
 
 	while ((page = dp_heap_take_page(p->builder, partial)) != NULL)
 	{
-		pl->sinks.page(pl->sinks.arg, p->leaf, page);
-		pfree(page);
+		if (!pl->sinks.page(pl->sinks.arg, p->leaf, page))
+			pfree(page);
 		handed = true;
 	}
 	if (partial && p->has_page)
@@ -294,6 +294,13 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 	if (!dp_heap_add_slot_in_place(p->builder, leafrow))
 		pl->sinks.toast_row(pl->sinks.arg, row);
 	return hand_on_pages(pl, p, false);
+}
+
+void
+dp_placer_flush(DPPlacer *pl)
+{
+	Assert(pl->mt == NULL);
+	hand_on_pages(pl, pl->placed[0], true);
 }
 
 void
