@@ -23,7 +23,10 @@
  * as that leaf's next block (dp_load_page); a row goes to dp_load_row; a
  * held leaf's row is kept, with its line, for after the workers.  The
  * leader's own placer (dp_placer_begin_leader) hands its pages and rows to
- * the same sinks, without a queue.
+ * the same sinks, without a queue.  A COPY into a plain table goes in the
+ * input's order (parorder.c): its pages and rows are first offered to the
+ * order, which keeps those of later chunks until their turn, and a worker
+ * says when it has sent a chunk's last page (DP_MSG_DONE).
  *
  * Invariants.
  * - A leaf's first row comes before its first page, from every placer: a
@@ -218,7 +221,8 @@ load_page(void *arg, int leaf, Page page)
 	DPParallel *par = arg;
 	ErrorContextCallback *parsing = error_context_stack;
 
-	if (par->order && !dp_order_admit_own_page(par->order, DP_MSG_PAGE, leaf, page))
+	if (par->order &&
+		!dp_order_admit_own_page(par->order, DP_MSG_PAGE, leaf, page))
 		return true;			/* kept, as it is, for its chunk's turn */
 	error_context_stack = par->outer_context;
 	dp_load_page(par->load, leaf_result_rel(par, leaf), page);
