@@ -82,7 +82,6 @@ struct DPOrder
 	uint64		head;			/* the first chunk not yet taken whole */
 	uint64		own;			/* the chunk the leader parses */
 	DPOrderList *lists;			/* per worker */
-	int			nworkers;
 	int64		kept;			/* messages kept */
 };
 
@@ -99,7 +98,6 @@ dp_order_begin(int nworkers)
 	ctl.hcxt = o->cxt;
 	o->chunks = hash_create("directpath chunks", 64, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	o->nworkers = nworkers;
 	o->lists = MemoryContextAllocZero(o->cxt,
 									  sizeof(DPOrderList) * Max(nworkers, 1));
 	return o;
@@ -174,16 +172,11 @@ static DPOrderMsg *
 keep(DPOrder *o, int worker, char kind, int leaf, Size len)
 {
 	uint64		seq = current(o, worker);
-	DPOrderChunk *c;
+	DPOrderChunk *c = chunk(o, seq, worker);
 	DPOrderMsg *m;
 
-	if (seq == o->head)
-	{
-		c = hash_search(o->chunks, &seq, HASH_FIND, NULL);
-		if (c == NULL || c->first == NULL)
-			return NULL;
-	}
-	c = chunk(o, seq, worker);
+	if (seq == o->head && c->first == NULL)
+		return NULL;
 	m = MemoryContextAlloc(o->cxt, offsetof(DPOrderMsg, data) + len);
 	m->next = NULL;
 	m->kind = kind;
