@@ -160,6 +160,7 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 
 	*shared = *sh;
 	pg_atomic_init_u64(&shared->rows_excluded, 0);
+	pg_atomic_init_u64(&shared->next_range, 0);
 	memset(counts, 0, sizeof(DPInputCounts) * pcxt->nworkers);
 	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)

@@ -49,8 +49,12 @@ typedef struct DPParallelShared
 								 * relid (in their own chunk), else 0 */
 	Size		in_queue_size;	/* COPY: bytes of each worker's input queue */
 	Size		out_queue_size; /* bytes of each worker's queue to the leader */
-	bool		in_order;		/* COPY: pages go to the load in the input's
-								 * order (parorder.c) */
+	bool		in_order;		/* pages go to the load in the input's order
+								 * (parorder.c): a COPY's chunks, a scan's
+								 * block ranges */
+	uint32		range_blocks;	/* in-order scans: blocks of a range */
+	pg_atomic_uint64 next_range;	/* in-order scans: the next range to
+									 * claim, over every source in turn */
 	pg_atomic_uint64 rows_excluded; /* COPY: rows its WHERE clause excluded,
 									 * in every process */
 } DPParallelShared;
@@ -151,14 +155,16 @@ typedef struct DPOrderMsg
 typedef struct DPOrder DPOrder;
 
 /*
- * The leader's order of a parallel COPY's pages.  dp_order_assign: chunk
- * 'seq' was cut for worker 'worker'; dp_order_own: the leader parses chunk
+ * The leader's order of a parallel COPY's or scan's pages.  dp_order_assign:
+ * chunk 'seq' is worker 'worker''s (cut for it, or a block range it
+ * claimed); dp_order_own: the leader parses chunk
  * 'seq'.  dp_order_admit: may a message of 'worker' (-1: the leader) go to
  * the load now?  If not, it was copied and kept.  dp_order_done: the last
  * message of chunk 'seq' came.  dp_order_release: the next kept message
  * that may go to the load now (palloc'd; the caller frees it), else NULL.
  * dp_order_full: too much is kept: receive only from the head chunk's
- * worker (dp_order_head_worker, -1 for none), parse nothing.
+ * worker (dp_order_head_worker; -1 when no worker is known to have it,
+ * then from every worker), parse nothing.
  */
 extern DPOrder *dp_order_begin(int nworkers);
 extern void dp_order_assign(DPOrder *o, int worker, uint64 seq);
@@ -290,7 +296,12 @@ typedef struct DPWorker
 
 extern void dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc);
 extern void dp_placer_begin_worker(DPPlacer *pl, DPWorker *w);
-/* In-order COPY: every page of chunk 'seq' was sent. */
+/*
+ * In order: the worker takes chunk 'seq' (a scan's block range it claimed;
+ * a COPY's chunks are assigned by the leader as it cuts them); every page
+ * of chunk 'seq' was sent.
+ */
+extern void dp_worker_chunk_claimed(DPWorker *w, uint64 seq);
 extern void dp_worker_chunk_done(DPWorker *w, uint64 seq);
 extern void dp_worker_end(DPWorker *w);
 
@@ -298,8 +309,8 @@ extern void dp_worker_end(DPWorker *w);
 extern void dp_placer_begin_leader(DPPlacer *pl, DPParallel *par);
 
 /*
- * In-order COPY: the leader has parsed its own chunk 'seq' and handed on
- * its pages; what may now go to the load goes.
+ * In order: the leader has parsed (scanned) its own chunk 'seq' and handed
+ * on its pages; what may now go to the load goes.
  */
 extern void dp_parallel_own_chunk_done(DPParallel *par, uint64 seq);
 

@@ -23,10 +23,11 @@
  * as that leaf's next block (dp_load_page); a row goes to dp_load_row; a
  * held leaf's row is kept, with its line, for after the workers.  The
  * leader's own placer (dp_placer_begin_leader) hands its pages and rows to
- * the same sinks, without a queue.  A COPY into a plain table goes in the
- * input's order (parorder.c): its pages and rows are first offered to the
- * order, which keeps those of later chunks until their turn, and a worker
- * says when it has sent a chunk's last page (DP_MSG_DONE).
+ * the same sinks, without a queue.  A COPY or a scan into a plain table
+ * goes in the input's order (parorder.c): its pages and rows are first
+ * offered to the order, which keeps those of later chunks until their
+ * turn; a worker says which block range it has claimed (DP_MSG_CLAIM, a
+ * scan's) and when it has sent a chunk's last page (DP_MSG_DONE).
  *
  * Invariants.
  * - A leaf's first row comes before its first page, from every placer: a
@@ -67,8 +68,10 @@
 #define DP_MSG_ROW		'R'
 #define DP_MSG_HELD		'H'
 #define DP_MSG_LEAF		'L'
-#define DP_MSG_DONE		'D'		/* in-order COPY: leaf -1, then a chunk's
-								 * seq (a uint64): its last page was sent */
+#define DP_MSG_DONE		'D'		/* in order: leaf -1, then a chunk's seq
+								 * (a uint64): its last page was sent */
+#define DP_MSG_CLAIM	'C'		/* in-order scan: leaf -1, then the seq of
+								 * the block range the worker takes next */
 
 /* ---- a worker's side: its queues, its placer's sinks ---- */
 
@@ -172,6 +175,12 @@ dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 	DPPlacerSinks sinks = {send_page, send_row, send_held, send_leaf, w->out};
 
 	dp_placer_begin(pl, w->sh, w->leaves, w->target, &sinks);
+}
+
+void
+dp_worker_chunk_claimed(DPWorker *w, uint64 seq)
+{
+	send_message(w->out, DP_MSG_CLAIM, -1, NULL, 0, &seq, sizeof(seq));
 }
 
 void
@@ -381,6 +390,15 @@ take_message(DPParallel *par, int worker, const char *data, Size len)
 			dp_load_page(par->load, leaf_result_rel(par, leaf), image);
 		return;
 	}
+	if (kind == DP_MSG_CLAIM && par->order &&
+		len == 1 + sizeof(int32) + sizeof(uint64))
+	{
+		uint64		seq;
+
+		memcpy(&seq, data + 1 + sizeof(int32), sizeof(uint64));
+		dp_order_assign(par->order, worker, seq);
+		return;
+	}
 	if (kind == DP_MSG_DONE && par->order &&
 		len == 1 + sizeof(int32) + sizeof(uint64))
 	{
@@ -435,8 +453,13 @@ dp_parallel_take_messages(DPParallel *par, int *open)
 
 		if (par->out[i] == NULL)
 			continue;
-		/* too much kept: only the head chunk's worker goes on */
+		/*
+		 * Too much kept: only the head chunk's worker goes on; every
+		 * worker while none is known to have it (a scan's range whose
+		 * claim is still in a queue).
+		 */
 		if (par->order && dp_order_full(par->order) &&
+			dp_order_head_worker(par->order) >= 0 &&
 			dp_order_head_worker(par->order) != i)
 			continue;
 		r = shm_mq_receive(par->out[i], &len, &data, true);

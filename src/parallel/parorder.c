@@ -1,17 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * parorder.c
- *	  A parallel COPY's pages taken into the load in the order of the
- *	  input, so that the table holds its rows in the order of the file, as
- *	  a serial COPY leaves them.
+ *	  A parallel COPY's or scan's pages taken into the load in the order of
+ *	  the input, so that the table holds its rows in the order of the file
+ *	  or of the scanned blocks, as a serial load leaves them.
  *
- * The chunker numbers the chunks as it cuts them (DPChunkHeader.seq), for
- * a worker or for the leader's own share, and each process parses its
- * chunks in the order it gets them, which is their order in the input.
- * The order lets a page into the load only once every page of every
- * earlier chunk is in; the first chunk not yet complete is the head:
+ * The input comes in numbered chunks.  A COPY's chunker numbers them as it
+ * cuts them (DPChunkHeader.seq), for a worker or for the leader's own
+ * share; an INSERT ... SELECT's scans are cut into block ranges, numbered
+ * over the sources in turn, which the processes claim one at a time from
+ * a shared counter (parscan.c).  Each process takes its chunks in the
+ * order of their numbers.  The order lets a page into the load only once
+ * every page of every earlier chunk is in; the first chunk not yet
+ * complete is the head:
  *
- *	assign	a chunk cut for worker i joins the end of the worker's list;
+ *	assign	a chunk cut for worker i (a range worker i says it claimed,
+ *			DP_MSG_CLAIM) joins the end of the worker's list;
  *	admit	a page (or a row that needs TOAST) from worker i belongs to the
  *			first chunk of its list, the leader's to the chunk it parses.
  *			One of the head chunk, when nothing of that chunk is kept,
@@ -40,7 +44,13 @@
  * chunks of its own and receives only from the head chunk's worker; the
  * other workers wait on their full queues.  The head's worker never waits
  * for them: its chunk is in its input queue, or next to be sent by the
- * leader's feed, which goes on.
+ * leader's feed, which goes on.  A scan's head range may have been
+ * claimed by a worker whose DP_MSG_CLAIM the leader has not read yet (no
+ * worker is known to have it): then the leader receives from every
+ * worker, and that claim is the first message of its worker's queue (the
+ * worker's earlier range is done, or the head would be that one).  The
+ * leader's own chunk is never the head between its steps: it is parsed
+ * or scanned whole in one step and said done at once.
  *
  * Invariants: every page of chunk k goes to the load before any page of
  * chunk k + 1, and a process's pages of one chunk keep their order; at the
@@ -277,7 +287,7 @@ void
 dp_order_end(DPOrder *o)
 {
 	if (o->kept > 0)
-		elog(ERROR, "directpath: " INT64_FORMAT " pages of a parallel COPY were never loaded",
+		elog(ERROR, "directpath: " INT64_FORMAT " pages of a parallel load were never loaded",
 			 o->kept);
 	MemoryContextDelete(o->cxt);
 	pfree(o);

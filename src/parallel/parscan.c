@@ -30,10 +30,23 @@
  * 4. The load ends as every parallel INSERT ... SELECT does
  *	  (dp_parallel_end_insert).
  *
+ * In order.  Into a plain target from heap tables, the rows keep the
+ * scans' order, as a serial load keeps it (parorder.c): the blocks of the
+ * tables, in turn, are cut into ranges of range_blocks (numbered over the
+ * tables, from the sizes their parallel scans recorded at launch), and
+ * in step 2 each process claims the next range from a counter in the
+ * shared memory and scans just its blocks (heap_setscanlimits), under the
+ * parallel scan's snapshot.  A worker says which range it claimed
+ * (DP_MSG_CLAIM) and when it has sent the range's last page, its page
+ * going on across adjacent ranges; in step 3 the leader scans a whole
+ * range in one step.  Another table access method keeps core's parallel
+ * scan, in no particular order.
+ *
  * Invariants.
- * - Each block of each table is read by one process (its parallel scan
- *	 hands each block out once), so the rows placed are the SELECT's rows,
- *	 each once.
+ * - Each block of each table is read by one process (its parallel scan,
+ *	 or the claims' counter, hands each block out once), so the rows
+ *	 placed are the SELECT's rows, each once; no block past a table's
+ *	 size at launch is read (a table inserted into itself).
  * - The leader's tables are locked by its executor; a worker takes its
  *	 own AccessShare lock on each table as it comes to it.
  *
@@ -43,6 +56,10 @@
 
 #include "load/load.h"
 
+#include "common/fault.h"
+
+#include "access/heapam.h"
+#include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
@@ -51,6 +68,7 @@
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 /* ---- INSERT ... SELECT: plan time ---- */
 
@@ -180,34 +198,64 @@ typedef struct DPScanShare
 	ProjectionInfo *proj;
 	TableScanDesc scan;
 	DPPlacer	placer;
+	/* in order (DPParallelShared.in_order): block ranges, claimed */
+	DPParallelShared *sh;		/* the claims' counter; NULL: not in order */
+	uint64	   *first_range;	/* per source, its first range; [n]: all */
+	Snapshot	snapshot;		/* the current source's, restored */
 } DPScanShare;
 
 static void
-scan_share_begin(DPScanShare *p, const DPScanSources *src, Relation target)
+scan_share_begin(DPScanShare *p, const DPScanSources *src, Relation target,
+				 DPParallelShared *sh)
 {
 	p->src = src;
 	p->current = -1;
 	p->source = NULL;
 	p->econtext = GetPerTupleExprContext(p->placer.estate);
 	p->row = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
+	p->sh = sh->in_order ? sh : NULL;
+	p->snapshot = NULL;
+	if (p->sh == NULL)
+		return;
+	/* every process numbers the ranges alike, from the scans' sizes */
+	p->first_range = palloc(sizeof(uint64) * (src->n + 1));
+	p->first_range[0] = 0;
+	for (int i = 0; i < src->n; i++)
+	{
+		BlockNumber nblocks = ((ParallelBlockTableScanDesc) src->pscans[i])->phs_nblocks;
+
+		p->first_range[i + 1] = p->first_range[i] +
+			(nblocks + sh->range_blocks - 1) / sh->range_blocks;
+	}
 }
 
-/* End the current source's scan; begin the next one's; false if none. */
-static bool
-next_source(DPScanShare *p)
+/* End the current source's scan, if any. */
+static void
+close_source(DPScanShare *p)
 {
-	int			i;
+	if (p->source == NULL)
+		return;
+	table_endscan(p->scan);
+	if (p->snapshot != NULL)
+		UnregisterSnapshot(p->snapshot);
+	p->snapshot = NULL;
+	ExecDropSingleTupleTableSlot(p->scanslot);
+	table_close(p->source, AccessShareLock);
+	p->source = NULL;
+}
 
-	if (p->source != NULL)
-	{
-		table_endscan(p->scan);
-		ExecDropSingleTupleTableSlot(p->scanslot);
-		table_close(p->source, AccessShareLock);
-		p->source = NULL;
-	}
-	i = ++p->current;
-	if (i >= p->src->n)
-		return false;
+/*
+ * Begin source i's scan: its share of core's parallel scan, or, in order,
+ * a scan of the blocks of one range at a time, under the parallel scan's
+ * snapshot (claim_range sets the blocks).
+ */
+static void
+open_source(DPScanShare *p, int i)
+{
+	ParallelTableScanDesc pscan = p->src->pscans[i];
+
+	close_source(p);
+	p->current = i;
 	/* the leader holds the executor's lock; a worker takes its own */
 	p->source = table_open(p->src->relids[i], AccessShareLock);
 	p->scanslot = table_slot_create(p->source, NULL);
@@ -215,8 +263,79 @@ next_source(DPScanShare *p)
 	p->proj = ExecBuildProjectionInfo((List *) list_nth(p->src->tlists, i),
 									  p->econtext, p->row, NULL,
 									  RelationGetDescr(p->source));
-	p->scan = table_beginscan_parallel(p->source, p->src->pscans[i]);
+	if (p->sh == NULL)
+	{
+		p->scan = table_beginscan_parallel(p->source, pscan);
+		return;
+	}
+	Assert(!pscan->phs_snapshot_any);
+	p->snapshot = RegisterSnapshot(RestoreSnapshot((char *) pscan +
+												   pscan->phs_snapshot_off));
+	/* no synchronized start: a range's limits decide the blocks */
+	p->scan = table_beginscan_strat(p->source, p->snapshot, 0, NULL,
+									true, false);
+}
+
+/* End the current source's scan; begin the next one's; false if none. */
+static bool
+next_source(DPScanShare *p)
+{
+	if (p->current + 1 >= p->src->n)
+	{
+		close_source(p);
+		p->current = p->src->n;
+		return false;
+	}
+	open_source(p, p->current + 1);
 	return true;
+}
+
+/*
+ * In order: claim the next block range of the sources (the claims' counter
+ * hands each out once, in the sources' order and each source's block
+ * order) and set the scan to its blocks; false when none is left.
+ */
+static bool
+claim_range(DPScanShare *p, uint64 *seq)
+{
+	uint64		r = pg_atomic_fetch_add_u64(&p->sh->next_range, 1);
+	int			i = Max(p->current, 0);
+	BlockNumber start;
+	BlockNumber nblocks;
+
+	if (r >= p->first_range[p->src->n])
+		return false;
+	/* a process's claims only grow, so its source is this one or later */
+	while (r >= p->first_range[i + 1])
+		i++;
+	if (i != p->current || p->source == NULL)
+		open_source(p, i);
+	start = (BlockNumber) (r - p->first_range[i]) * p->sh->range_blocks;
+	nblocks = ((ParallelBlockTableScanDesc) p->src->pscans[i])->phs_nblocks;
+	table_rescan(p->scan, NULL);
+	heap_setscanlimits(p->scan, start,
+					   Min(p->sh->range_blocks, nblocks - start));
+	*seq = r;
+	return true;
+}
+
+/* The next row of the current scan into the placer; false at its end. */
+static bool
+place_next(DPScanShare *p, bool *page_out)
+{
+	for (;;)
+	{
+		if (!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(p->econtext);
+		p->econtext->ecxt_scantuple = p->scanslot;
+		if (p->qual != NULL && !ExecQual(p->qual, p->econtext))
+			continue;
+		ExecProject(p->proj);
+		*page_out = dp_placer_add(&p->placer, p->row);
+		return true;
+	}
 }
 
 /*
@@ -228,29 +347,33 @@ scan_share_run(DPScanShare *p, bool one_page)
 {
 	for (;;)
 	{
-		if (p->source == NULL ||
-			!table_scan_getnextslot(p->scan, ForwardScanDirection, p->scanslot))
+		bool		page_out = false;
+
+		if (p->source == NULL || !place_next(p, &page_out))
 		{
 			if (!next_source(p))
 				return false;
 			continue;
 		}
-		CHECK_FOR_INTERRUPTS();
-		ResetExprContext(p->econtext);
-		p->econtext->ecxt_scantuple = p->scanslot;
-		if (p->qual != NULL && !ExecQual(p->qual, p->econtext))
-			continue;
-		ExecProject(p->proj);
-		if (dp_placer_add(&p->placer, p->row) && one_page)
+		if (page_out && one_page)
 			return true;
 	}
+}
+
+/* In order: every row of the claimed range into the placer. */
+static void
+scan_range(DPScanShare *p)
+{
+	bool		page_out;
+
+	while (place_next(p, &page_out))
+		;
 }
 
 static void
 scan_share_end(DPScanShare *p)
 {
-	while (next_source(p))
-		;
+	close_source(p);
 	ExecDropSingleTupleTableSlot(p->row);
 	dp_placer_end(&p->placer);
 }
@@ -290,19 +413,100 @@ dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 	dp_worker_begin(&w, seg, toc);
 	dp_placer_begin_worker(&p.placer, &w);
 	scan_share_begin(&p, scan_sources((List *) stringToNode(w.payload), toc),
-					 w.target);
-	(void) scan_share_run(&p, false);
+					 w.target, w.sh);
+	if (p.sh == NULL)
+		(void) scan_share_run(&p, false);
+	else
+	{
+		bool		claimed = false;	/* a range, 'last', was scanned */
+		uint64		last = 0;
+		uint64		seq;
+
+		while (claim_range(&p, &seq))
+		{
+			/* a page goes on across adjacent ranges only (parorder.c) */
+			if (claimed && seq != last + 1)
+				dp_placer_flush(&p.placer);
+			if (claimed)
+				dp_worker_chunk_done(&w, last);
+			dp_fault("worker_chunk");
+			dp_worker_chunk_claimed(&w, seq);
+			scan_range(&p);
+			last = seq;
+			claimed = true;
+		}
+		if (claimed)
+		{
+			dp_placer_flush(&p.placer);
+			dp_worker_chunk_done(&w, last);
+		}
+	}
 	scan_share_end(&p);
 	dp_worker_end(&w);
 }
 
 /* ---- INSERT ... SELECT: the leader ---- */
 
-/* The leader's share of the scan: one page at a time. */
+/* The leader's share: what its step needs. */
+typedef struct DPLeaderScan
+{
+	DPScanShare share;
+	DPParallel *par;
+} DPLeaderScan;
+
+/*
+ * The leader's share of the scan: one page at a time; in order, one whole
+ * range (its pages are the head's or kept, and the head must never wait
+ * for the leader's next step).
+ */
 static bool
 scan_step(void *arg)
 {
-	return scan_share_run((DPScanShare *) arg, true);
+	DPLeaderScan *ls = (DPLeaderScan *) arg;
+	uint64		seq;
+
+	if (ls->share.sh == NULL)
+		return scan_share_run(&ls->share, true);
+	if (!claim_range(&ls->share, &seq))
+		return false;
+	dp_order_own(ls->par->order, seq);
+	scan_range(&ls->share);
+	dp_placer_flush(&ls->share.placer);
+	dp_parallel_own_chunk_done(ls->par, seq);
+	return true;
+}
+
+/*
+ * Blocks of an in-order scan's range: about sixteen ranges for each
+ * process, so that the shares even out, and at most DP_SCAN_RANGE_BLOCKS,
+ * what the leader scans in one step.
+ */
+#define DP_SCAN_RANGE_BLOCKS 128
+
+static uint32
+range_blocks(List *sources, int nworkers)
+{
+	double		total = 0;
+	ListCell   *lc;
+
+	foreach(lc, sources)
+		total += RelationGetNumberOfBlocks((Relation) lfirst(lc));
+	return (uint32) Max(1, Min(DP_SCAN_RANGE_BLOCKS,
+							   total / ((nworkers + 1) * 16)));
+}
+
+/* May the scans go in order: a plain target, heap sources? */
+static bool
+scans_in_order(DPParallel *par, List *sources)
+{
+	ListCell   *lc;
+
+	if (par->sh.nleaves > 0)
+		return false;
+	foreach(lc, sources)
+		if (((Relation) lfirst(lc))->rd_tableam != GetHeapamTableAmRoutine())
+			return false;
+	return true;
 }
 
 bool
@@ -335,20 +539,34 @@ dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
 		sources = lappend(sources, table_open(relid, NoLock));
 	}
 	payload = list_make3(relids, quals, tlists);
+	/* a plain target's rows keep the scans' order (parorder.c) */
+	par->sh.in_order = scans_in_order(par, sources);
+	if (par->sh.in_order)
+		par->sh.range_blocks = range_blocks(sources, nworkers);
 	launched = dp_parallel_launch(par, "dp_parallel_main", nodeToString(payload),
 								  sources, 0, nworkers);
 
 	/* steps 2 and 3: the leader takes a share of the scans too */
 	if (launched > 0)
 	{
-		DPScanShare own;
+		DPLeaderScan own;
 		DPLeaderShare share = {NULL, scan_step, &own};
 
-		dp_placer_begin_leader(&own.placer, par);
-		scan_share_begin(&own, scan_sources(payload, par->pcxt->toc),
-						 par->rri->ri_RelationDesc);
+		if (par->sh.in_order)
+			par->order = dp_order_begin(launched);
+		own.par = par;
+		dp_placer_begin_leader(&own.share.placer, par);
+		/* the claims' counter is the shared memory's, not par->sh's */
+		scan_share_begin(&own.share, scan_sources(payload, par->pcxt->toc),
+						 par->rri->ri_RelationDesc,
+						 shm_toc_lookup(par->pcxt->toc, DP_KEY_SHARED, false));
 		dp_parallel_receive(par, &share);
-		scan_share_end(&own);
+		scan_share_end(&own.share);
+		if (par->order)
+		{
+			dp_order_end(par->order);
+			par->order = NULL;
+		}
 	}
 
 	/* step 4 */
