@@ -273,17 +273,22 @@ def test_insert_into_itself_keeps_order(cluster):
 
 
 def test_scan_leader_waits_for_an_unannounced_range(cluster):
-    """Both workers sleep after claiming their second range, before saying
-    so: the leader scans ranges of its own and keeps their pages until it
-    may keep no more (the DEBUG1 line), then waits for the head range,
-    whose worker it does not know yet; the order holds."""
+    """Both workers sleep as soon as they have claimed their first range,
+    before saying so: the leader scans ranges of its own and keeps their
+    pages until it may keep no more (the DEBUG1 line), then waits for the
+    head range, whose worker it does not know yet; the order holds.  The
+    source is large (about 100 ranges of 128 blocks), so that a worker that
+    starts late still leaves the leader more than its bound to keep."""
     with cluster.conn() as conn:
-        make_fixed(conn)
-        set_gucs(conn, fault_gucs("worker_chunk", hit=2, sleep_ms=3000))
+        if conn.execute("SELECT to_regclass('ord_fix_big')").fetchone()[0] is None:
+            conn.execute(f"CREATE TABLE ord_fix_big {COLS}")
+            conn.execute("INSERT INTO ord_fix_big SELECT g, md5(g::text), g % 11 "
+                         f"FROM generate_series(1, {4 * ROWS}) g")
+        set_gucs(conn, fault_gucs("worker_chunk", hit=1, sleep_ms=3000))
         conn.execute("SET client_min_messages = debug1")
         notices = []
         conn.add_notice_handler(lambda d: notices.append(d.message_primary))
-        serial, par = load_select_both(conn, "ord_scan_wait", "SELECT * FROM ord_fix", 2)
+        serial, par = load_select_both(conn, "ord_scan_wait", "SELECT * FROM ord_fix_big", 2)
         conn.execute("RESET client_min_messages")
         set_gucs(conn, {"directpath.fault_point": ""})
         assert any("pages kept for later chunks" in m for m in notices), notices[-5:]
