@@ -338,6 +338,7 @@ dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 	par->row = MakeSingleTupleTableSlot(RelationGetDescr(par->rri->ri_RelationDesc),
 										&TTSOpsMinimalTuple);
 	par->outer_context = error_context_stack;
+	par->share = share;
 	while (open > 0 || own)
 	{
 		bool		moved;
@@ -360,6 +361,7 @@ dp_parallel_receive(DPParallel *par, const DPLeaderShare *share)
 			elog(ERROR, "directpath: the parallel workers ended before the pages kept for them were loaded");
 	}
 	ExecDropSingleTupleTableSlot(par->row);
+	par->share = NULL;
 }
 
 /*

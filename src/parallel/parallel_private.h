@@ -230,14 +230,22 @@ struct DPParallel
 	shm_mq_handle **out;		/* per worker: its pages; NULL once detached */
 	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
 	ErrorContextCallback *outer_context;	/* the receive loop's (load_page) */
-	DPOrder    *order;			/* COPY with sh.in_order, else NULL */
+	DPOrder    *order;			/* with sh.in_order, else NULL */
+	const struct DPLeaderShare *share;	/* the receive loop's, or NULL */
 };
 
+/*
+ * The input's part in the leader's receive loop: feed the workers (COPY's
+ * chunks; NULL for none), take a share of the input itself (false once it
+ * has none left), and, when not NULL, be told after each page that went
+ * into the load (COPY's progress row counts its rows).
+ */
 typedef struct DPLeaderShare
 {
 	bool		(*feed) (void *arg, DPParallel *par);
 	bool		(*step) (void *arg);
 	void	   *arg;
+	void		(*loaded) (void *arg);
 } DPLeaderShare;
 
 extern DPParallel *dp_parallel_begin(struct DPLoad *load,

@@ -487,6 +487,20 @@ update_progress(DPCopyFeed *f)
 	pgstat_progress_update_multi_param(3, progress_index + 3, f->progress + 3);
 }
 
+/* Rows went into the load: the progress row's count follows them. */
+static void
+rows_loaded(void *arg)
+{
+	DPCopyFeed *f = arg;
+	int64		rows = (int64) dp_load_report(f->load)->rows;
+
+	if (rows != f->progress[4])
+	{
+		f->progress[4] = rows;
+		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, rows);
+	}
+}
+
 /*
  * COPY's progress row again, after a chunk's BeginCopyFrom or EndCopyFrom
  * replaced or ended it.  While the leader parses a chunk, core's reader
@@ -655,7 +669,7 @@ static void
 run(DPCopyFeed *f, DPParallel *par, Relation target, List *payload)
 {
 	int			n = dp_parallel_workers_launched(par);
-	DPLeaderShare share = {feed, leader_step, f};
+	DPLeaderShare share = {feed, leader_step, f, rows_loaded};
 
 	f->pending = palloc0(sizeof(char *) * n);
 	f->pending_len = palloc0(sizeof(Size) * n);

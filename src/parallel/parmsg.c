@@ -216,6 +216,15 @@ leaf_result_rel(DPParallel *par, int leaf)
 	return par->leaf_rri[leaf];
 }
 
+/* A page to the load, as leaf 'leaf''s next block; the input is told. */
+static void
+to_load(DPParallel *par, int leaf, const char *image)
+{
+	dp_load_page(par->load, leaf_result_rel(par, leaf), image);
+	if (par->share != NULL && par->share->loaded != NULL)
+		par->share->loaded(par->share->arg);
+}
+
 /*
  * The leader's own pages and rows go straight to its load.  Its placer
  * hands them on from inside its share of the input, where a COPY chunk's
@@ -234,7 +243,7 @@ load_page(void *arg, int leaf, Page page)
 		!dp_order_admit_own_page(par->order, DP_MSG_PAGE, leaf, page))
 		return true;			/* kept, as it is, for its chunk's turn */
 	error_context_stack = par->outer_context;
-	dp_load_page(par->load, leaf_result_rel(par, leaf), page);
+	to_load(par, leaf, page);
 	error_context_stack = parsing;
 	return false;
 }
@@ -333,7 +342,7 @@ row_to_load(DPParallel *par, const char *data, Size len)
 	ExecClearTuple(par->row);
 }
 
-/* In-order COPY: the kept pages and rows whose turn has come, to the load. */
+/* In order: the kept pages and rows whose turn has come, to the load. */
 static void
 release(DPParallel *par)
 {
@@ -342,8 +351,7 @@ release(DPParallel *par)
 	while ((m = dp_order_release(par->order)) != NULL)
 	{
 		if (m->kind == DP_MSG_PAGE)
-			dp_load_page(par->load, leaf_result_rel(par, m->leaf),
-						 m->page ? m->page : m->data);
+			to_load(par, m->leaf, m->page ? m->page : m->data);
 		else
 			row_to_load(par, m->data, m->len);
 		if (m->page)
@@ -387,7 +395,7 @@ take_message(DPParallel *par, int worker, const char *data, Size len)
 		dp_progress_count_worker_rows(image_rows(image));
 		if (par->order == NULL ||
 			dp_order_admit(par->order, worker, kind, leaf, image, BLCKSZ))
-			dp_load_page(par->load, leaf_result_rel(par, leaf), image);
+			to_load(par, leaf, image);
 		return;
 	}
 	if (kind == DP_MSG_CLAIM && par->order &&
