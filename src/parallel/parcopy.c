@@ -487,18 +487,11 @@ update_progress(DPCopyFeed *f)
 	pgstat_progress_update_multi_param(3, progress_index + 3, f->progress + 3);
 }
 
-/* Rows went into the load: the progress row's count follows them. */
+/* A page went into the load: the progress row counts its rows. */
 static void
 rows_loaded(void *arg)
 {
-	DPCopyFeed *f = arg;
-	int64		rows = (int64) dp_load_report(f->load)->rows;
-
-	if (rows != f->progress[4])
-	{
-		f->progress[4] = rows;
-		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, rows);
-	}
+	update_progress((DPCopyFeed *) arg);
 }
 
 /*
