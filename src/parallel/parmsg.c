@@ -398,23 +398,19 @@ take_message(DPParallel *par, int worker, const char *data, Size len)
 			to_load(par, leaf, image);
 		return;
 	}
-	if (kind == DP_MSG_CLAIM && par->order &&
+	if ((kind == DP_MSG_CLAIM || kind == DP_MSG_DONE) && par->order &&
 		len == 1 + sizeof(int32) + sizeof(uint64))
 	{
 		uint64		seq;
 
 		memcpy(&seq, data + 1 + sizeof(int32), sizeof(uint64));
-		dp_order_assign(par->order, worker, seq);
-		return;
-	}
-	if (kind == DP_MSG_DONE && par->order &&
-		len == 1 + sizeof(int32) + sizeof(uint64))
-	{
-		uint64		seq;
-
-		memcpy(&seq, data + 1 + sizeof(int32), sizeof(uint64));
-		dp_order_done(par->order, worker, seq);
-		release(par);
+		if (kind == DP_MSG_CLAIM)
+			dp_order_assign(par->order, worker, seq);
+		else
+		{
+			dp_order_done(par->order, worker, seq);
+			release(par);
+		}
 		return;
 	}
 	if (kind == DP_MSG_ROW && par->order &&
@@ -458,6 +454,7 @@ dp_parallel_take_messages(DPParallel *par, int *open)
 		Size		len;
 		void	   *data;
 		shm_mq_result r;
+		int			head;
 
 		if (par->out[i] == NULL)
 			continue;
@@ -467,8 +464,7 @@ dp_parallel_take_messages(DPParallel *par, int *open)
 		 * claim is still in a queue).
 		 */
 		if (par->order && dp_order_full(par->order) &&
-			dp_order_head_worker(par->order) >= 0 &&
-			dp_order_head_worker(par->order) != i)
+			(head = dp_order_head_worker(par->order)) >= 0 && head != i)
 			continue;
 		r = shm_mq_receive(par->out[i], &len, &data, true);
 		if (r == SHM_MQ_SUCCESS)
