@@ -4,7 +4,8 @@ from pathlib import Path
 
 from . import s20_sessions, s21_keys
 from .report_base import Agg, rel
-from .report_seeds import section_copy, section_fdw, section_hot, section_insert, section_update
+from .report_seeds import (section_copy, section_fdw, section_hot, section_insert, section_update,
+                           update_batch_text)
 from .report_loads import (etl_text, fallback_text, fkey_text, index_text, parallel_text,
                            parpart_text, section_etl, section_fallback, section_fkeys,
                            section_indexes, section_parallel, section_parpart, section_tpch,
@@ -135,7 +136,7 @@ def summary_text(agg, meta):
     out += (wal_text(agg) + index_text(agg) + fallback_text(agg) + etl_text(agg) +
             fkey_text(agg) + parallel_text(agg) + parse_text(agg) + restore_text(agg) +
             upsert_text(agg) + born_text(agg) + shard_text(agg) + parpart_text(agg) +
-            tpch_text(agg) + bulkdml_text(agg) +
+            tpch_text(agg) + bulkdml_text(agg) + update_batch_text(agg) +
             s20_sessions.text(agg) + s21_keys.text(agg))
     return "\n".join(out)
 

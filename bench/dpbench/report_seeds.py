@@ -1,7 +1,7 @@
 """The report's sections of the seed experiments' scenarios (1-5)."""
 
 from . import plots, seeds
-from .report_base import dp_text, mrows, per_row, rel, vm_text
+from .report_base import dp_text, mrows, per_row, rel, run_ratios, titled_table, vm_text
 from .util import MiB, fmt_mb, fmt_num, fmt_ratio, fmt_stat, md_table, ratio
 
 
@@ -282,9 +282,11 @@ def section_fdw(agg, meta, out, figs):
 
 def section_update(agg, meta, out, figs):
     sc = "update"
-    cases = agg.cases(sc, "replica")
+    everything = agg.cases(sc, "replica")
+    cases = [a for a in everything if a.first("tps") is not None]
+    batch = [a for a in everything if a.first("changes") is not None]
     if not cases:
-        return []
+        return update_batch_section(agg, batch)
     rows = []
     for a in cases:
         tw = agg.get(sc, "replica", a.twin) if a.twin else None
@@ -329,7 +331,46 @@ def section_update(agg, meta, out, figs):
     if p:
         md += [f"![insert-only]({p.name})", ""]
         figs.append(p)
-    return md
+    return md + update_batch_section(agg, batch)
+
+
+UPDATE_BATCH_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain UPDATE", "WAL MB",
+                       "WAL / plain UPDATE", "accounts heap growth MB", "index growth MB",
+                       "VACUUM after s", "balances as plain UPDATE"]
+
+
+def update_batch_rows(agg, batch):
+    ref = agg.get("update", "replica", "update_batch_plain")
+
+    def ratio(a, metric):
+        return fmt_stat(run_ratios(a, ref, metric)) if ref and a is not ref else "1"
+
+    return [[a.label, fmt_stat(a.st("load_ckpt_s")), ratio(a, "load_ckpt_s"),
+             fmt_mb(a.med("wal_bytes")), ratio(a, "wal_bytes"),
+             fmt_mb(a.med("accounts_heap_growth_bytes")),
+             fmt_mb(a.med("accounts_index_growth_bytes")), fmt_stat(a.st("vac_s")),
+             ("yes" if a.first("digest") == ref.first("digest") else "NO") if ref else "–"]
+            for a in batch]
+
+
+def update_batch_section(agg, batch):
+    if not batch:
+        return []
+    c0 = batch[0]
+    return ["### The same in batch: a change set in one statement", "",
+            f"`pgbench -i -s {c0.first('scale')}` ({c0.first('accounts'):,} accounts), then "
+            f"{c0.first('changes'):,} balance changes (random order, a staging table) applied "
+            "by one statement: `UPDATE ... FROM` the change set, or the insert-only model's "
+            "`INSERT ... SELECT` of each changed account's next version; each plain and "
+            "`/*+ APPEND */`. Time is the statement plus the CHECKPOINT after it; the last "
+            "column compares the current balances (their sum, read the model's way).", "",
+            md_table(UPDATE_BATCH_HEADER, update_batch_rows(agg, batch)), ""]
+
+
+def update_batch_text(agg):
+    batch = [a for a in agg.cases("update", "replica") if a.first("changes") is not None]
+    return titled_table("Insert-only vs UPDATE in batch", UPDATE_BATCH_HEADER,
+                        update_batch_rows(agg, batch)) if batch else ""
 
 
 # ------------------------------------------------------------------- HOT ----
