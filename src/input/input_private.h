@@ -182,6 +182,13 @@ extern void dp_scan_specials(const char *specials, int nspecials,
 							 const char *data, Size len, uint64 *bits,
 							 uint64 *firsts);
 
+/*
+ * Bit i of pairs[i / 64] set when data[i] == a and data[i + 1] == b;
+ * (len + 63) / 64 words, the bits past len zero.
+ */
+extern void dp_scan_pairs(const char *data, Size len, char a, char b,
+						  uint64 *pairs);
+
 /* The first byte in [p, end) that is one of specials; end if none. */
 extern const char *dp_scan_next(const char *specials, int nspecials,
 								const char *p, const char *end);
@@ -265,8 +272,12 @@ struct DPRowFormer
 	Size		pos;			/* next record */
 	uint64	   *bits;			/* special bytes of data */
 	uint64	   *delims;			/* its delimiters alone */
+	uint64	   *nulls;			/* text, a NULL string of two bytes (\N):
+								 * the backslashes of fields that are it,
+								 * or NULL (rowsplit.c) */
 	Size		nwords;
 	Size		bits_cap;
+	Size		nulls_cap;
 	uint64		lineno;			/* lines before 'pos' */
 	int			eol;			/* EolType in force at 'pos' */
 	bool		header_next;	/* the header line is at 'pos' */

@@ -23,7 +23,19 @@
  * split from the delimiters' bitmap alone, the delimiters inside such a
  * run masked out (dp_split_plain), without reading its bytes but those
  * beside its quotes; any other record by dp_split_record's walk over its
- * special bytes, which gives a plain one the same fields.  A field of one
+ * special bytes, which gives a plain one the same fields.
+ *
+ * NULL fields in text format.  Where the NULL string is two bytes, a
+ * backslash and a byte that is not special (\N), dp_scan_chunk also marks,
+ * in rf->nulls, each backslash that starts the pair and has a special byte
+ * that is not such a backslash just before it and two bytes after it:
+ * keep_null_fields, from the pairs' bitmap (dp_scan_pairs) and the special
+ * bytes', a word at a time.  Such a field is \N alone whenever its record
+ * can be plain: a neighbour that is not a delimiter or \n (a \r, another
+ * backslash) is itself a special byte the plain record's walk stops at and
+ * refuses.  So dp_split_plain's walk passes over the marked backslashes as
+ * over delimiters, and a NULL-heavy pg_dump file is split without a stop
+ * per NULL.  The general walk (dp_split_record) ignores rf->nulls.  A field of one
  * quoted run is told apart (dp_simply_quoted), so that its record can
  * still go straight to the parsers.  A binary tuple is split by its field
  * count and lengths (dp_split_binary), as CopyFromBinaryOneRow reads them.
@@ -44,6 +56,32 @@
 
 /* ---- the bitmap of the chunk's special bytes ---- */
 
+/*
+ * Of the pairs' backslashes in rf->nulls, keep those with a special byte
+ * other than a pair's backslash just before and two bytes after (the
+ * header comment's rule), each word's neighbours from the words beside.
+ */
+static void
+keep_null_fields(DPRowFormer *rf)
+{
+	uint64		t_prev = 0;
+	uint64		t_cur;
+
+	if (rf->nwords == 0)
+		return;
+	t_cur = rf->bits[0] & ~rf->nulls[0];
+	for (Size w = 0; w < rf->nwords; w++)
+	{
+		uint64		t_next = w + 1 < rf->nwords ?
+			rf->bits[w + 1] & ~rf->nulls[w + 1] : 0;
+
+		rf->nulls[w] &= ((t_cur << 1) | (t_prev >> 63)) &
+			((t_cur >> 2) | (t_next << 62));
+		t_prev = t_cur;
+		t_cur = t_next;
+	}
+}
+
 /* Mark the chunk's special bytes: rf->bits, one bit per byte. */
 void
 dp_scan_chunk(DPRowFormer *rf)
@@ -62,11 +100,37 @@ dp_scan_chunk(DPRowFormer *rf)
 	}
 	dp_scan_specials(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits,
 					 rf->delims);
+	if (!rf->null_escaped || rf->null_len != 2)
+		return;
+	if (rf->nulls == NULL || rf->nulls_cap < rf->bits_cap)
+	{
+		if (rf->nulls)
+			pfree(rf->nulls);
+		rf->nulls_cap = rf->bits_cap;
+		rf->nulls = MemoryContextAlloc(rf->mcxt, rf->nulls_cap * sizeof(uint64));
+	}
+	dp_scan_pairs(rf->data, rf->len, '\\', rf->null_print[1], rf->nulls);
+	keep_null_fields(rf);
+}
+
+/*
+ * The special bytes of word w; with 'others', those that are neither a
+ * delimiter nor a marked NULL field's backslash.
+ */
+static inline uint64
+marked_word(const DPRowFormer *rf, Size w, bool others)
+{
+	if (!others)
+		return rf->bits[w];
+	if (rf->nulls)
+		return rf->bits[w] & ~(rf->delims[w] | rf->nulls[w]);
+	return rf->bits[w] & ~rf->delims[w];
 }
 
 /*
  * The first special byte at or after 'from' (with 'others', the first
- * that is not the delimiter); the chunk's length if none.
+ * that is neither a delimiter nor a marked NULL field's backslash); the
+ * chunk's length if none.
  */
 static inline Size
 next_marked(const DPRowFormer *rf, Size from, bool others)
@@ -76,13 +140,12 @@ next_marked(const DPRowFormer *rf, Size from, bool others)
 
 	if (from >= rf->len)
 		return rf->len;
-	m = (rf->bits[w] & (others ? ~rf->delims[w] : ~UINT64CONST(0))) &
-		(~UINT64CONST(0) << (from & 63));
+	m = marked_word(rf, w, others) & (~UINT64CONST(0) << (from & 63));
 	while (m == 0)
 	{
 		if (++w >= rf->nwords)
 			return rf->len;
-		m = rf->bits[w] & (others ? ~rf->delims[w] : ~UINT64CONST(0));
+		m = marked_word(rf, w, others);
 	}
 	return (w << 6) + pg_rightmost_one_pos64(m);
 }

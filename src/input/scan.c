@@ -17,12 +17,18 @@
  * The caller then walks the set bits (rowsplit.c's next_marked), so each
  * ordinary byte is looked at once, here, 16 to 32 at a time.
  *
+ * dp_scan_pairs marks where a pair of bytes starts (the row former's NULL
+ * string \N in text format: its fields are then found without a stop at
+ * each of their backslashes): with AVX2, each 64 bytes compared as they are
+ * and one byte further on, the two masks and-ed; without it, byte by byte.
+ *
  * dp_scan_next finds the first special byte after a position without a
  * bitmap, 16 bytes at a time with SSE2, for a scan whose special bytes are
  * rare and whose buffer moves (the chunker's search for line ends).
  * dp_scan_block gives the chunker a 64-byte block's newlines, backslashes,
- * carriage returns, quotes and escapes as five bitmaps, from which it
- * counts the lines of blocks it need not cut (chunker.c's count_lines).
+ * carriage returns, quotes and escapes as five bitmaps (AVX2 where the CPU
+ * has it, else SSE2), from which it counts the lines of blocks it need not
+ * cut (chunker.c's count_lines).
  *
  *-------------------------------------------------------------------------
  */
@@ -190,6 +196,55 @@ dp_scan_specials(const char *specials, int nspecials, const char *data,
 	}
 }
 
+#ifdef DP_HAVE_X86
+/* The pairs of 64 bytes at a time with AVX2; the bytes read end at n. */
+__attribute__((target("avx2")))
+static Size
+pairs_avx2(const char *p, Size n, char a, char b, uint64 *pairs)
+{
+	__m256i		wa = _mm256_set1_epi8(a);
+	__m256i		wb = _mm256_set1_epi8(b);
+	Size		i;
+
+	for (i = 0; i + 65 <= n; i += 64)
+	{
+		__m256i		lo = _mm256_loadu_si256((const __m256i *) (p + i));
+		__m256i		lo1 = _mm256_loadu_si256((const __m256i *) (p + i + 1));
+		__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + i + 32));
+		__m256i		hi1 = _mm256_loadu_si256((const __m256i *) (p + i + 33));
+
+		lo = _mm256_and_si256(_mm256_cmpeq_epi8(lo, wa), _mm256_cmpeq_epi8(lo1, wb));
+		hi = _mm256_and_si256(_mm256_cmpeq_epi8(hi, wa), _mm256_cmpeq_epi8(hi1, wb));
+		pairs[i >> 6] = (uint64) (uint32) _mm256_movemask_epi8(lo) |
+			((uint64) (uint32) _mm256_movemask_epi8(hi) << 32);
+	}
+	return i;
+}
+#endif
+
+/*
+ * Bit i of pairs[i / 64] set when data[i] == a and data[i + 1] == b, for i
+ * in [0, len); (len + 63) / 64 words, the bits past len zero.
+ */
+void
+dp_scan_pairs(const char *data, Size len, char a, char b, uint64 *pairs)
+{
+	Size		nwords = (len + 63) / 64;
+	Size		done = 0;
+
+#ifdef DP_HAVE_X86
+	if (__builtin_cpu_supports("avx2"))
+		done = pairs_avx2(data, len, a, b, pairs);
+#endif
+	if (done < len)
+	{
+		memset(pairs + done / 64, 0, (nwords - done / 64) * sizeof(uint64));
+		for (Size i = done; i + 1 < len; i++)
+			if (data[i] == a && data[i + 1] == b)
+				pairs[i >> 6] |= UINT64CONST(1) << (i & 63);
+	}
+}
+
 /* The first byte in [p, end) that is one of specials; end if none. */
 const char *
 dp_scan_next(const char *specials, int nspecials, const char *p,
@@ -224,11 +279,39 @@ dp_scan_next(const char *specials, int nspecials, const char *p,
  * The 64 bytes at p as one bitmap per byte of 'bytes': bit i of maps[k] is
  * set when p[i] == bytes[k].
  */
+#ifdef DP_HAVE_X86
+/* dp_scan_block with AVX2: two 32-byte compares per byte. */
+__attribute__((target("avx2")))
+static void
+block_avx2(const char *p, const char *bytes, uint64 *maps)
+{
+	__m256i		lo = _mm256_loadu_si256((const __m256i *) p);
+	__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + 32));
+
+	for (int k = 0; k < DP_BLOCK_BYTES; k++)
+	{
+		__m256i		want = _mm256_set1_epi8(bytes[k]);
+
+		maps[k] = (uint64) (uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, want)) |
+			((uint64) (uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, want)) << 32);
+	}
+}
+#endif
+
 void
 dp_scan_block(const char *p, const char *bytes, uint64 *maps)
 {
 #ifdef DP_HAVE_X86
+	static int	avx2 = -1;
 	__m128i		v[4];
+
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	if (avx2)
+	{
+		block_avx2(p, bytes, maps);
+		return;
+	}
 
 	for (int q = 0; q < 4; q++)
 		v[q] = _mm_loadu_si128((const __m128i *) (p + 16 * q));
