@@ -210,6 +210,26 @@ def test_line_numbers_across_chunks(cluster, tmp_path, dialect, at):
         assert plain[3].startswith("COPY rf_t, line "), plain
 
 
+@pytest.mark.parametrize("at", [3100, 7900])
+@pytest.mark.parametrize("how", ["in_field", "alone"])
+def test_escaped_dot_deep_in_the_input(cluster, tmp_path, how, at):
+    """A backslash before a dot (what core may read as an end-of-copy
+    marker) deep in a text file whose blocks the chunker passes over by
+    their bitmaps (an escaped dot's block takes the byte-by-byte scan):
+    every load ends, fails or loads as plain COPY does."""
+    line = "{i}\ta\\tb\tb\t{i}\t\\N\tv\tc\n"
+    lines = [line.format(i=i) for i in range(1, 8001)]
+    lines[at - 1] = (f"{at}\tx\\.y\tb\t{at}\t\\N\tv\tc\n" if how == "in_field"
+                     else "\\.\n")
+    path = write(tmp_path, f"dot_{how}.dat", "".join(lines))
+    with cluster.conn() as conn:
+        got = compare(conn, path, "", formed=False)
+        plain = got["plain"][0]
+        if how == "alone":
+            # the marker ends the data (or is core's error after it)
+            assert isinstance(plain, tuple) or len(plain) == at - 1, plain
+
+
 BAD_FILES = {
     "extra_field": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\t2\t\\N\tv\tc\textra\n",
     "missing_field": "1\ta\tb\t1\t\\N\tv\tc\n2\ta\tb\n3\ta\tb\t3\t\\N\tv\tc\n",

@@ -370,7 +370,7 @@ def update_batch_section(agg, batch):
 def update_batch_text(agg):
     batch = [a for a in agg.cases("update", "replica") if a.first("changes") is not None]
     return titled_table("Insert-only vs UPDATE in batch", UPDATE_BATCH_HEADER,
-                        update_batch_rows(agg, batch)) if batch else ""
+                        update_batch_rows(agg, batch)) if batch else []
 
 
 # ------------------------------------------------------------------- HOT ----

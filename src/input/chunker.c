@@ -68,7 +68,8 @@ struct DPChunker
 	char		specials[DP_SCAN_MAX_SPECIALS]; /* the same, listed */
 	int			nspecials;
 	char		block[DP_BLOCK_BYTES];	/* count_lines' bitmaps: \n, \\, \r,
-										 * the quote, the escape */
+										 * the quote (text: the dot), the
+										 * escape */
 	Size		no_count_until; /* pos before which counting failed */
 	uint64		consumed;		/* bytes cut into chunks so far */
 	uint64		chunks;			/* chunks cut so far */
@@ -111,16 +112,16 @@ dp_chunker_begin(CopyFromState cstate)
 	for (int c = 0; c < 256; c++)
 		if (ch->special[c])
 			ch->specials[ch->nspecials++] = (char) c;
-	/* in text, and for an absent escape, \r stands in: never counted */
+	/*
+	 * the quote's map holds the dots in text (an escaped one may be an end
+	 * marker); for an absent escape, \r stands in: never counted
+	 */
 	ch->block[0] = '\n';
 	ch->block[1] = '\\';
-	ch->block[2] = ch->block[3] = ch->block[4] = '\r';
-	if (ch->csv)
-	{
-		ch->block[3] = ch->quotec;
-		if (ch->escapec != '\0')
-			ch->block[4] = ch->escapec;
-	}
+	ch->block[2] = ch->block[4] = '\r';
+	ch->block[3] = ch->csv ? ch->quotec : '.';
+	if (ch->csv && ch->escapec != '\0')
+		ch->block[4] = ch->escapec;
 	ch->binary = cstate->opts.binary;
 	ch->cap = 2 * DP_READ_SIZE;
 	ch->buf = palloc(ch->cap);
@@ -252,16 +253,16 @@ csv_block(DPChunker *ch, const uint64 *m)
  * scan.
  */
 static bool
-text_block(DPChunker *ch, const char *p, const uint64 *m)
+text_block(DPChunker *ch, const uint64 *m)
 {
 	uint64		escaped = m[1] << 1;
 	uint64		ends;
 
 	if (m[1] & ((m[1] << 1) | (UINT64CONST(1) << 63)))
 		return false;
-	for (uint64 e = escaped; e != 0; e &= e - 1)
-		if (p[pg_rightmost_one_pos64(e)] == '.')
-			return false;
+	/* an escaped dot (m[3] holds the dots in text) */
+	if (escaped & m[3])
+		return false;
 	ends = m[0] & ~escaped;
 	ch->lines += pg_popcount64(ends);
 	ch->line_start = (ends >> 63) != 0;
@@ -291,7 +292,7 @@ count_lines(DPChunker *ch, Size target)
 
 		dp_scan_block(p, ch->block, m);
 		if ((m[2] | m[4]) != 0 ||
-			!(ch->csv ? csv_block(ch, m) : text_block(ch, p, m)))
+			!(ch->csv ? csv_block(ch, m) : text_block(ch, m)))
 			break;
 		ch->pos += 64;
 	}
