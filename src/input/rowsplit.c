@@ -23,7 +23,10 @@
  * split from the delimiters' bitmap alone, the delimiters inside such a
  * run masked out (dp_split_plain), without reading its bytes but those
  * beside its quotes; any other record by dp_split_record's walk over its
- * special bytes, which gives a plain one the same fields.
+ * special bytes, which gives a plain one the same fields.  A field of one
+ * quoted run is told apart (dp_simply_quoted), so that its record can
+ * still go straight to the parsers.  A binary tuple is split by its field
+ * count and lengths (dp_split_binary), as CopyFromBinaryOneRow reads them.
  *
  * NULL fields in text format.  Where the NULL string is two bytes, a
  * backslash and a byte that is not special (\N), dp_scan_chunk also marks,
@@ -35,10 +38,7 @@
  * backslash) is itself a special byte the plain record's walk stops at and
  * refuses.  So dp_split_plain's walk passes over the marked backslashes as
  * over delimiters, and a NULL-heavy pg_dump file is split without a stop
- * per NULL.  The general walk (dp_split_record) ignores rf->nulls.  A field of one
- * quoted run is told apart (dp_simply_quoted), so that its record can
- * still go straight to the parsers.  A binary tuple is split by its field
- * count and lengths (dp_split_binary), as CopyFromBinaryOneRow reads them.
+ * per NULL.  The general walk (dp_split_record) ignores rf->nulls.
  *
  * The split reads the chunk and writes only rf->fields (offsets into the
  * chunk; the former's place in it is rowform.c's to advance).  It raises

@@ -275,10 +275,6 @@ dp_scan_next(const char *specials, int nspecials, const char *p,
 	return end;
 }
 
-/*
- * The 64 bytes at p as one bitmap per byte of 'bytes': bit i of maps[k] is
- * set when p[i] == bytes[k].
- */
 #ifdef DP_HAVE_X86
 /* dp_scan_block with AVX2: two 32-byte compares per byte. */
 __attribute__((target("avx2")))
@@ -292,12 +288,18 @@ block_avx2(const char *p, const char *bytes, uint64 *maps)
 	{
 		__m256i		want = _mm256_set1_epi8(bytes[k]);
 
-		maps[k] = (uint64) (uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, want)) |
-			((uint64) (uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, want)) << 32);
+		uint32		mlo = (uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, want));
+		uint32		mhi = (uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, want));
+
+		maps[k] = (uint64) mlo | ((uint64) mhi << 32);
 	}
 }
 #endif
 
+/*
+ * The 64 bytes at p as one bitmap per byte of 'bytes': bit i of maps[k] is
+ * set when p[i] == bytes[k].
+ */
 void
 dp_scan_block(const char *p, const char *bytes, uint64 *maps)
 {
