@@ -112,10 +112,7 @@ class InsertOnlyScenario(Scenario):
             after = sizes(conn)
             rec["wal_per_tx"] = rec["wal_bytes"] / rec["transactions"] if rec["transactions"] else None
             rec["sizes_before"], rec["sizes_after"] = before, after
-            rec["accounts_heap_growth_bytes"] = (after["pgbench_accounts"]["heap_bytes"]
-                                                 - before["pgbench_accounts"]["heap_bytes"])
-            rec["accounts_index_growth_bytes"] = (after["pgbench_accounts"]["index_bytes"]
-                                                  - before["pgbench_accounts"]["index_bytes"])
+            rec.update(accounts_growth(before, after))
             rec["history_growth_bytes"] = (after["pgbench_history"]["heap_bytes"]
                                            - before["pgbench_history"]["heap_bytes"])
             rec["total_growth_bytes"] = sum(after[t]["heap_bytes"] + after[t]["index_bytes"]
@@ -155,11 +152,7 @@ class InsertOnlyScenario(Scenario):
             rec["wal_bytes"] = wal_diff(conn, l0, insert_lsn(conn))
             if changed != accounts // 5:
                 raise BenchError(f"{case.id}: changed {changed} rows, expected {accounts // 5}")
-            after = sizes(conn)
-            rec["accounts_heap_growth_bytes"] = (after["pgbench_accounts"]["heap_bytes"]
-                                                 - before["pgbench_accounts"]["heap_bytes"])
-            rec["accounts_index_growth_bytes"] = (after["pgbench_accounts"]["index_bytes"]
-                                                  - before["pgbench_accounts"]["index_bytes"])
+            rec.update(accounts_growth(before, sizes(conn)))
             l1 = insert_lsn(conn)
             t1 = time.perf_counter()
             conn.execute("VACUUM pgbench_accounts")
@@ -169,6 +162,13 @@ class InsertOnlyScenario(Scenario):
             conn.execute("DROP TABLE IF EXISTS pgbench_accounts, pgbench_branches, "
                          "pgbench_tellers, pgbench_history, io_changes")
         return rec
+
+
+def accounts_growth(before, after):
+    """pgbench_accounts' heap and index growth between two sizes()."""
+    b, a = before["pgbench_accounts"], after["pgbench_accounts"]
+    return {"accounts_heap_growth_bytes": a["heap_bytes"] - b["heap_bytes"],
+            "accounts_index_growth_bytes": a["index_bytes"] - b["index_bytes"]}
 
 
 def insert_only_schema(conn):

@@ -273,11 +273,10 @@ struct DPRowFormer
 	uint64	   *bits;			/* special bytes of data */
 	uint64	   *delims;			/* its delimiters alone */
 	uint64	   *nulls;			/* text, a NULL string of two bytes (\N):
-								 * the backslashes of fields that are it,
-								 * or NULL (rowsplit.c) */
+								 * the backslashes of fields that are it;
+								 * else NULL (rowsplit.c) */
 	Size		nwords;
-	Size		bits_cap;
-	Size		nulls_cap;
+	Size		bits_cap;		/* words of bits, delims (and nulls) */
 	uint64		lineno;			/* lines before 'pos' */
 	int			eol;			/* EolType in force at 'pos' */
 	bool		header_next;	/* the header line is at 'pos' */

@@ -86,6 +86,9 @@ keep_null_fields(DPRowFormer *rf)
 void
 dp_scan_chunk(DPRowFormer *rf)
 {
+	/* text with a NULL string of two bytes: its fields marked too */
+	bool		nulls = rf->null_escaped && rf->null_len == 2;
+
 	rf->nwords = (rf->len + 63) / 64;
 	if (rf->nwords > rf->bits_cap)
 	{
@@ -94,23 +97,21 @@ dp_scan_chunk(DPRowFormer *rf)
 		{
 			pfree(rf->bits);
 			pfree(rf->delims);
+			if (rf->nulls)
+				pfree(rf->nulls);
 		}
 		rf->bits = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
 		rf->delims = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
+		if (nulls)
+			rf->nulls = MemoryContextAlloc(rf->mcxt, rf->bits_cap * sizeof(uint64));
 	}
 	dp_scan_specials(rf->specials, rf->nspecials, rf->data, rf->len, rf->bits,
 					 rf->delims);
-	if (!rf->null_escaped || rf->null_len != 2)
-		return;
-	if (rf->nulls == NULL || rf->nulls_cap < rf->bits_cap)
+	if (nulls)
 	{
-		if (rf->nulls)
-			pfree(rf->nulls);
-		rf->nulls_cap = rf->bits_cap;
-		rf->nulls = MemoryContextAlloc(rf->mcxt, rf->nulls_cap * sizeof(uint64));
+		dp_scan_pairs(rf->data, rf->len, '\\', rf->null_print[1], rf->nulls);
+		keep_null_fields(rf);
 	}
-	dp_scan_pairs(rf->data, rf->len, '\\', rf->null_print[1], rf->nulls);
-	keep_null_fields(rf);
 }
 
 /*
