@@ -52,6 +52,7 @@ OBJS = \
 	src/parallel/parcheck.o \
 	src/parallel/parmsg.o \
 	src/parallel/parorder.o \
+	src/parallel/parconflict.o \
 	src/parallel/parscan.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \

@@ -293,18 +293,27 @@ def test_refusals_say_why(cluster, case):
         assert why in plan
 
 
-def test_parallel_hint_runs_serially_with_the_reason(cluster):
+def test_parallel_hint(cluster):
+    """DO NOTHING from a table scan loads in parallel
+    (test_parallel_upsert.py has the rest); DO UPDATE runs serially and
+    says why.  Each from the same start: half the keys there."""
     with cluster.conn() as conn:
         conn.execute("CREATE TABLE up_par_src AS SELECT g AS id, g AS v FROM "
                      "generate_series(1, 50000) g")
         conn.execute("CREATE TABLE up_par (id int PRIMARY KEY, v int)")
-        conn.execute("INSERT INTO up_par SELECT g, 0 FROM generate_series(1, 50000, 2) g")
-        cur = conn.execute("/*+ APPEND PARALLEL(2) */ INSERT INTO up_par SELECT * FROM up_par_src "
-                           "ON CONFLICT DO NOTHING")
-        assert cur.rowcount == 25000
-        st = last_statement(conn)
-        assert st["path"] == "direct" and st["parallel_workers"] == 0
-        assert "ON CONFLICT" in st["parallel"], st
+        for action, rows, sum_v, parallel in (
+                ("DO NOTHING", 25000, sum(range(2, 50001, 2)), True),
+                ("(id) DO UPDATE SET v = excluded.v + 1", 50000, 2 * sum(range(2, 50001, 2)), False)):
+            conn.execute("TRUNCATE up_par")
+            conn.execute("INSERT INTO up_par SELECT g, 0 FROM generate_series(1, 50000, 2) g")
+            cur = conn.execute("/*+ APPEND PARALLEL(2) */ INSERT INTO up_par "
+                               f"SELECT * FROM up_par_src ON CONFLICT {action}")
+            assert cur.rowcount == rows
+            st = last_statement(conn)
+            assert st["path"] == "direct" and (st["parallel_workers"] > 0) == parallel, st
+            assert parallel or "DO UPDATE" in st["parallel"], st
+            assert conn.execute("SELECT count(*), sum(v) FROM up_par").fetchone() == \
+                (50000, sum_v)
 
 
 def test_dead_entries_and_several_batches(cluster):

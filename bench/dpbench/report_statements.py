@@ -84,7 +84,8 @@ def restore_text(agg):
 
 # --------------------------------------------------------- upsert (14) ----
 
-UPSERT_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "rows as plain"]
+UPSERT_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "/ serial direct",
+                 "rows as plain"]
 
 
 def upsert_rows(agg):
@@ -97,7 +98,15 @@ def upsert_rows(agg):
             return "–"
         return "yes" if a.first("digest") == plain.first("digest") else "NO"
 
-    return load_rows(agg, "upsert", same)
+    def against_serial(a):
+        # a parallel case against its serial direct one
+        if "parallel" not in a.case:
+            return "–"
+        return fmt_stat(run_ratios(a, agg.get("upsert", "replica",
+                                              a.case.replace("parallel", "direct")),
+                                   "load_ckpt_s")) or "–"
+
+    return load_rows(agg, "upsert", against_serial, same)
 
 
 def section_upsert(agg, meta, out, figs):

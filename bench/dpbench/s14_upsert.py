@@ -22,7 +22,9 @@ from the file keeping the new row: plain COPY into a staging table
 followed by INSERT ... ON CONFLICT (id) DO UPDATE SET (ts, grp, v) =
 EXCLUDED, against one `COPY ... WITH (ON_CONFLICT 'update')` (every staged
 row: N/2 inserted, N/2 updated).  These are issue 25's goals for DO
-NOTHING, DO UPDATE, MERGE and a COPY that upserts.
+NOTHING, DO UPDATE, MERGE and a COPY that upserts.  DO NOTHING also with
+`PARALLEL(1)` (the INSERT from either staging table, and the COPY),
+reported against the serial direct statement of the same run too.
 """
 
 import time
@@ -47,11 +49,17 @@ CASES = {
     "plain": ("INSERT ... ON CONFLICT (id) DO NOTHING, plain", "plain", None, [UPSERT]),
     "direct": ("INSERT ... ON CONFLICT (id) DO NOTHING, /*+ APPEND */", "direct", "plain",
                ["/*+ APPEND */ " + UPSERT]),
+    "parallel": ("INSERT ... ON CONFLICT (id) DO NOTHING, /*+ APPEND PARALLEL(1) */", "direct",
+                 "plain", ["/*+ APPEND PARALLEL(1) */ " + UPSERT]),
     "sorted_plain": ("the same, staged rows in key order, plain", "plain", None,
                      [UPSERT.replace("up_stage", "up_stage_sorted")]),
     "sorted_direct": ("the same, staged rows in key order, /*+ APPEND */", "direct",
                       "sorted_plain",
                       ["/*+ APPEND */ " + UPSERT.replace("up_stage", "up_stage_sorted")]),
+    "sorted_parallel": ("the same, staged rows in key order, /*+ APPEND PARALLEL(1) */",
+                        "direct", "sorted_plain",
+                        ["/*+ APPEND PARALLEL(1) */ " +
+                         UPSERT.replace("up_stage", "up_stage_sorted")]),
     "copy_plain": ("COPY into a staging table, then INSERT ... ON CONFLICT DO NOTHING, plain",
                    "plain", None,
                    ["CREATE UNLOGGED TABLE up_stage2 (LIKE up_stage)",
@@ -60,6 +68,10 @@ CASES = {
                     "DROP TABLE up_stage2"]),
     "copy_direct": ("COPY ... WITH (ON_CONFLICT 'nothing')", "direct", "copy_plain",
                     ["COPY up_target FROM '{f}' WITH (ON_CONFLICT 'nothing')"]),
+    "copy_parallel": ("COPY ... WITH (ON_CONFLICT 'nothing'), /*+ APPEND PARALLEL(1) */",
+                      "direct", "copy_plain",
+                      ["/*+ APPEND PARALLEL(1) */ COPY up_target FROM '{f}' "
+                       "WITH (ON_CONFLICT 'nothing')"]),
     "copy_update_plain": ("COPY into a staging table, then INSERT ... ON CONFLICT DO UPDATE "
                           "SET (ts, grp, v) = EXCLUDED, plain", "plain", None,
                           ["CREATE UNLOGGED TABLE up_stage2 (LIKE up_stage)",
@@ -125,7 +137,10 @@ class UpsertScenario(Scenario):
                 if sql.startswith(("INSERT", "/*+", "COPY up_target", "MERGE")):
                     inserted = cur.rowcount
             if case.params["direct"]:
-                check_direct(c, case.id, n // 2)
+                ls = check_direct(c, case.id, n // 2)
+                rec["workers"] = ls["parallel_workers"]
+                if "parallel" in case.id and not ls["parallel_workers"]:
+                    raise BenchError(f"{case.id}: ran serially: {ls['parallel']}")
             c.execute("CHECKPOINT")
             rec["load_ckpt_s"] = time.perf_counter() - t0
             # DO UPDATE and MERGE count the updated rows too: every staged row

@@ -117,11 +117,9 @@ typedef enum DPKeyState
 	DPK_UNKNOWN,				/* not found in the index */
 	DPK_TABLE,					/* a live row of the table has it */
 	DPK_INVISIBLE,				/* ... one the snapshot cannot see (RR) */
-	DPK_ACCEPTED,				/* a row of this statement was accepted with
-								 * it: of this batch, or of an earlier one
-								 * whose entry the probe found */
-	DPK_WAIT,					/* its row's writer is in progress: probed
-								 * again on its own, waiting for it */
+	DPK_ACCEPTED,				/* a row of this statement has it (this
+								 * batch's, or one the probe found) */
+	DPK_WAIT,					/* its writer is in progress: probed again */
 } DPKeyState;
 
 /*
@@ -195,21 +193,24 @@ struct DPConflicts
 	uint64		seen_count;		/* keys in the sets */
 };
 
-/*
- * Is index 'i' of the leaf an arbiter of 'arbiters' (NIL: every unique
- * index; COPY names the target's, which its partitions' indexes inherit)?
- */
+/* Is index 'i' an arbiter of 'arbiters' (NIL: every unique index)? */
 static bool
 is_arbiter(ResultRelInfo *rri, int i, List *arbiters)
 {
 	Relation	index = rri->ri_IndexRelationDescs[i];
 	IndexInfo  *info = rri->ri_IndexRelationInfo[i];
 
-	if (index == NULL || (!info->ii_Unique && info->ii_ExclusionOps == NULL))
-		return false;
-	if (!info->ii_ReadyForInserts)
-		return false;
-	return dp_index_is_arbiter(index, arbiters);
+	return index != NULL && info->ii_ReadyForInserts &&
+		(info->ii_Unique || info->ii_ExclusionOps != NULL) &&
+		dp_index_is_arbiter(index, arbiters);
+}
+
+/* An array of the batch's, of 'size' bytes: new (the batch's first), or grown. */
+static void *
+batch_array(DPConflicts *c, void *array, Size size)
+{
+	return c->cap == 0 ? MemoryContextAlloc(c->batch_cxt, size) :
+		repalloc(array, size);
 }
 
 /* Room for 'rows' rows in every arbiter's arrays (batch_cxt). */
@@ -220,24 +221,11 @@ batch_room(DPConflicts *c, int rows)
 	{
 		DPArbiter  *a = &c->arbiters[i];
 
-		if (c->cap == 0)
-		{
-			a->has_key = MemoryContextAlloc(c->batch_cxt, sizeof(bool) * rows);
-			a->firsts = MemoryContextAlloc(c->batch_cxt, sizeof(int) * rows);
-			a->keys = MemoryContextAlloc(c->batch_cxt, sizeof(DPKeyImage) * rows);
-			a->values = MemoryContextAlloc(c->batch_cxt,
-										   sizeof(Datum) * a->nkeys * rows);
-			a->isnull = MemoryContextAlloc(c->batch_cxt,
-										   sizeof(bool) * a->nkeys * rows);
-		}
-		else
-		{
-			a->has_key = repalloc(a->has_key, sizeof(bool) * rows);
-			a->firsts = repalloc(a->firsts, sizeof(int) * rows);
-			a->keys = repalloc(a->keys, sizeof(DPKeyImage) * rows);
-			a->values = repalloc(a->values, sizeof(Datum) * a->nkeys * rows);
-			a->isnull = repalloc(a->isnull, sizeof(bool) * a->nkeys * rows);
-		}
+		a->has_key = batch_array(c, a->has_key, sizeof(bool) * rows);
+		a->firsts = batch_array(c, a->firsts, sizeof(int) * rows);
+		a->keys = batch_array(c, a->keys, sizeof(DPKeyImage) * rows);
+		a->values = batch_array(c, a->values, sizeof(Datum) * a->nkeys * rows);
+		a->isnull = batch_array(c, a->isnull, sizeof(bool) * a->nkeys * rows);
 	}
 	c->cap = rows;
 }
@@ -666,11 +654,7 @@ dp_conflicts_probe(DPConflicts *c)
 	MemoryContext old = MemoryContextSwitchTo(c->scan_cxt);
 
 	for (int i = 0; i < c->narbiters; i++)
-	{
-		DPArbiter  *a = &c->arbiters[i];
-
-		probe_sorted(c, a);
-	}
+		probe_sorted(c, &c->arbiters[i]);
 	MemoryContextSwitchTo(old);
 }
 
@@ -728,6 +712,22 @@ dp_conflicts_decide(DPConflicts *c, ItemPointer found)
 			dpbatch_lookup(c->arbiters[i].batch, c->arbiters[i].keys[r])->state =
 				DPK_ACCEPTED;
 	return DP_ROW_INSERT;
+}
+
+void
+dp_conflicts_row_images(DPConflicts *c, StringInfo out)
+{
+	int			r = c->next - 1;
+
+	for (int i = 0; i < c->narbiters; i++)
+	{
+		DPArbiter  *a = &c->arbiters[i];
+		int32		len = a->has_key[r] ? (int32) a->keys[r].len : -1;
+
+		appendBinaryStringInfo(out, (char *) &len, sizeof(len));
+		if (len > 0)
+			appendBinaryStringInfo(out, a->keys[r].bytes, len);
+	}
 }
 
 TupleTableSlot *

@@ -146,7 +146,7 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
 	/* an INSERT's arbiters are core's, mapped to the leaf by routing */
-	if (!foreign && set->on_conflict)
+	if (!foreign && set->on_conflict && !set->decided)
 		leaf->conflicts = dp_conflicts_begin(rri, set->estate,
 											 set->mtstate->ps.plan ?
 											 rri->ri_onConflictArbiterIndexes :

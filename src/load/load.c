@@ -431,6 +431,42 @@ dp_load_beside(DPLoad *s)
 	s->leaves.freeze_allowed = false;
 }
 
+bool
+dp_load_conflict_target(DPLoad *s, List **arbiters, bool *do_update)
+{
+	ModifyTableState *mt = s->leaves.mtstate;
+
+	*do_update = s->leaves.do_update || mt->operation == CMD_MERGE;
+	/* an INSERT's arbiters are core's; a COPY's, its option's */
+	*arbiters = mt->ps.plan ? mt->resultRelInfo->ri_onConflictArbiterIndexes :
+		s->leaves.arbiters;
+	return s->leaves.on_conflict || mt->operation == CMD_MERGE;
+}
+
+void
+dp_load_conflicts_decided(DPLoad *s, void (*indexed) (void *), void *arg)
+{
+	if (s->leaves.list != NULL)
+		elog(ERROR, "directpath: a load's rows decided elsewhere after its first row");
+	s->leaves.decided = true;
+	s->indexed = indexed;
+	s->indexed_arg = arg;
+}
+
+void
+dp_load_count_skipped(DPLoad *s, uint64 n)
+{
+	ModifyTableState *mt = s->leaves.mtstate;
+	PlanState  *sub = mt->ps.plan ? outerPlanState(mt) : NULL;
+
+	/* EXPLAIN ANALYZE's "Conflicting Tuples", as ExecInsert counts them */
+	InstrCountTuples2(&mt->ps, n);
+	s->skipped += n;
+	/* ... and its rows proposed: the SELECT ran in the workers */
+	if (sub != NULL && sub->instrument != NULL)
+		sub->instrument->ntuples += s->report.rows + n;
+}
+
 void
 dp_load_on_conflict(DPLoad *s, List *arbiters, const char *update_sql)
 {

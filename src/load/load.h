@@ -175,6 +175,25 @@ extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
 extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
 
 /*
+ * A parallel ON CONFLICT DO NOTHING (parallel/parconflict.c).
+ * dp_load_conflict_target: has the load ON CONFLICT, and which arbiters
+ * ('*arbiters' their OIDs, NIL for every unique index) and action?
+ * dp_load_conflicts_decided: the rows that reach the load were decided
+ * by the processes that placed them; its leaves make their index entries
+ * per batch as under ON CONFLICT, and 'indexed' is called whenever every
+ * row taken so far is in the indexes.  Before the first row.
+ * dp_load_count_skipped, at the end: rows skipped as conflicts, counted
+ * as a serial load counts them (EXPLAIN's "Conflicting Tuples",
+ * dp_load_deleted), and with the rows loaded as the rows the SELECT
+ * proposed (EXPLAIN's "Tuples Inserted" is their difference).
+ */
+extern bool dp_load_conflict_target(DPLoad *load, List **arbiters,
+									bool *do_update);
+extern void dp_load_conflicts_decided(DPLoad *load, void (*indexed) (void *),
+									  void *arg);
+extern void dp_load_count_skipped(DPLoad *load, uint64 n);
+
+/*
  * Why a parallel load cannot take 'rel' for its foreign keys, as a phrase
  * ("has ..."), or NULL: each must be one the leader checks as a set at
  * the end, out of parallel mode (fkeys.c).  Other triggers are not
@@ -188,6 +207,68 @@ extern const char *dp_fkeys_parallel_refusal(Relation rel);
  */
 extern void dp_upsert_run_node(ModifyTableState *mt,
 							   Tuplestorestate *retstore);
+
+/* ---------- conflict.c: ON CONFLICT's decisions ---------- */
+
+/*
+ * A serial load's leaves decide their rows with these (decide.c); so does
+ * each process of a parallel ON CONFLICT DO NOTHING for the rows it
+ * places (parallel/parconflict.c).
+ */
+typedef struct DPConflicts DPConflicts;
+
+
+/*
+ * Rows whose conflicts are decided together, at most; and at most
+ * DP_CONFLICT_BATCH_PAGES batches' worth of their bytes (load.c).  Many
+ * keys per decision make the probes dense (btprobe.c).
+ */
+#define DP_CONFLICT_BATCH 131072
+#define DP_CONFLICT_BATCH_PAGES 4
+
+/*
+ * The leaf's arbiter indexes ('arbiters' their OIDs; NIL: every unique
+ * index), checked with its indexes open.
+ */
+extern DPConflicts *dp_conflicts_begin(ResultRelInfo *rri, EState *estate,
+									   List *arbiters, bool do_update);
+
+/*
+ * A checked row (in 'slot', the leaf's format) joins the batch, of at
+ * most DP_CONFLICT_BATCH rows; then
+ * dp_conflicts_probe looks the batch's keys up in the indexes;
+ * dp_conflicts_decide, once per row in the order added (interleaved with
+ * other leaves' in input order), says whether the row is inserted, skipped
+ * or (DO UPDATE) kept for upsert.c; dp_conflicts_batch_done, after the inserted rows were given
+ * to the load, ends the batch.
+ */
+extern void dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot);
+extern int	dp_conflicts_batch_rows(DPConflicts *c);
+extern void dp_conflicts_probe(DPConflicts *c);
+typedef enum DPDecision
+{
+	DP_ROW_INSERT,
+	DP_ROW_SKIP,
+	DP_ROW_UPDATE,				/* DO UPDATE: its key is in the table */
+} DPDecision;
+
+extern DPDecision dp_conflicts_decide(DPConflicts *c, ItemPointer found);
+extern void dp_conflicts_batch_done(DPConflicts *c);
+
+/* A heap-tuple slot of the leaf's row type, for a decided row. */
+extern TupleTableSlot *dp_conflicts_slot(DPConflicts *c);
+
+/*
+ * The key images of the row last decided, appended to 'out': per arbiter,
+ * an int32 length (-1: no key there) and the image's bytes, as the
+ * decisions compare them.
+ */
+extern void dp_conflicts_row_images(DPConflicts *c, StringInfo out);
+
+/* Every inserted row's entries are now in the leaf's indexes. */
+extern void dp_conflicts_indexed(DPConflicts *c);
+
+extern void dp_conflicts_end(DPConflicts *c);
 
 /* ---------- rewrite.c: a hinted UPDATE or DELETE in bulk ---------- */
 

@@ -25,7 +25,6 @@ struct SPITupleTable;			/* executor/spi.h */
 
 typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
-typedef struct DPConflicts DPConflicts;
 typedef struct DPForeignKeys DPForeignKeys;
 typedef struct DPFkeySet DPFkeySet;
 
@@ -73,6 +72,8 @@ typedef struct DPLeafSet
 								 * is held RowExclusive (dp_load_beside) */
 	List	   *arbiters;		/* COPY's: the target's arbiter indexes,
 								 * NIL for every unique index */
+	bool		decided;		/* ON CONFLICT's rows come decided (a
+								 * parallel load's): no leaf decides */
 	bool		freeze_allowed; /* by the statement (admission.c) */
 	TransactionId xid;			/* of the rows written */
 	CommandId	cid;
@@ -205,53 +206,6 @@ extern bool dp_soft_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
 extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
 								  TupleTableSlot *slot, EState *estate,
 								  char **message, char **detail);
-
-/* ---------- conflict.c: ON CONFLICT DO NOTHING ---------- */
-
-/*
- * Rows whose conflicts are decided together, at most; and at most
- * DP_CONFLICT_BATCH_PAGES batches' worth of their bytes (load.c).  Many
- * keys per decision make the probes dense (btprobe.c).
- */
-#define DP_CONFLICT_BATCH 131072
-#define DP_CONFLICT_BATCH_PAGES 4
-
-/*
- * The leaf's arbiter indexes ('arbiters' their OIDs; NIL: every unique
- * index), checked with its indexes open.
- */
-extern DPConflicts *dp_conflicts_begin(ResultRelInfo *rri, EState *estate,
-									   List *arbiters, bool do_update);
-
-/*
- * A checked row (in 'slot', the leaf's format) joins the batch, of at
- * most DP_CONFLICT_BATCH rows; then
- * dp_conflicts_probe looks the batch's keys up in the indexes;
- * dp_conflicts_decide, once per row in the order added (interleaved with
- * other leaves' in input order), says whether the row is inserted, skipped
- * or (DO UPDATE) kept for upsert.c; dp_conflicts_batch_done, after the inserted rows were given
- * to the load, ends the batch.
- */
-extern void dp_conflicts_add(DPConflicts *c, TupleTableSlot *slot);
-extern int	dp_conflicts_batch_rows(DPConflicts *c);
-extern void dp_conflicts_probe(DPConflicts *c);
-typedef enum DPDecision
-{
-	DP_ROW_INSERT,
-	DP_ROW_SKIP,
-	DP_ROW_UPDATE,				/* DO UPDATE: its key is in the table */
-} DPDecision;
-
-extern DPDecision dp_conflicts_decide(DPConflicts *c, ItemPointer found);
-extern void dp_conflicts_batch_done(DPConflicts *c);
-
-/* A heap-tuple slot of the leaf's row type, for a decided row. */
-extern TupleTableSlot *dp_conflicts_slot(DPConflicts *c);
-
-/* Every inserted row's entries are now in the leaf's indexes. */
-extern void dp_conflicts_indexed(DPConflicts *c);
-
-extern void dp_conflicts_end(DPConflicts *c);
 
 /* ---------- upsert.c: rows core's executor takes after the load ---------- */
 
@@ -586,6 +540,9 @@ struct DPLoad
 	Size		pending_bytes;
 	MemoryContext pending_cxt;
 	uint64		skipped;		/* rows skipped for a conflict */
+	void		(*indexed) (void *);	/* decided rows: every row taken is
+										 * indexed (dp_load_conflicts_decided) */
+	void	   *indexed_arg;
 	DPUpsert   *upsert;			/* rows for core after the load, or NULL */
 	const char *update_sql;		/* COPY's ON_CONFLICT 'update', or NULL */
 	Tuplestorestate *retstore;	/* RETURNING output, or NULL */

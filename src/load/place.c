@@ -105,7 +105,8 @@ dp_load_start_writer(DPLoad *s, DPLeaf *leaf)
 /*
  * After a flush that wrote every page and did the queue's work, rows
  * inserted under ON CONFLICT DO NOTHING are in their indexes (such a
- * leaf's entries are made per batch: leaf.c asks indexes.c for that).
+ * leaf's entries are made per batch: leaf.c asks indexes.c for that); the
+ * deciders are told, a parallel load's through its callback.
  */
 static void
 conflicts_indexed(DPLoad *s)
@@ -113,6 +114,8 @@ conflicts_indexed(DPLoad *s)
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->conflicts)
 			dp_conflicts_indexed(leaf->conflicts);
+	if (s->indexed)
+		s->indexed(s->indexed_arg);
 }
 
 /*

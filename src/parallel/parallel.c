@@ -161,6 +161,8 @@ fill_dsm(ParallelContext *pcxt, const DPParallelShared *sh,
 	*shared = *sh;
 	pg_atomic_init_u64(&shared->rows_excluded, 0);
 	pg_atomic_init_u64(&shared->next_range, 0);
+	pg_atomic_init_u64(&shared->indexed_gen, 0);
+	pg_atomic_init_u64(&shared->rows_skipped, 0);
 	memset(counts, 0, sizeof(DPInputCounts) * pcxt->nworkers);
 	strcpy(text, payload);
 	for (int i = 0; i < pcxt->nworkers; i++)
@@ -278,6 +280,11 @@ dp_parallel_launch(DPParallel *par, const char *entry, const char *payload,
 
 	par->pcxt = pcxt;
 	par->launched = pcxt->nworkers_launched;
+	/* ON CONFLICT: the leader's check of what the processes decided */
+	if (par->launched > 0 && sh->on_conflict)
+		par->conflicts = dp_take_conflicts_begin(par->load,
+												 shm_toc_lookup(pcxt->toc, DP_KEY_SHARED, false),
+												 par->launched);
 	/* the leader's progress row gets its own and a total (progress.c) */
 	dp_progress_parallel(par->load, par->launched);
 	par->out = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));
@@ -407,6 +414,16 @@ dp_parallel_finish(DPParallel *par)
 	counts = shm_toc_lookup(par->pcxt->toc, DP_KEY_COUNTS, false);
 	for (int i = 0; i < par->pcxt->nworkers; i++)
 		dp_input_add_counts(&counts[i]);
+	if (par->conflicts)
+	{
+		DPParallelShared *shared = shm_toc_lookup(par->pcxt->toc,
+												  DP_KEY_SHARED, false);
+		/* skipped by every process's decisions, and taken off by ours */
+		dp_load_count_skipped(par->load,
+							  pg_atomic_read_u64(&shared->rows_skipped) +
+							  dp_take_conflicts_end(par->conflicts));
+		par->conflicts = NULL;
+	}
 	DestroyParallelContext(par->pcxt);
 	ExitParallelMode();
 }

@@ -57,6 +57,14 @@ typedef struct DPParallelShared
 									 * claim, over every source in turn */
 	pg_atomic_uint64 rows_excluded; /* COPY: rows its WHERE clause excluded,
 									 * in every process */
+	/* ON CONFLICT DO NOTHING (parconflict.c), with in_order: */
+	bool		on_conflict;
+	int			narbiters;		/* the arbiter's OID, or none: every unique
+								 * index (of which the target has one) */
+	Oid			arbiters[1];
+	pg_atomic_uint64 indexed_gen;	/* the leader's index generation */
+	pg_atomic_uint64 rows_skipped;	/* rows skipped as conflicts by every
+									 * process's decisions */
 } DPParallelShared;
 
 /*
@@ -87,6 +95,7 @@ typedef bool (*DPPageSink) (void *arg, int leaf, Page page);
 typedef void (*DPRowSink) (void *arg, TupleTableSlot *row);
 typedef void (*DPHeldSink) (void *arg, TupleTableSlot *row, uint64 lineno);
 typedef void (*DPLeafSink) (void *arg, int leaf, TupleTableSlot *row);
+typedef void (*DPKeysSink) (void *arg, const char *data, Size len);
 
 typedef struct DPPlacerSinks
 {
@@ -94,6 +103,8 @@ typedef struct DPPlacerSinks
 	DPRowSink	toast_row;
 	DPHeldSink	held_row;		/* with its COPY input line, or 0 */
 	DPLeafSink	new_leaf;
+	DPKeysSink	keys;			/* ON CONFLICT: the keys of the next page or
+								 * row (parconflict.c) */
 	void	   *arg;
 } DPPlacerSinks;
 
@@ -101,6 +112,7 @@ typedef struct DPPlacerSinks
 #define DP_PLACER_OPEN_PAGES 128
 
 typedef struct DPPlacedLeaf DPPlacedLeaf;
+typedef struct DPPlaceConflicts DPPlaceConflicts;
 
 /*
  * A placer (placer.c): rows in the target's format routed to their leaf
@@ -125,6 +137,7 @@ typedef struct DPPlacer
 	int			open;			/* leaves holding an unfinished page */
 	uint64		clock;			/* rows placed, to find the least recent */
 	DPPlacerSinks sinks;
+	DPPlaceConflicts *conflicts;	/* ON CONFLICT DO NOTHING, or NULL */
 } DPPlacer;
 
 /* 'leaves': the target's leaf table (sh->nleaves entries), or NULL. */
@@ -133,10 +146,58 @@ extern void dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 							const DPPlacerSinks *sinks);
 /* Place a row; true if a page was handed on. */
 extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
-/* Hand on a plain target's unfinished page. */
+/*
+ * ON CONFLICT DO NOTHING (parconflict.c): dp_placer_conflicts makes the
+ * placer decide its rows ('live': the shared memory's state);
+ * dp_placer_decide decides the rows waiting for their decisions (at a
+ * chunk's end; true if a page was handed on).
+ */
+extern void dp_placer_conflicts(DPPlacer *pl, DPParallelShared *live);
+extern bool dp_placer_decide(DPPlacer *pl);
+/* Hand on a plain target's unfinished page (its rows decided first). */
 extern void dp_placer_flush(DPPlacer *pl);
 /* Hand on every unfinished page; free the placer. */
 extern void dp_placer_end(DPPlacer *pl);
+
+/* ---------- parconflict.c: ON CONFLICT DO NOTHING in parallel ---------- */
+
+/*
+ * A placer's side (its rows decided as they are placed; 'live' the shared
+ * memory's state; 'form' places a decided row): dp_place_conflicts_add
+ * takes a checked row (true if a page was handed on); _decide decides the
+ * rows waiting; _page and
+ * _unplaced send the keys of the page, or of the row needing TOAST, about
+ * to be handed on.
+ */
+typedef bool (*DPFormRow) (DPPlacer *pl, TupleTableSlot *row);
+extern DPPlaceConflicts *dp_place_conflicts_begin(DPPlacer *pl,
+												  DPParallelShared *live,
+												  DPFormRow form);
+extern bool dp_place_conflicts_add(DPPlaceConflicts *pc, TupleTableSlot *row);
+extern bool dp_place_conflicts_decide(DPPlaceConflicts *pc);
+extern void dp_place_conflicts_page(DPPlaceConflicts *pc, Page page);
+extern void dp_place_conflicts_unplaced(DPPlaceConflicts *pc);
+extern void dp_place_conflicts_end(DPPlaceConflicts *pc);
+
+/*
+ * The leader's side: _keys takes a keys message (in order); then
+ * _page gives the page to load instead of 'image' ('buf', BLCKSZ bytes
+ * aligned, when rows were taken off; NULL when none is left), or _row
+ * whether the row goes to the load; after the load took it, _taken.
+ * _end returns the rows taken off.
+ */
+typedef struct DPTakeConflicts DPTakeConflicts;
+
+extern DPTakeConflicts *dp_take_conflicts_begin(struct DPLoad *load,
+												DPParallelShared *live,
+												int nworkers);
+extern void dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data,
+								   Size len);
+extern const char *dp_take_conflicts_page(DPTakeConflicts *tc,
+										  const char *image, char *buf);
+extern bool dp_take_conflicts_row(DPTakeConflicts *tc);
+extern void dp_take_conflicts_taken(DPTakeConflicts *tc);
+extern uint64 dp_take_conflicts_end(DPTakeConflicts *tc);
 
 /* ---------- parorder.c: a COPY's pages in the input's order ---------- */
 
@@ -231,6 +292,7 @@ struct DPParallel
 	shm_mq_handle **in;			/* per worker: its input (COPY), or NULL */
 	ErrorContextCallback *outer_context;	/* the receive loop's (load_page) */
 	DPOrder    *order;			/* with sh.in_order, else NULL */
+	DPTakeConflicts *conflicts; /* ON CONFLICT DO NOTHING, else NULL */
 	const struct DPLeaderShare *share;	/* the receive loop's, or NULL */
 };
 
@@ -275,6 +337,13 @@ extern const char *dp_parallel_note(DPParallel *par);
 extern bool dp_parallel_end_insert(DPParallel *par, List *sources);
 
 /* ---------- parcheck.c: which targets a parallel load takes ---------- */
+
+/*
+ * parconflict.c, before launch: a load with ON CONFLICT DO NOTHING set up
+ * in the shared state; why its statement cannot go in parallel, or NULL
+ * (also for a load without ON CONFLICT).
+ */
+extern const char *dp_parallel_conflicts_setup(DPParallel *par);
 
 /*
  * Why the target of 'mt' cannot take a parallel load, or NULL; a

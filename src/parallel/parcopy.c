@@ -430,7 +430,8 @@ dp_parcopy_main(dsm_segment *seg, shm_toc *toc)
 		memcpy(&h, data, sizeof(h));
 		if (w.sh->in_order && parsed)
 		{
-			/* a page goes on across adjacent chunks only (parorder.c) */
+			/* rows decided; a page spans adjacent chunks only (parorder.c) */
+			dp_placer_decide(&p.placer);
 			if (h.seq != last + 1)
 				dp_placer_flush(&p.placer);
 			dp_worker_chunk_done(&w, last);
@@ -751,7 +752,11 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 
 	if (par == NULL)
 		return false;
+	/* a plain target's rows keep the input's order (parorder.c) */
+	par->sh.in_order = par->sh.nleaves == 0;
 	why = input_refusal(cstate, target);
+	if (why == NULL)
+		why = dp_parallel_conflicts_setup(par);
 	if (why != NULL)
 	{
 		dp_load_note_parallel(load, 0, why);
@@ -759,8 +764,6 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 	}
 
 	payload = make_payload(where, attlist, options, cstate);
-	/* a plain target's rows keep the input's order (parorder.c) */
-	par->sh.in_order = par->sh.nleaves == 0;
 	launched = dp_parallel_launch(par, "dp_parcopy_main", nodeToString(payload),
 								  NIL, DP_IN_QUEUE_SIZE(nworkers), nworkers);
 	if (launched > 0)

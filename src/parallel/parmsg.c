@@ -72,6 +72,8 @@
 								 * (a uint64): its last page was sent */
 #define DP_MSG_CLAIM	'C'		/* in-order scan: leaf -1, then the seq of
 								 * the block range the worker takes next */
+#define DP_MSG_KEYS		'K'		/* ON CONFLICT: leaf -1, then the keys of
+								 * the next page or row (parconflict.c) */
 
 /* ---- a worker's side: its queues, its placer's sinks ---- */
 
@@ -141,6 +143,12 @@ send_leaf(void *arg, int leaf, TupleTableSlot *row)
 	send_tuple((shm_mq_handle *) arg, DP_MSG_LEAF, leaf, NULL, 0, row);
 }
 
+static void
+send_keys(void *arg, const char *data, Size len)
+{
+	send_message((shm_mq_handle *) arg, DP_MSG_KEYS, -1, NULL, 0, data, len);
+}
+
 void
 dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 {
@@ -172,9 +180,12 @@ dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 void
 dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 {
-	DPPlacerSinks sinks = {send_page, send_row, send_held, send_leaf, w->out};
+	DPPlacerSinks sinks = {send_page, send_row, send_held, send_leaf,
+	send_keys, w->out};
 
 	dp_placer_begin(pl, w->sh, w->leaves, w->target, &sinks);
+	if (w->sh->on_conflict)
+		dp_placer_conflicts(pl, w->sh);
 }
 
 void
@@ -216,11 +227,24 @@ leaf_result_rel(DPParallel *par, int leaf)
 	return par->leaf_rri[leaf];
 }
 
-/* A page to the load, as leaf 'leaf''s next block; the input is told. */
+/*
+ * A page to the load, as leaf 'leaf''s next block (under ON CONFLICT
+ * without the rows its keys message took off); the input is told.
+ */
 static void
 to_load(DPParallel *par, int leaf, const char *image)
 {
-	dp_load_page(par->load, leaf_result_rel(par, leaf), image);
+	PGAlignedBlock buf;
+
+	if (par->conflicts)
+	{
+		image = dp_take_conflicts_page(par->conflicts, image, buf.data);
+		if (image != NULL)
+			dp_load_page(par->load, leaf_result_rel(par, leaf), image);
+		dp_take_conflicts_taken(par->conflicts);
+	}
+	else
+		dp_load_page(par->load, leaf_result_rel(par, leaf), image);
 	if (par->share != NULL && par->share->loaded != NULL)
 		par->share->loaded(par->share->arg);
 }
@@ -254,8 +278,32 @@ into_load_row(DPParallel *par, TupleTableSlot *row)
 	ErrorContextCallback *parsing = error_context_stack;
 
 	error_context_stack = par->outer_context;
-	dp_load_row(par->load, row);
+	if (par->conflicts == NULL)
+		dp_load_row(par->load, row);
+	else
+	{
+		if (dp_take_conflicts_row(par->conflicts))
+			dp_load_row(par->load, row);
+		dp_take_conflicts_taken(par->conflicts);
+	}
 	error_context_stack = parsing;
+}
+
+/* The keys of the next page or row, from any process, in order. */
+static void
+keys_to_load(DPParallel *par, int worker, const char *data, Size len)
+{
+	if (par->conflicts == NULL)
+		elog(ERROR, "directpath: keys from a parallel worker without ON CONFLICT");
+	if (par->order == NULL ||
+		dp_order_admit(par->order, worker, DP_MSG_KEYS, -1, data, len))
+		dp_take_conflicts_keys(par->conflicts, data, len);
+}
+
+static void
+load_keys(void *arg, const char *data, Size len)
+{
+	keys_to_load((DPParallel *) arg, -1, data, len);
 }
 
 static void
@@ -308,11 +356,15 @@ load_leaf(void *arg, int leaf, TupleTableSlot *row)
 void
 dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
 {
-	DPPlacerSinks sinks = {load_page, load_row, hold_row, load_leaf, par};
+	DPPlacerSinks sinks = {load_page, load_row, hold_row, load_leaf, load_keys,
+	par};
 
 	par->outer_context = error_context_stack;
 	dp_placer_begin(pl, &par->sh, par->leaves, par->rri->ri_RelationDesc,
 					&sinks);
+	if (par->conflicts)
+		dp_placer_conflicts(pl, shm_toc_lookup(par->pcxt->toc, DP_KEY_SHARED,
+											   false));
 }
 
 /*
@@ -352,6 +404,8 @@ release(DPParallel *par)
 	{
 		if (m->kind == DP_MSG_PAGE)
 			to_load(par, m->leaf, m->page ? m->page : m->data);
+		else if (m->kind == DP_MSG_KEYS)
+			dp_take_conflicts_keys(par->conflicts, m->data, m->len);
 		else
 			row_to_load(par, m->data, m->len);
 		if (m->page)
@@ -396,6 +450,12 @@ take_message(DPParallel *par, int worker, const char *data, Size len)
 		if (par->order == NULL ||
 			dp_order_admit(par->order, worker, kind, leaf, image, BLCKSZ))
 			to_load(par, leaf, image);
+		return;
+	}
+	if (kind == DP_MSG_KEYS)
+	{
+		keys_to_load(par, worker, data + 1 + sizeof(int32),
+					 len - 1 - sizeof(int32));
 		return;
 	}
 	if ((kind == DP_MSG_CLAIM || kind == DP_MSG_DONE) && par->order &&

@@ -319,8 +319,11 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 		return "the statement is a MERGE (the leader decides each row's action)";
 	if (mt->returningLists != NIL)
 		return "the statement has RETURNING";
-	if (mt->onConflictAction != ONCONFLICT_NONE)
-		return "the statement has ON CONFLICT (the leader checks each row's key)";
+	if (mt->onConflictAction == ONCONFLICT_UPDATE)
+		return "the statement has ON CONFLICT DO UPDATE (the leader decides each row's action)";
+	if (mt->onConflictAction == ONCONFLICT_NOTHING &&
+		!dp_parallel_scans(outerPlan(mt)))
+		return "the statement has ON CONFLICT DO NOTHING and its SELECT is not a scan of tables (the rows must come in the scan's order)";
 	/* the target is locked by now (admission) */
 	target = table_open(rt_fetch(parse->resultRelation, parse->rtable)->relid,
 						NoLock);

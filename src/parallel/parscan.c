@@ -424,6 +424,9 @@ dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 
 		while (claim_range(&p, &seq))
 		{
+			/* the range's rows decided (ON CONFLICT) before it is done */
+			if (claimed)
+				dp_placer_decide(&p.placer);
 			/* a page goes on across adjacent ranges only (parorder.c) */
 			if (claimed && seq != last + 1)
 				dp_placer_flush(&p.placer);
@@ -543,6 +546,14 @@ dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
 	par->sh.in_order = scans_in_order(par, sources);
 	if (par->sh.in_order)
 		par->sh.range_blocks = range_blocks(sources, nworkers);
+	why = dp_parallel_conflicts_setup(par);
+	if (why != NULL)
+	{
+		dp_load_note_parallel(load, 0, why);
+		foreach(lc, sources)
+			table_close(lfirst(lc), NoLock);
+		return false;
+	}
 	launched = dp_parallel_launch(par, "dp_parallel_main", nodeToString(payload),
 								  sources, 0, nworkers);
 

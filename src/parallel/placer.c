@@ -139,6 +139,7 @@ dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 	pl->clock = 0;
 	pl->last = NULL;
 	pl->mt = NULL;
+	pl->conflicts = NULL;
 	if (target->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 	{
 		MemoryContext old = MemoryContextSwitchTo(pl->estate->es_query_cxt);
@@ -172,6 +173,8 @@ hand_on_pages(DPPlacer *pl, DPPlacedLeaf *p, bool partial)
 
 	while ((page = dp_heap_take_page(p->builder, partial)) != NULL)
 	{
+		if (pl->conflicts)
+			dp_place_conflicts_page(pl->conflicts, page);
 		if (!pl->sinks.page(pl->sinks.arg, p->leaf, page))
 			pfree(page);
 		handed = true;
@@ -209,6 +212,9 @@ close_least_recent(DPPlacer *pl)
 	if (victim)
 		hand_on_pages(pl, victim, true);
 }
+
+static bool form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
+				 TupleTableSlot *row);
 
 /* The placer's state of the leaf routing chose; set up on first use. */
 static DPPlacedLeaf *
@@ -283,6 +289,40 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 		ExecConstraints(p->rri, leafrow, pl->estate);
 	if (pl->mt == NULL && rel->rd_rel->relispartition)
 		ExecPartitionCheck(p->rri, leafrow, pl->estate, true);
+	/* ON CONFLICT (a plain target): formed once decided */
+	if (pl->conflicts)
+		return dp_place_conflicts_add(pl->conflicts, leafrow);
+	return form(pl, p, leafrow, row);
+}
+
+/* A decided row of a plain target (parconflict.c's DPFormRow). */
+static bool
+form_decided(DPPlacer *pl, TupleTableSlot *row)
+{
+	return form(pl, pl->placed[0], row, row);
+}
+
+void
+dp_placer_conflicts(DPPlacer *pl, DPParallelShared *live)
+{
+	Assert(pl->mt == NULL);
+	pl->conflicts = dp_place_conflicts_begin(pl, live, form_decided);
+}
+
+bool
+dp_placer_decide(DPPlacer *pl)
+{
+	return pl->conflicts ? dp_place_conflicts_decide(pl->conflicts) : false;
+}
+
+/*
+ * Form the checked row 'leafrow' (of 'row', the target's) on its leaf's
+ * page; true if a page was handed on.
+ */
+static bool
+form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
+	 TupleTableSlot *row)
+{
 	if (!p->has_page)
 	{
 		if (pl->open == DP_PLACER_OPEN_PAGES)
@@ -292,7 +332,11 @@ dp_placer_add(DPPlacer *pl, TupleTableSlot *row)
 	}
 	p->used = ++pl->clock;
 	if (!dp_heap_add_slot_in_place(p->builder, leafrow))
+	{
+		if (pl->conflicts)
+			dp_place_conflicts_unplaced(pl->conflicts);
 		pl->sinks.toast_row(pl->sinks.arg, row);
+	}
 	return hand_on_pages(pl, p, false);
 }
 
@@ -300,6 +344,7 @@ void
 dp_placer_flush(DPPlacer *pl)
 {
 	Assert(pl->mt == NULL);
+	dp_placer_decide(pl);
 	hand_on_pages(pl, pl->placed[0], true);
 }
 
@@ -308,9 +353,13 @@ dp_placer_end(DPPlacer *pl)
 {
 	int			n = pl->mt ? pl->sh->nleaves : 1;
 
+	dp_placer_decide(pl);
+
 	for (int i = 0; i < n; i++)
 		if (pl->placed[i] != NULL && pl->placed[i]->builder != NULL)
 			hand_on_pages(pl, pl->placed[i], true);
+	if (pl->conflicts)
+		dp_place_conflicts_end(pl->conflicts);
 	if (pl->mt)
 		ExecCleanupTupleRouting(pl->mt, pl->mt->mt_partition_tuple_routing);
 	for (int i = 0; i < pl->nforeign; i++)

@@ -394,9 +394,9 @@ copy_in_parallel(CopyFromState cstate, ModifyTableState *mtstate,
 							  "it loads beside other writers of the table");
 	else if (opts->rejects_table)
 		dp_load_note_parallel(load, 0, "the COPY has a rejects table");
-	else if (opts->on_conflict)
+	else if (opts->conflict_update)
 		dp_load_note_parallel(load, 0,
-							  "the COPY has ON_CONFLICT (the leader checks each row's key)");
+							  "the COPY has ON_CONFLICT 'update' (the leader decides each row's action)");
 	else if (!dp_expr_parallel_safe((Node *) exprs))
 		dp_load_note_parallel(load, 0,
 							  "a column default or the WHERE clause is not parallel safe");
@@ -512,6 +512,8 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	if (!copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
 						  &processed))
 		processed = read_serially(cstate, estate, slot, load, rejects, rf);
+	else
+		processed += dp_load_deleted(load);	/* read, as a serial load counts */
 	/* an index build's errors (a duplicate) belong to no one line */
 	dp_load_finish(load);
 	processed -= dp_load_deleted(load);
