@@ -22,8 +22,10 @@
  *
  *	pend	each checked row is copied and its key joins the batch, as in a
  *			serial load (conflict.c's DPConflicts, one per process);
- *	decide	at the end of each chunk (and every DP_CONFLICT_BATCH rows)
- *			the process reads the leader's index generation G (below),
+ *	decide	when its run of adjacent chunks ends, and every
+ *			DP_PARALLEL_CONFLICT_BATCH rows (the leader: at the end of each
+ *			chunk of its own, which are larger under ON CONFLICT: parcopy.c,
+ *			parscan.c), the process reads the leader's index generation G,
  *			then probes the batch's keys and decides its rows in input
  *			order.  Its set of accepted keys is never emptied: its own
  *			earlier rows may not be in the index yet.  A row the probe
@@ -83,6 +85,12 @@
 
 /* ---------- a placer's side ---------- */
 
+/*
+ * Rows a process decides together, at most: many keys make the probes
+ * dense (one visit per leaf), but the leader waits for the head chunk's.
+ */
+#define DP_PARALLEL_CONFLICT_BATCH 32768
+
 struct DPPlaceConflicts
 {
 	DPPlacer   *pl;
@@ -90,7 +98,7 @@ struct DPPlaceConflicts
 	DPConflicts *c;				/* the process's decisions and accepted keys */
 	DPParallelShared *live;		/* the shared memory's generation, counts */
 	MemoryContext rows_cxt;		/* the batch's rows */
-	HeapTuple  *rows;			/* DP_CONFLICT_BATCH at most, input order */
+	HeapTuple  *rows;			/* a batch's, in input order */
 	int			nrows;
 	Size		bytes;
 	TupleTableSlot *slot;		/* a decided row, to place */
@@ -133,7 +141,7 @@ dp_place_conflicts_begin(DPPlacer *pl, DPParallelShared *live,
 	pc->rows_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "directpath parallel conflict rows",
 										 ALLOCSET_DEFAULT_SIZES);
-	pc->rows = palloc(sizeof(HeapTuple) * DP_CONFLICT_BATCH);
+	pc->rows = palloc(sizeof(HeapTuple) * DP_PARALLEL_CONFLICT_BATCH);
 	pc->slot = MakeSingleTupleTableSlot(RelationGetDescr(rri->ri_RelationDesc),
 										&TTSOpsHeapTuple);
 	initStringInfo(&pc->images);
@@ -154,7 +162,7 @@ dp_place_conflicts_add(DPPlaceConflicts *pc, TupleTableSlot *row)
 	pc->rows[pc->nrows++] = tuple;
 	pc->bytes += tuple->t_len;
 	dp_conflicts_add(pc->c, row);
-	if (pc->nrows == DP_CONFLICT_BATCH ||
+	if (pc->nrows == DP_PARALLEL_CONFLICT_BATCH ||
 		pc->bytes >= (Size) DP_CONFLICT_BATCH_PAGES * dp_batch_pages * BLCKSZ)
 		return dp_place_conflicts_decide(pc);
 	return false;

@@ -95,7 +95,7 @@
 /*
  * The leader's own chunk of an in-order COPY: each ends the leader's page
  * partly empty and a worker's run of adjacent chunks (parorder.c), so
- * fewer, larger ones.
+ * fewer, larger ones (eight times under ON CONFLICT: denser probes).
  */
 #define DP_LEADER_ORDERED_CHUNK (256 * 1024)
 
@@ -430,8 +430,7 @@ dp_parcopy_main(dsm_segment *seg, shm_toc *toc)
 		memcpy(&h, data, sizeof(h));
 		if (w.sh->in_order && parsed)
 		{
-			/* rows decided; a page spans adjacent chunks only (parorder.c) */
-			dp_placer_decide(&p.placer);
+			/* a page goes on across adjacent chunks only (parorder.c) */
 			if (h.seq != last + 1)
 				dp_placer_flush(&p.placer);
 			dp_worker_chunk_done(&w, last);
@@ -585,8 +584,9 @@ leader_step(void *arg)
 
 	if (f->input_done)
 		return false;
-	msg = dp_chunker_next(f->ch, f->par->order ? DP_LEADER_ORDERED_CHUNK :
-						  DP_LEADER_CHUNK, &len);
+	msg = dp_chunker_next(f->ch, !f->par->order ? DP_LEADER_CHUNK :
+						  f->par->conflicts ? 8 * DP_LEADER_ORDERED_CHUNK :
+						  DP_LEADER_ORDERED_CHUNK, &len);
 	if (msg == NULL)
 	{
 		f->input_done = true;

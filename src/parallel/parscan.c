@@ -424,9 +424,6 @@ dp_parallel_main(dsm_segment *seg, shm_toc *toc)
 
 		while (claim_range(&p, &seq))
 		{
-			/* the range's rows decided (ON CONFLICT) before it is done */
-			if (claimed)
-				dp_placer_decide(&p.placer);
 			/* a page goes on across adjacent ranges only (parorder.c) */
 			if (claimed && seq != last + 1)
 				dp_placer_flush(&p.placer);
@@ -482,19 +479,20 @@ scan_step(void *arg)
 /*
  * Blocks of an in-order scan's range: about sixteen ranges for each
  * process, so that the shares even out, and at most DP_SCAN_RANGE_BLOCKS,
- * what the leader scans in one step.
+ * what the leader scans in one step; four times that under ON CONFLICT,
+ * whose probes of a range's keys are the denser the more keys they take.
  */
 #define DP_SCAN_RANGE_BLOCKS 128
 
 static uint32
-range_blocks(List *sources, int nworkers)
+range_blocks(List *sources, int nworkers, bool on_conflict)
 {
 	double		total = 0;
 	ListCell   *lc;
 
 	foreach(lc, sources)
 		total += RelationGetNumberOfBlocks((Relation) lfirst(lc));
-	return (uint32) Max(1, Min(DP_SCAN_RANGE_BLOCKS,
+	return (uint32) Max(1, Min(DP_SCAN_RANGE_BLOCKS * (on_conflict ? 4 : 1),
 							   total / ((nworkers + 1) * 16)));
 }
 
@@ -544,8 +542,6 @@ dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
 	payload = list_make3(relids, quals, tlists);
 	/* a plain target's rows keep the scans' order (parorder.c) */
 	par->sh.in_order = scans_in_order(par, sources);
-	if (par->sh.in_order)
-		par->sh.range_blocks = range_blocks(sources, nworkers);
 	why = dp_parallel_conflicts_setup(par);
 	if (why != NULL)
 	{
@@ -554,6 +550,9 @@ dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
 			table_close(lfirst(lc), NoLock);
 		return false;
 	}
+	if (par->sh.in_order)
+		par->sh.range_blocks = range_blocks(sources, nworkers,
+											par->sh.on_conflict);
 	launched = dp_parallel_launch(par, "dp_parallel_main", nodeToString(payload),
 								  sources, 0, nworkers);
 
