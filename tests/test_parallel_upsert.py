@@ -36,7 +36,8 @@ import re
 
 import pytest
 
-from conftest import error_of, last_statement, set_gucs, table_digest, verify_table
+from conftest import (Background, crash_backend, error_of, fault_gucs, last_statement, set_gucs,
+                      table_digest, verify_table, wait_fault_sleep)
 
 pytestmark = pytest.mark.directpath
 
@@ -532,3 +533,66 @@ def test_rows_that_need_toast(cluster):
                                  ).fetchone()[0]
         assert wide_rows > 0
         check_loaded(conn, "pu_wide_d", "a third of the keys there")
+
+
+# -- a standby, and a worker killed mid-load -----------------------------------
+
+def test_standby_replays_the_pages_taken_off_rows(make_cluster, tmp_path):
+    """The leader's rebuilt pages (rows taken off) and the rest reach a
+    streaming standby: the same rows, sound indexes, index scans agreeing
+    with sequential scans there too."""
+    kind = "a third of the keys there"
+    p = make_cluster(name="primary")
+    with p.conn() as conn:
+        make_source(conn)
+        make_target(conn, "pu_sb", kind)
+    sb = p.make_standby(tmp_path)
+    with p.conn() as conn:
+        session(conn)
+        conn.execute("/*+ APPEND PARALLEL(2) */ " + copy_stmt(kind, "pu_sb", "csv"))
+        parallel_report(conn)
+        want = table_digest(conn, "pu_sb")
+        assert want == table_digest(conn, oracle(conn, kind))
+    p.wait_replay(sb)
+    with sb.conn() as conn:
+        assert table_digest(conn, "pu_sb") == want
+        check_loaded(conn, "pu_sb", kind)
+    sb.stop()
+
+
+@pytest.mark.parametrize("how", ["kill-worker", "kill-leader"])
+def test_process_killed_mid_load_leaves_nothing(cluster, how):
+    """A worker or the leader killed while the leader sleeps after its first
+    batch: nothing of the load is visible after crash recovery, and the
+    same load then succeeds in parallel with the plain statement's rows."""
+    kind = "a third of the keys there"
+    t = "pu_kill_" + how.replace("-", "_")
+    sql = f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT {COLS} FROM pu_src " \
+          "ON CONFLICT DO NOTHING"
+    with cluster.conn() as conn:
+        make_source(conn)
+        make_target(conn, t, kind)
+        before = table_digest(conn, t)
+    off = cluster.log_size()
+    settings = dict(fault_gucs("first_batch", 1, sleep_ms=60_000),
+                    **{"directpath.batch_pages": 50, "synchronize_seqscans": "off"})
+    bg = Background(cluster, [sql], settings, name="loader")
+    bg.start()
+    with bg:
+        wait_fault_sleep(cluster, bg, "first_batch", off)
+        with cluster.conn() as conn:
+            workers = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
+                (bg.pid, bg.pid)).fetchall()]
+        assert workers, cluster.log_tail(30, off)
+        crash_backend(cluster, workers[0] if how == "kill-worker" else bg.pid)
+        bg.join()
+        assert bg.error is not None, bg.results
+    with cluster.conn() as conn:
+        session(conn)
+        assert table_digest(conn, t) == before
+        verify_table(conn, t)
+        conn.execute(sql)
+        parallel_report(conn)
+        assert table_digest(conn, t) == table_digest(conn, oracle(conn, kind))
+        check_loaded(conn, t, kind)

@@ -27,7 +27,10 @@
  * goes in the input's order (parorder.c): its pages and rows are first
  * offered to the order, which keeps those of later chunks until their
  * turn; a worker says which block range it has claimed (DP_MSG_CLAIM, a
- * scan's) and when it has sent a chunk's last page (DP_MSG_DONE).
+ * scan's) and when it has sent a chunk's last page (DP_MSG_DONE).  Under
+ * ON CONFLICT DO NOTHING the keys of each page or row come just before it
+ * (DP_MSG_KEYS) and go through the order with it to the leader's check
+ * (parconflict.c), which may take rows off the page.
  *
  * Invariants.
  * - A leaf's first row comes before its first page, from every placer: a

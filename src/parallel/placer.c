@@ -28,6 +28,10 @@
  *			format (a worker cannot insert TOAST; the leader routes and
  *			loads it as a serial load would).
  *
+ * Under ON CONFLICT DO NOTHING (a plain target) a checked row waits for
+ * its batch's decisions (parconflict.c) and is formed once accepted; the
+ * keys of each page, or row needing TOAST, are handed on just before it.
+ *
  * The leaf table (DPParallelLeaf, sorted by relid) is the leader's list of
  * the leaves a row may be routed to, each checked by the leader before
  * launch (parcheck.c): a row routed to a leaf not in it (a partition
@@ -354,7 +358,6 @@ dp_placer_end(DPPlacer *pl)
 	int			n = pl->mt ? pl->sh->nleaves : 1;
 
 	dp_placer_decide(pl);
-
 	for (int i = 0; i < n; i++)
 		if (pl->placed[i] != NULL && pl->placed[i]->builder != NULL)
 			hand_on_pages(pl, pl->placed[i], true);
