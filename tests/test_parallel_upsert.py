@@ -596,3 +596,37 @@ def test_process_killed_mid_load_leaves_nothing(cluster, how):
         parallel_report(conn)
         assert table_digest(conn, t) == table_digest(conn, oracle(conn, kind))
         check_loaded(conn, t, kind)
+
+
+def test_more_keys_than_a_process_keeps(cluster):
+    """1.2M lines, each key twice (600,000 lines apart) and the line after
+    every fifth repeating it: each process accepts more keys than it keeps
+    (262,144), so it empties its set mid-load and meets twins it had
+    accepted again; the rows are still the plain statement's, by INSERT
+    ... SELECT and by COPY."""
+    n = 1_200_000
+    with cluster.conn() as conn:
+        notices = session(conn)
+        conn.execute("DROP TABLE IF EXISTS pu_big")
+        conn.execute("CREATE TABLE pu_big (k int, n int, u int, v text)")
+        conn.execute("INSERT INTO pu_big SELECT CASE WHEN g % 5 = 0 THEN (g - 1) % 600000 "
+                     f"ELSE g % 600000 END, g, NULL, md5(g::text) FROM generate_series(1, {n}) g")
+        conn.execute("COPY (SELECT k, n, u, v FROM pu_big ORDER BY n) TO PROGRAM "
+                     "'cat > dp_pu_big.csv' WITH (FORMAT csv)")
+        make_target(conn, "pu_big_p", "empty")
+        want = conn.execute("INSERT INTO pu_big_p SELECT k, n, u, v FROM pu_big ORDER BY n "
+                            "ON CONFLICT DO NOTHING").rowcount
+        for t, sql in (("pu_big_i", "INSERT INTO {t} SELECT k, n, u, v FROM pu_big "
+                                    "ON CONFLICT DO NOTHING"),
+                       ("pu_big_c", "COPY {t} FROM 'dp_pu_big.csv' WITH (FORMAT csv, "
+                                    "ON_CONFLICT 'nothing')")):
+            make_target(conn, t, "empty")
+            notices.clear()
+            conn.execute("SET client_min_messages = debug1")
+            cur = conn.execute("/*+ APPEND PARALLEL(1) */ " + sql.format(t=t))
+            conn.execute("RESET client_min_messages")
+            parallel_report(conn)
+            assert any("empties its" in m for m in notices), (t, notices[-5:])
+            assert cur.rowcount == want, t
+            assert table_digest(conn, t) == table_digest(conn, "pu_big_p"), t
+            check_loaded(conn, t, "empty")

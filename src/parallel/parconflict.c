@@ -27,8 +27,11 @@
  *			chunk of its own, which are larger under ON CONFLICT: parcopy.c,
  *			parscan.c), the process reads the leader's index generation G,
  *			then probes the batch's keys and decides its rows in input
- *			order.  Its set of accepted keys is never emptied: its own
- *			earlier rows may not be in the index yet.  A row the probe
+ *			order.  It keeps the keys it accepted (its own earlier rows
+ *			may not be in the index yet), DP_PARALLEL_KEYS_KEPT at most:
+ *			past that the set is emptied, and a row whose twin it
+ *			accepted before and its probe cannot see yet is accepted
+ *			again, for the leader's check to take off.  A row the probe
  *			finds that this statement inserted (xmin and cmin ours) was
  *			taken by the leader, so it came earlier in the input: the row
  *			is skipped, as one that meets a row of the table;
@@ -44,8 +47,9 @@
  * an earlier row, accepted, which the process's probe could not see (it
  * would have skipped the row); the row is taken off its page before the
  * page goes to the load (the page rebuilt without it; a page left empty
- * is not written), counted as skipped.  The row's key is added once its
- * page is in the load.
+ * is not written), counted as skipped.  Else the key joins the set at
+ * once (a later row of the same page meets it), with the generation
+ * current once its page is in the load.
  *
  * Generations bound the leader's set.  G goes up each time a flush has
  * left every row taken so far in the indexes (load.c calls back), and is
@@ -56,14 +60,14 @@
  * can never be met again from the set: such keys are dropped (prune)
  * whenever the set has doubled.
  *
- * Memory: each process's accepted keys, and the leader's set, a few tens
- * of bytes per row (the leader's pruned as above).
+ * Memory: each process's accepted keys (a few tens of bytes each,
+ * DP_PARALLEL_KEYS_KEPT at most), and the leader's set, pruned as above.
  *
  * Invariants: the keys message of a page or row is the message taken just
  * before it from the same process (the order releases a chunk's messages
  * together, and the leader's own are made and offered together); G never
- * goes down; a key enters the leader's set only once its row is in the
- * load.
+ * goes down; a key's generation in the leader's set is one current once
+ * its row was in the load.
  *
  *-------------------------------------------------------------------------
  */
@@ -91,6 +95,13 @@
  */
 #define DP_PARALLEL_CONFLICT_BATCH 32768
 
+/*
+ * Accepted keys a process keeps, at most: past it the set is emptied, and
+ * a row whose twin it accepted earlier and the probe cannot see yet is
+ * accepted again, then taken off by the leader's check.
+ */
+#define DP_PARALLEL_KEYS_KEPT 262144
+
 struct DPPlaceConflicts
 {
 	DPPlacer   *pl;
@@ -111,6 +122,7 @@ struct DPPlaceConflicts
 	int			cap;
 	StringInfoData msg;			/* a keys message being made */
 	int32		process;		/* the worker's number, -1 for the leader */
+	uint64		kept;			/* keys in c's set of accepted ones */
 };
 
 DPPlaceConflicts *
@@ -214,6 +226,15 @@ dp_place_conflicts_decide(DPPlaceConflicts *pc)
 	dp_conflicts_batch_done(pc->c);
 	if (skipped > 0)
 		pg_atomic_fetch_add_u64(&pc->live->rows_skipped, skipped);
+	/* bounded: a row accepted again meets its twin in the leader's check */
+	pc->kept += pc->nrows - skipped;
+	if (pc->kept >= DP_PARALLEL_KEYS_KEPT)
+	{
+		elog(DEBUG1, "directpath: parallel process %d empties its " UINT64_FORMAT " accepted keys",
+			 pc->process, pc->kept);
+		dp_conflicts_indexed(pc->c);
+		pc->kept = 0;
+	}
 	MemoryContextReset(pc->rows_cxt);
 	pc->nrows = 0;
 	pc->bytes = 0;
@@ -430,6 +451,7 @@ dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data, Size len)
 		DPTakenImage *k = &tc->images[r];
 		int32		klen;
 		DPTakenKey *e;
+		bool		found;
 
 		memcpy(&klen, read_bytes(&p, end, sizeof(int32)), sizeof(int32));
 		tc->dup[r] = false;
@@ -447,7 +469,13 @@ dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data, Size len)
 		{
 			tc->dup[r] = true;
 			tc->ndup++;
+			continue;
 		}
+		/* taken now for the rows after it (_taken gives its generation) */
+		e = dptaken_insert(tc->taken, *k, &found);
+		e->key.bytes = memcpy(MemoryContextAlloc(tc->keys_cxt, klen),
+							  k->bytes, klen);
+		e->gen = tc->gen;
 	}
 	tc->waiting = true;
 }
@@ -542,22 +570,11 @@ dp_take_conflicts_row(DPTakeConflicts *tc)
 void
 dp_take_conflicts_taken(DPTakeConflicts *tc)
 {
-	MemoryContext old = MemoryContextSwitchTo(tc->keys_cxt);
-
 	Assert(tc->waiting);
+	/* the generation they were taken in: a flush the page set off came first */
 	for (int r = 0; r < tc->nrows; r++)
-	{
-		DPTakenImage k = tc->images[r];
-		DPTakenKey *e;
-		bool		found;
-
-		if (tc->dup[r] || (int32) k.len < 0)
-			continue;
-		k.bytes = memcpy(palloc(k.len), k.bytes, k.len);
-		e = dptaken_insert(tc->taken, k, &found);
-		e->gen = tc->gen;
-	}
-	MemoryContextSwitchTo(old);
+		if (!tc->dup[r] && (int32) tc->images[r].len >= 0)
+			dptaken_lookup(tc->taken, tc->images[r])->gen = tc->gen;
 	tc->waiting = false;
 	if (tc->taken->members >= Max(2 * tc->kept_after_prune, 65536))
 		prune(tc);
