@@ -100,17 +100,6 @@
 #include "utils/snapmgr.h"
 #include "utils/sortsupport.h"
 
-/* A key's bytes and their hash. */
-typedef struct DPKeyImage
-{
-	const char *bytes;
-	uint32		len;
-	uint32		hash;
-} DPKeyImage;
-
-#define DP_KEY_EQUAL(a, b) \
-	((a).len == (b).len && memcmp((a).bytes, (b).bytes, (a).len) == 0)
-
 /* What a batch key is known as. */
 typedef enum DPKeyState
 {

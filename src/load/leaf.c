@@ -145,12 +145,10 @@ leaf_create(DPLeafSet *set, ResultRelInfo *rri)
 									 set->mtstate->operation == CMD_MERGE);
 	if (!foreign)
 		leaf->fkeys = dp_fkeys_begin(rri, &set->fk_batched, &set->fk_rowwise);
-	/* an INSERT's arbiters are core's, mapped to the leaf by routing */
 	if (!foreign && set->on_conflict && !set->decided)
 		leaf->conflicts = dp_conflicts_begin(rri, set->estate,
-											 set->mtstate->ps.plan ?
-											 rri->ri_onConflictArbiterIndexes :
-											 set->arbiters, set->do_update);
+											 dp_leaf_arbiters(set, rri),
+											 set->do_update);
 	{
 		bool		after_rows;
 		bool		other = needs_post_but_triggers(leaf, set->mtstate,

@@ -437,9 +437,7 @@ dp_load_conflict_target(DPLoad *s, List **arbiters, bool *do_update)
 	ModifyTableState *mt = s->leaves.mtstate;
 
 	*do_update = s->leaves.do_update || mt->operation == CMD_MERGE;
-	/* an INSERT's arbiters are core's; a COPY's, its option's */
-	*arbiters = mt->ps.plan ? mt->resultRelInfo->ri_onConflictArbiterIndexes :
-		s->leaves.arbiters;
+	*arbiters = dp_leaf_arbiters(&s->leaves, mt->resultRelInfo);
 	return s->leaves.on_conflict || mt->operation == CMD_MERGE;
 }
 

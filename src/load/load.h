@@ -217,6 +217,17 @@ extern void dp_upsert_run_node(ModifyTableState *mt,
  */
 typedef struct DPConflicts DPConflicts;
 
+/* A key's image (its bytes, as the decisions compare them) and their hash. */
+typedef struct DPKeyImage
+{
+	const char *bytes;
+	uint32		len;
+	uint32		hash;
+} DPKeyImage;
+
+#define DP_KEY_EQUAL(a, b) \
+	((a).len == (b).len && memcmp((a).bytes, (b).bytes, (a).len) == 0)
+
 
 /*
  * Rows whose conflicts are decided together, at most; and at most

@@ -90,6 +90,18 @@ typedef struct DPLeafSet
 	int			count;
 } DPLeafSet;
 
+/*
+ * The arbiter indexes of 'rri' (the target or a leaf), as OIDs (NIL:
+ * every unique index): an INSERT's are core's, mapped to a leaf by
+ * routing; a COPY's, its option's.
+ */
+static inline List *
+dp_leaf_arbiters(DPLeafSet *set, ResultRelInfo *rri)
+{
+	return set->mtstate->ps.plan ? rri->ri_onConflictArbiterIndexes :
+		set->arbiters;
+}
+
 /* A row held, or waiting for its page to be written (queue.c). */
 typedef struct DPRow
 {

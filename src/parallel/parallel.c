@@ -416,12 +416,7 @@ dp_parallel_finish(DPParallel *par)
 		dp_input_add_counts(&counts[i]);
 	if (par->conflicts)
 	{
-		DPParallelShared *shared = shm_toc_lookup(par->pcxt->toc,
-												  DP_KEY_SHARED, false);
-		/* skipped by every process's decisions, and taken off by ours */
-		dp_load_count_skipped(par->load,
-							  pg_atomic_read_u64(&shared->rows_skipped) +
-							  dp_take_conflicts_end(par->conflicts));
+		dp_load_count_skipped(par->load, dp_take_conflicts_end(par->conflicts));
 		par->conflicts = NULL;
 	}
 	DestroyParallelContext(par->pcxt);

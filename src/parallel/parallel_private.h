@@ -147,13 +147,11 @@ extern void dp_placer_begin(DPPlacer *pl, const DPParallelShared *sh,
 /* Place a row; true if a page was handed on. */
 extern bool dp_placer_add(DPPlacer *pl, TupleTableSlot *row);
 /*
- * ON CONFLICT DO NOTHING (parconflict.c): dp_placer_conflicts makes the
- * placer decide its rows ('live': the shared memory's state);
- * dp_placer_decide decides the rows waiting for their decisions (at a
- * chunk's end; true if a page was handed on).
+ * ON CONFLICT DO NOTHING (parconflict.c): the placer decides its rows
+ * ('live': the shared memory's state), those waiting when it hands on its
+ * unfinished pages first.
  */
 extern void dp_placer_conflicts(DPPlacer *pl, DPParallelShared *live);
-extern bool dp_placer_decide(DPPlacer *pl);
 /* Hand on a plain target's unfinished page (its rows decided first). */
 extern void dp_placer_flush(DPPlacer *pl);
 /* Hand on every unfinished page; free the placer. */
@@ -184,7 +182,8 @@ extern void dp_place_conflicts_end(DPPlaceConflicts *pc);
  * _page gives the page to load instead of 'image' ('buf', BLCKSZ bytes
  * aligned, when rows were taken off; NULL when none is left), or _row
  * whether the row goes to the load; after the load took it, _taken.
- * _end returns the rows taken off.
+ * _end, before the shared memory goes, returns the rows skipped: by the
+ * processes' decisions and taken off by the leader.
  */
 typedef struct DPTakeConflicts DPTakeConflicts;
 

@@ -38,8 +38,8 @@
  *	place	an accepted row is formed on the page, its key image queued
  *			with G.  Before each page (and each row that needs TOAST) is
  *			handed on, a keys message goes first: the process's number,
- *			the lowest G of the rows and their images, in the page's
- *			order.
+ *			the oldest G of the rows it has queued since its queue was
+ *			last empty, and the rows' images, in the page's order.
  *
  * The leader (dp_take_conflicts_*) keeps the image of every key it took,
  * each with the generation it was taken in.  When a keys message comes,
@@ -55,8 +55,8 @@
  * left every row taken so far in the indexes (load.c calls back), and is
  * published in the shared memory.  A probe that read G finds every row
  * taken in a generation below G itself.  A process's messages come in its
- * order with their G never going down (a message carries its oldest
- * row's), so a key taken in a generation below every process's last G
+ * order with their G never going down and never above their rows', so a
+ * key taken in a generation below every process's last G
  * can never be met again from the set: such keys are dropped (prune)
  * whenever the set has doubled.
  *
@@ -113,13 +113,13 @@ struct DPPlaceConflicts
 	int			nrows;
 	Size		bytes;
 	TupleTableSlot *slot;		/* a decided row, to place */
-	int			narbiters;
 	/* the placed rows not yet handed on, in their pages' order: */
 	StringInfoData images;		/* their key images */
 	int		   *starts;			/* row i's, at images.data + starts[i] */
-	uint64	   *gens;			/* the generation row i's probe read */
 	int			queued;
 	int			cap;
+	uint64		oldest;			/* a generation no queued row's probe read
+								 * less than (their messages carry it) */
 	StringInfoData msg;			/* a keys message being made */
 	int32		process;		/* the worker's number, -1 for the leader */
 	uint64		kept;			/* keys in c's set of accepted ones */
@@ -160,7 +160,6 @@ dp_place_conflicts_begin(DPPlacer *pl, DPParallelShared *live,
 	initStringInfo(&pc->msg);
 	pc->cap = 512;
 	pc->starts = palloc(sizeof(int) * pc->cap);
-	pc->gens = palloc(sizeof(uint64) * pc->cap);
 	return pc;
 }
 
@@ -188,10 +187,10 @@ queue_row(DPPlaceConflicts *pc, uint64 gen)
 	{
 		pc->cap *= 2;
 		pc->starts = repalloc(pc->starts, sizeof(int) * pc->cap);
-		pc->gens = repalloc(pc->gens, sizeof(uint64) * pc->cap);
 	}
-	pc->starts[pc->queued] = pc->images.len;
-	pc->gens[pc->queued++] = gen;
+	if (pc->queued == 0)
+		pc->oldest = gen;
+	pc->starts[pc->queued++] = pc->images.len;
 	dp_conflicts_row_images(pc->c, &pc->images);
 }
 
@@ -241,66 +240,48 @@ dp_place_conflicts_decide(DPPlaceConflicts *pc)
 	return handed;
 }
 
-/* The keys message of the first 'n' queued rows, sent; they leave the queue. */
+/*
+ * A keys message of 'count' rows' images ('len' bytes at 'images'), sent.
+ * Its generation is the queue's oldest, which a process's later messages
+ * never go below (prune's floor): the rows left keep it until the queue
+ * empties.
+ */
 static void
-send_keys(DPPlaceConflicts *pc, int n)
+send_keys(DPPlaceConflicts *pc, const char *images, int len, int32 count)
 {
-	int32		count = n;
-	int			end = n < pc->queued ? pc->starts[n] : pc->images.len;
-
-	Assert(n > 0 && n <= pc->queued);
 	resetStringInfo(&pc->msg);
-	appendBinaryStringInfo(&pc->msg, (char *) &pc->gens[0], sizeof(uint64));
+	appendBinaryStringInfo(&pc->msg, (char *) &pc->oldest, sizeof(uint64));
 	appendBinaryStringInfo(&pc->msg, (char *) &pc->process, sizeof(int32));
 	appendBinaryStringInfo(&pc->msg, (char *) &count, sizeof(count));
-	appendBinaryStringInfo(&pc->msg, pc->images.data, end);
+	appendBinaryStringInfo(&pc->msg, images, len);
 	pc->pl->sinks.keys(pc->pl->sinks.arg, pc->msg.data, pc->msg.len);
-	/* what stays: the rows of the page still filling */
-	memmove(pc->images.data, pc->images.data + end, pc->images.len - end);
-	pc->images.len -= end;
-	for (int i = n; i < pc->queued; i++)
-	{
-		pc->starts[i - n] = pc->starts[i] - end;
-		pc->gens[i - n] = pc->gens[i];
-	}
-	pc->queued -= n;
 }
 
 void
 dp_place_conflicts_page(DPPlaceConflicts *pc, Page page)
 {
-	send_keys(pc, PageGetMaxOffsetNumber(page));
+	int			n = PageGetMaxOffsetNumber(page);
+	int			end = n < pc->queued ? pc->starts[n] : pc->images.len;
+
+	Assert(n > 0 && n <= pc->queued);
+	send_keys(pc, pc->images.data, end, n);
+	/* what stays: the rows of the page still filling */
+	memmove(pc->images.data, pc->images.data + end, pc->images.len - end);
+	pc->images.len -= end;
+	for (int i = n; i < pc->queued; i++)
+		pc->starts[i - n] = pc->starts[i] - end;
+	pc->queued -= n;
 }
 
 void
 dp_place_conflicts_unplaced(DPPlaceConflicts *pc)
 {
-	int			last = pc->queued - 1;
+	int			last = --pc->queued;
 
-	/*
-	 * The row just queued goes on its own: moved to the front, with the
-	 * queue's oldest generation (a message's generation must not be above
-	 * the process's next one's: prune's floor)
-	 */
-	if (last > 0)
-	{
-		int			len = pc->images.len - pc->starts[last];
-		char	   *copy = palloc(len);
-		uint64		gen = pc->gens[0];
-
-		memcpy(copy, pc->images.data + pc->starts[last], len);
-		memmove(pc->images.data + len, pc->images.data, pc->starts[last]);
-		memcpy(pc->images.data, copy, len);
-		for (int i = last; i > 0; i--)
-		{
-			pc->starts[i] = pc->starts[i - 1] + len;
-			pc->gens[i] = pc->gens[i - 1];
-		}
-		pc->starts[0] = 0;
-		pc->gens[0] = gen;
-		pfree(copy);
-	}
-	send_keys(pc, 1);
+	/* the row just queued goes on its own, the others stay */
+	send_keys(pc, pc->images.data + pc->starts[last],
+			  pc->images.len - pc->starts[last], 1);
+	pc->images.len = pc->starts[last];
 }
 
 void
@@ -315,29 +296,20 @@ dp_place_conflicts_end(DPPlaceConflicts *pc)
 
 /* ---------- the leader's side ---------- */
 
-/* A key's image, as a process sent it. */
-typedef struct DPTakenImage
-{
-	const char *bytes;
-	uint32		len;
-	uint32		hash;
-} DPTakenImage;
-
 /* A key the leader took, and the generation it took it in. */
 typedef struct DPTakenKey
 {
-	DPTakenImage key;
+	DPKeyImage key;
 	uint64		gen;
 	char		status;			/* simplehash's */
 } DPTakenKey;
 
 #define SH_PREFIX		dptaken
 #define SH_ELEMENT_TYPE DPTakenKey
-#define SH_KEY_TYPE		DPTakenImage
+#define SH_KEY_TYPE		DPKeyImage
 #define SH_KEY			key
 #define SH_HASH_KEY(tb, k)	((k).hash)
-#define SH_EQUAL(tb, a, b)	((a).len == (b).len && \
-							 memcmp((a).bytes, (b).bytes, (a).len) == 0)
+#define SH_EQUAL(tb, a, b)	DP_KEY_EQUAL(a, b)
 #define SH_STORE_HASH
 #define SH_GET_HASH(tb, a)	((a)->key.hash)
 #define SH_SCOPE		static inline
@@ -363,7 +335,7 @@ struct DPTakeConflicts
 	int			nrows;
 	bool	   *dup;			/* per row: taken off */
 	int			ndup;
-	DPTakenImage *images;		/* per row (len -1: no key), in 'copy' */
+	DPKeyImage *images;		/* per row (len -1: no key), in 'copy' */
 	StringInfoData copy;
 	int			cap;
 };
@@ -399,7 +371,7 @@ dp_take_conflicts_begin(DPLoad *load, DPParallelShared *live, int nworkers)
 	initStringInfo(&tc->copy);
 	tc->cap = 512;
 	tc->dup = palloc(sizeof(bool) * tc->cap);
-	tc->images = palloc(sizeof(DPTakenImage) * tc->cap);
+	tc->images = palloc(sizeof(DPKeyImage) * tc->cap);
 	dp_load_conflicts_decided(load, indexed, tc);
 	return tc;
 }
@@ -442,13 +414,13 @@ dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data, Size len)
 	{
 		tc->cap = count;
 		tc->dup = repalloc(tc->dup, sizeof(bool) * count);
-		tc->images = repalloc(tc->images, sizeof(DPTakenImage) * count);
+		tc->images = repalloc(tc->images, sizeof(DPKeyImage) * count);
 	}
 	tc->nrows = count;
 	tc->ndup = 0;
 	for (int r = 0; r < count; r++)
 	{
-		DPTakenImage *k = &tc->images[r];
+		DPKeyImage *k = &tc->images[r];
 		int32		klen;
 		DPTakenKey *e;
 		bool		found;
@@ -544,7 +516,7 @@ prune(DPTakeConflicts *tc)
 	dptaken_start_iterate(tc->taken, &it);
 	while ((e = dptaken_iterate(tc->taken, &it)) != NULL)
 	{
-		DPTakenImage k = e->key;
+		DPKeyImage k = e->key;
 		bool		found;
 
 		if (e->gen < floor)
@@ -586,6 +558,8 @@ dp_take_conflicts_end(DPTakeConflicts *tc)
 	if (tc->waiting)
 		elog(ERROR, "directpath: a parallel keys message without its page");
 	MemoryContextDelete(tc->keys_cxt);
+	/* skipped by every process's decisions, and taken off here */
+	tc->skipped += pg_atomic_read_u64(&tc->live->rows_skipped);
 	tc->live = NULL;
 	return tc->skipped;
 }

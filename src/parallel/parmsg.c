@@ -240,14 +240,11 @@ to_load(DPParallel *par, int leaf, const char *image)
 	PGAlignedBlock buf;
 
 	if (par->conflicts)
-	{
 		image = dp_take_conflicts_page(par->conflicts, image, buf.data);
-		if (image != NULL)
-			dp_load_page(par->load, leaf_result_rel(par, leaf), image);
-		dp_take_conflicts_taken(par->conflicts);
-	}
-	else
+	if (image != NULL)
 		dp_load_page(par->load, leaf_result_rel(par, leaf), image);
+	if (par->conflicts)
+		dp_take_conflicts_taken(par->conflicts);
 	if (par->share != NULL && par->share->loaded != NULL)
 		par->share->loaded(par->share->arg);
 }
@@ -281,14 +278,10 @@ into_load_row(DPParallel *par, TupleTableSlot *row)
 	ErrorContextCallback *parsing = error_context_stack;
 
 	error_context_stack = par->outer_context;
-	if (par->conflicts == NULL)
+	if (par->conflicts == NULL || dp_take_conflicts_row(par->conflicts))
 		dp_load_row(par->load, row);
-	else
-	{
-		if (dp_take_conflicts_row(par->conflicts))
-			dp_load_row(par->load, row);
+	if (par->conflicts)
 		dp_take_conflicts_taken(par->conflicts);
-	}
 	error_context_stack = parsing;
 }
 

@@ -217,8 +217,30 @@ close_least_recent(DPPlacer *pl)
 		hand_on_pages(pl, victim, true);
 }
 
-static bool form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
-				 TupleTableSlot *row);
+/*
+ * Form the checked row 'leafrow' (of 'row', the target's) on its leaf's
+ * page; true if a page was handed on.
+ */
+static bool
+form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
+	 TupleTableSlot *row)
+{
+	if (!p->has_page)
+	{
+		if (pl->open == DP_PLACER_OPEN_PAGES)
+			close_least_recent(pl);
+		p->has_page = true;
+		pl->open++;
+	}
+	p->used = ++pl->clock;
+	if (!dp_heap_add_slot_in_place(p->builder, leafrow))
+	{
+		if (pl->conflicts)
+			dp_place_conflicts_unplaced(pl->conflicts);
+		pl->sinks.toast_row(pl->sinks.arg, row);
+	}
+	return hand_on_pages(pl, p, false);
+}
 
 /* The placer's state of the leaf routing chose; set up on first use. */
 static DPPlacedLeaf *
@@ -313,42 +335,12 @@ dp_placer_conflicts(DPPlacer *pl, DPParallelShared *live)
 	pl->conflicts = dp_place_conflicts_begin(pl, live, form_decided);
 }
 
-bool
-dp_placer_decide(DPPlacer *pl)
-{
-	return pl->conflicts ? dp_place_conflicts_decide(pl->conflicts) : false;
-}
-
-/*
- * Form the checked row 'leafrow' (of 'row', the target's) on its leaf's
- * page; true if a page was handed on.
- */
-static bool
-form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
-	 TupleTableSlot *row)
-{
-	if (!p->has_page)
-	{
-		if (pl->open == DP_PLACER_OPEN_PAGES)
-			close_least_recent(pl);
-		p->has_page = true;
-		pl->open++;
-	}
-	p->used = ++pl->clock;
-	if (!dp_heap_add_slot_in_place(p->builder, leafrow))
-	{
-		if (pl->conflicts)
-			dp_place_conflicts_unplaced(pl->conflicts);
-		pl->sinks.toast_row(pl->sinks.arg, row);
-	}
-	return hand_on_pages(pl, p, false);
-}
-
 void
 dp_placer_flush(DPPlacer *pl)
 {
 	Assert(pl->mt == NULL);
-	dp_placer_decide(pl);
+	if (pl->conflicts)
+		dp_place_conflicts_decide(pl->conflicts);
 	hand_on_pages(pl, pl->placed[0], true);
 }
 
@@ -357,7 +349,8 @@ dp_placer_end(DPPlacer *pl)
 {
 	int			n = pl->mt ? pl->sh->nleaves : 1;
 
-	dp_placer_decide(pl);
+	if (pl->conflicts)
+		dp_place_conflicts_decide(pl->conflicts);
 	for (int i = 0; i < n; i++)
 		if (pl->placed[i] != NULL && pl->placed[i]->builder != NULL)
 			hand_on_pages(pl, pl->placed[i], true);

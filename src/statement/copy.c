@@ -491,6 +491,7 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 	TupleTableSlot *slot;
 	DPLoad	   *load;
 	uint64		processed;
+	bool		parallel;
 
 	if (cstate->opts.freeze)
 		check_copy_freeze(rel, a->freeze_allowed, opts->conflict_update);
@@ -509,14 +510,15 @@ copy_rows(CopyFromState cstate, Relation rel, const DPAdmission *a,
 		dp_load_on_conflict(load, opts->arbiters, opts->update_sql);
 	}
 
-	if (!copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where, exprs,
-						  &processed))
+	parallel = copy_in_parallel(cstate, mtstate, load, a, opts, stmt, where,
+								exprs, &processed);
+	if (!parallel)
 		processed = read_serially(cstate, estate, slot, load, rejects, rf);
-	else
-		processed += dp_load_deleted(load);	/* read, as a serial load counts */
 	/* an index build's errors (a duplicate) belong to no one line */
 	dp_load_finish(load);
-	processed -= dp_load_deleted(load);
+	/* the rows read, less those not loaded (a parallel load counted those) */
+	if (!parallel)
+		processed -= dp_load_deleted(load);
 
 	report_skipped(cstate, opts, load, rejects);
 	end_executor(cstate, mtstate, estate);
