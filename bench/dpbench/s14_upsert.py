@@ -23,8 +23,9 @@ followed by INSERT ... ON CONFLICT (id) DO UPDATE SET (ts, grp, v) =
 EXCLUDED, against one `COPY ... WITH (ON_CONFLICT 'update')` (every staged
 row: N/2 inserted, N/2 updated).  These are issue 25's goals for DO
 NOTHING, DO UPDATE, MERGE and a COPY that upserts.  DO NOTHING also with
-`PARALLEL(1)` (the INSERT from either staging table, and the COPY),
-reported against the serial direct statement of the same run too.
+`PARALLEL(1)` (the INSERT from either staging table, and the COPY), and DO
+UPDATE and COPY's 'update' with `PARALLEL(1)`, reported against the serial
+direct statement of the same run too.
 """
 
 import time
@@ -82,10 +83,17 @@ CASES = {
     "copy_update_direct": ("COPY ... WITH (ON_CONFLICT 'update')", "direct",
                            "copy_update_plain",
                            ["COPY up_target FROM '{f}' WITH (ON_CONFLICT 'update')"]),
+    "copy_update_parallel": ("COPY ... WITH (ON_CONFLICT 'update'), /*+ APPEND PARALLEL(1) */",
+                             "direct", "copy_update_plain",
+                             ["/*+ APPEND PARALLEL(1) */ COPY up_target FROM '{f}' "
+                              "WITH (ON_CONFLICT 'update')"]),
     "update_plain": ("INSERT ... ON CONFLICT (id) DO UPDATE SET ts, v WHERE older, plain",
                      "plain", None, [UPDATE]),
     "update_direct": ("INSERT ... ON CONFLICT (id) DO UPDATE SET ts, v WHERE older, "
                       "/*+ APPEND */", "direct", "update_plain", ["/*+ APPEND */ " + UPDATE]),
+    "update_parallel": ("INSERT ... ON CONFLICT (id) DO UPDATE SET ts, v WHERE older, "
+                        "/*+ APPEND PARALLEL(1) */", "direct", "update_plain",
+                        ["/*+ APPEND PARALLEL(1) */ " + UPDATE]),
     "merge_plain": ("MERGE with the same effect, plain", "plain", None, [MERGE]),
     "merge_direct": ("MERGE with the same effect, /*+ APPEND */", "direct", "merge_plain",
                      ["/*+ APPEND */ " + MERGE]),

@@ -31,14 +31,13 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-/*
- * A row for the updates after the load (upsert.c); 'found': the entry of
- * the row it meets (DO UPDATE), else NULL.
- */
 void
 dp_load_keep(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot,
 			 ItemPointer found)
 {
+	if (rri != NULL)
+		slot->tts_tableOid = RelationGetRelid(rri->ri_RelationDesc);
+	s->kept++;
 	if (s->upsert == NULL)
 	{
 		/* the kept rows and their updates' state live with the load */
@@ -49,6 +48,12 @@ dp_load_keep(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot,
 		MemoryContextSwitchTo(old);
 	}
 	dp_upsert_keep(s->upsert, rri, slot, found);
+}
+
+uint64
+dp_load_kept(DPLoad *s)
+{
+	return s->kept;
 }
 
 /*

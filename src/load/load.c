@@ -462,7 +462,7 @@ dp_load_count_skipped(DPLoad *s, uint64 n)
 	s->skipped += n;
 	/* ... and its rows proposed: the SELECT ran in the workers */
 	if (sub != NULL && sub->instrument != NULL)
-		sub->instrument->ntuples += s->report.rows + n;
+		sub->instrument->ntuples += s->report.rows + s->kept + n;
 }
 
 void

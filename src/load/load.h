@@ -175,7 +175,7 @@ extern void dp_load_page(DPLoad *load, ResultRelInfo *rri, const char *image);
 extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
 
 /*
- * A parallel ON CONFLICT DO NOTHING (parallel/parconflict.c).
+ * A parallel ON CONFLICT (parallel/parconflict.c).
  * dp_load_conflict_target: has the load ON CONFLICT, and which arbiters
  * ('*arbiters' their OIDs, NIL for every unique index) and action?
  * dp_load_conflicts_decided: the rows that reach the load were decided
@@ -184,14 +184,25 @@ extern void dp_load_note_parallel(DPLoad *load, int workers, const char *why);
  * row taken so far is in the indexes.  Before the first row.
  * dp_load_count_skipped, at the end: rows skipped as conflicts, counted
  * as a serial load counts them (EXPLAIN's "Conflicting Tuples",
- * dp_load_deleted), and with the rows loaded as the rows the SELECT
- * proposed (EXPLAIN's "Tuples Inserted" is their difference).
+ * dp_load_deleted), and with the rows loaded and kept as the rows the
+ * SELECT proposed (EXPLAIN's "Tuples Inserted" is their difference).
  */
 extern bool dp_load_conflict_target(DPLoad *load, List **arbiters,
 									bool *do_update);
 extern void dp_load_conflicts_decided(DPLoad *load, void (*indexed) (void *),
 									  void *arg);
 extern void dp_load_count_skipped(DPLoad *load, uint64 n);
+
+/*
+ * dp_load_keep: a row (in 'slot', in leaf 'rri''s format; or, 'rri' NULL,
+ * in the layout of the ModifyTable's subplan) for the updates after the
+ * load (upsert.c); 'found': the entry of the table's row it meets (DO
+ * UPDATE), else NULL.  A parallel DO UPDATE's leader keeps the rows its
+ * processes decided so, in input order.  dp_load_kept: how many were.
+ */
+extern void dp_load_keep(DPLoad *load, ResultRelInfo *rri,
+						 TupleTableSlot *slot, ItemPointer found);
+extern uint64 dp_load_kept(DPLoad *load);
 
 /*
  * Why a parallel load cannot take 'rel' for its foreign keys, as a phrase

@@ -552,6 +552,7 @@ struct DPLoad
 	Size		pending_bytes;
 	MemoryContext pending_cxt;
 	uint64		skipped;		/* rows skipped for a conflict */
+	uint64		kept;			/* rows kept for the updates after it */
 	void		(*indexed) (void *);	/* decided rows: every row taken is
 										 * indexed (dp_load_conflicts_decided) */
 	void	   *indexed_arg;
@@ -634,13 +635,6 @@ extern void dp_load_page_rows(DPLoad *s, DPLeaf *leaf, Page page,
 extern void dp_load_add_pending(DPLoad *s, DPLeaf *leaf, TupleTableSlot *slot,
 								uint64 lineno);
 extern void dp_load_decide_pending(DPLoad *s);
-
-/*
- * A row for the updates after the load (upsert.c); 'found': the entry of
- * the row it meets (DO UPDATE), else NULL.
- */
-extern void dp_load_keep(DPLoad *s, ResultRelInfo *rri, TupleTableSlot *slot,
-						 ItemPointer found);
 
 /* ---------- finish.c: the end of a load ---------- */
 

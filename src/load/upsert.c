@@ -79,6 +79,7 @@
  */
 #include "load/load_private.h"
 
+#include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "common/report.h"
 #include "executor/executor.h"
@@ -124,18 +125,30 @@ feed_next(PlanState *ps)
 	return u->fed;
 }
 
-/* The target's indexes, opened once for the statement (see below). */
+/*
+ * The target's indexes, opened once for the statement (see below), each
+ * unique one with the operators core's conflict check needs (as
+ * ExecOpenIndices(..., true) gives them): whoever opened them first, a
+ * kept row may take core's ON CONFLICT path.
+ */
 static void
 open_target_indexes(EState *estate, ResultRelInfo *rri)
 {
 	MemoryContext old;
 
 	if (rri->ri_RelationDesc->rd_rel->relkind != RELKIND_RELATION ||
-		!rri->ri_RelationDesc->rd_rel->relhasindex ||
-		rri->ri_IndexRelationDescs != NULL)
+		!rri->ri_RelationDesc->rd_rel->relhasindex)
 		return;
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
-	ExecOpenIndices(rri, false);
+	if (rri->ri_IndexRelationDescs == NULL)
+		ExecOpenIndices(rri, true);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *info = rri->ri_IndexRelationInfo[i];
+
+		if (info->ii_Unique && info->ii_UniqueOps == NULL)
+			BuildSpeculativeIndexInfo(rri->ri_IndexRelationDescs[i], info);
+	}
 	MemoryContextSwitchTo(old);
 }
 

@@ -57,8 +57,10 @@ typedef struct DPParallelShared
 									 * claim, over every source in turn */
 	pg_atomic_uint64 rows_excluded; /* COPY: rows its WHERE clause excluded,
 									 * in every process */
-	/* ON CONFLICT DO NOTHING (parconflict.c), with in_order: */
+	/* ON CONFLICT DO NOTHING or DO UPDATE (parconflict.c), with in_order: */
 	bool		on_conflict;
+	bool		do_update;		/* rows that meet the table's go to the
+								 * leader, a key met twice is an error */
 	int			narbiters;		/* the arbiter's OID, or none: every unique
 								 * index (of which the target has one) */
 	Oid			arbiters[1];
@@ -96,6 +98,7 @@ typedef void (*DPRowSink) (void *arg, TupleTableSlot *row);
 typedef void (*DPHeldSink) (void *arg, TupleTableSlot *row, uint64 lineno);
 typedef void (*DPLeafSink) (void *arg, int leaf, TupleTableSlot *row);
 typedef void (*DPKeysSink) (void *arg, const char *data, Size len);
+typedef void (*DPKeepSink) (void *arg, ItemPointer found, TupleTableSlot *row);
 
 typedef struct DPPlacerSinks
 {
@@ -105,6 +108,8 @@ typedef struct DPPlacerSinks
 	DPLeafSink	new_leaf;
 	DPKeysSink	keys;			/* ON CONFLICT: the keys of the next page or
 								 * row (parconflict.c) */
+	DPKeepSink	keep;			/* DO UPDATE: a row that meets the table's
+								 * row at 'found', for the leader's updates */
 	void	   *arg;
 } DPPlacerSinks;
 

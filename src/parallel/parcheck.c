@@ -275,6 +275,8 @@ dp_parallel_target_refusal(DPParallel *par, ModifyTableState *mt, bool may_hold)
 	Relation	rel = rri->ri_RelationDesc;
 	const char *why;
 
+	if (mt->operation == CMD_MERGE)
+		return "the statement is a MERGE (the leader decides each row's action)";
 	if (mt->mt_nrels != 1)
 		return "the target is not a plain table";
 	if (rri->ri_WithCheckOptions != NIL)

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * parconflict.c
- *	  INSERT ... ON CONFLICT DO NOTHING and COPY's ON_CONFLICT 'nothing'
- *	  in parallel: every process decides the rows it places, and the
- *	  leader takes off a page the rows whose key another process accepted
- *	  earlier in the input.
+ *	  INSERT ... ON CONFLICT and COPY's ON_CONFLICT in parallel: every
+ *	  process decides the rows it places, and the leader takes off a page
+ *	  the rows whose key another process accepted earlier in the input
+ *	  (DO NOTHING), or fails the statement for them (DO UPDATE).
  *
  * The rule to keep is core's (load/conflict.c): a row is inserted iff no
  * row of the table, and no earlier row of the input, has its key in an
@@ -59,6 +59,20 @@
  * key taken in a generation below every process's last G
  * can never be met again from the set: such keys are dropped (prune)
  * whenever the set has doubled.
+ *
+ * DO UPDATE (and COPY's 'update') changes three things.  A row whose key
+ * the probe finds in the table is not skipped but sent to the leader with
+ * the entry's TID (the placer's keep sink); it goes through the order, so
+ * the leader keeps such rows in input order (dp_load_keep), as a serial
+ * load keeps them, and updates them in bulk after the load (versions.c:
+ * of two rows meeting one row of the table, the first that passes the
+ * WHERE clause updates it and a later one is core's cardinality error,
+ * which input order decides).  A key accepted twice is core's "cannot
+ * affect row a second time", raised where it is met: in a process's
+ * decisions (its batch, its set, or a row of this statement its probe
+ * finds) or in the leader's check (a key another process took first), in
+ * place of taking the row off.  The kept rows never join a set: their key
+ * is the table's, so no process accepts it.
  *
  * Memory: each process's accepted keys (a few tens of bytes each,
  * DP_PARALLEL_KEYS_KEPT at most), and the leader's set, pruned as above.
@@ -148,7 +162,7 @@ dp_place_conflicts_begin(DPPlacer *pl, DPParallelShared *live,
 	if (rri->ri_RelationDesc->rd_rel->relhasindex &&
 		rri->ri_IndexRelationDescs == NULL)
 		ExecOpenIndices(rri, false);
-	pc->c = dp_conflicts_begin(rri, pl->estate, arbiters, false);
+	pc->c = dp_conflicts_begin(rri, pl->estate, arbiters, live->do_update);
 	MemoryContextSwitchTo(old);
 	pc->rows_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "directpath parallel conflict rows",
@@ -210,16 +224,22 @@ dp_place_conflicts_decide(DPPlaceConflicts *pc)
 	for (int i = 0; i < pc->nrows; i++)
 	{
 		ItemPointerData found;
+		DPDecision	d = dp_conflicts_decide(pc->c, &found);
 
-		if (dp_conflicts_decide(pc->c, &found) != DP_ROW_INSERT)
+		if (d == DP_ROW_SKIP)
 		{
 			skipped++;
 			continue;
 		}
-		queue_row(pc, gen);
 		ExecStoreHeapTuple(pc->rows[i], pc->slot, false);
-		if (pc->form(pc->pl, pc->slot))
-			handed = true;
+		if (d == DP_ROW_UPDATE)
+			pc->pl->sinks.keep(pc->pl->sinks.arg, &found, pc->slot);
+		else
+		{
+			queue_row(pc, gen);
+			if (pc->form(pc->pl, pc->slot))
+				handed = true;
+		}
 		ExecClearTuple(pc->slot);
 	}
 	dp_conflicts_batch_done(pc->c);
@@ -329,6 +349,7 @@ struct DPTakeConflicts
 								 * generation of its last keys message */
 	int			nprocs;
 	uint64		skipped;		/* rows taken off pages */
+	bool		do_update;		/* a key taken twice is an error */
 	/* the last keys message, waiting for its page or row: */
 	bool		waiting;
 	uint64		msg_gen;
@@ -364,6 +385,7 @@ dp_take_conflicts_begin(DPLoad *load, DPParallelShared *live, int nworkers)
 	tc->load = load;
 	tc->live = live;
 	tc->gen = pg_atomic_read_u64(&live->indexed_gen);
+	tc->do_update = live->do_update;
 	tc->keys_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "directpath parallel conflict keys",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -437,6 +459,13 @@ dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data, Size len)
 		 * could not see (else this row would not have been accepted).
 		 */
 		e = dptaken_lookup(tc->taken, *k);
+		if (e != NULL && tc->do_update)
+			ereport(ERROR,
+					(errcode(ERRCODE_CARDINALITY_VIOLATION),
+			/* translator: %s is a SQL command name */
+					 errmsg("%s command cannot affect row a second time",
+							"ON CONFLICT DO UPDATE"),
+					 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
 		if (e != NULL)
 		{
 			tc->dup[r] = true;
@@ -578,8 +607,6 @@ dp_parallel_conflicts_setup(DPParallel *par)
 
 	if (!dp_load_conflict_target(par->load, &arbiters, &do_update))
 		return NULL;
-	if (do_update)
-		return "the statement has ON CONFLICT DO UPDATE or is a MERGE (the leader decides each row's action)";
 	if (!par->sh.in_order)
 		return "its ON CONFLICT needs the rows in the input's order, which a partitioned target or a source other than a heap table does not keep";
 	indexes = RelationGetIndexList(rel);
@@ -602,5 +629,6 @@ dp_parallel_conflicts_setup(DPParallel *par)
 	/* no arbiter: nothing conflicts, the rows are placed as any */
 	par->sh.on_conflict = n == 1;
 	par->sh.narbiters = n;
+	par->sh.do_update = do_update && n == 1;
 	return NULL;
 }

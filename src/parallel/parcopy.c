@@ -791,7 +791,8 @@ dp_parallel_copy(DPLoad *load, CopyFromState cstate, ModifyTableState *mt,
 				 errmsg("directpath: a parallel worker ended before it had read its input")));
 	load_held_and_end(par, load, cstate);
 	dp_load_note_parallel(load, launched, dp_parallel_note(par));
-	*processed = dp_load_report(load)->rows;
+	/* ON_CONFLICT 'update': the rows kept for the update count too */
+	*processed = dp_load_report(load)->rows + dp_load_kept(load);
 	/* the last rows, held or on the last pages, counted as core counts them */
 	f.progress[4] = (int64) *processed;
 	pgstat_progress_update_multi_param(2, progress_index + 4, f.progress + 4);

@@ -28,9 +28,12 @@
  * offered to the order, which keeps those of later chunks until their
  * turn; a worker says which block range it has claimed (DP_MSG_CLAIM, a
  * scan's) and when it has sent a chunk's last page (DP_MSG_DONE).  Under
- * ON CONFLICT DO NOTHING the keys of each page or row come just before it
+ * ON CONFLICT the keys of each page or row come just before it
  * (DP_MSG_KEYS) and go through the order with it to the leader's check
- * (parconflict.c), which may take rows off the page.
+ * (parconflict.c), which may take rows off the page; under DO UPDATE a row
+ * whose key is in the table comes on its own, with the TID of the entry it
+ * met (DP_MSG_KEEP), and goes through the order to the load's kept rows
+ * (dp_load_keep), which the leader updates in bulk after the load.
  *
  * Invariants.
  * - A leaf's first row comes before its first page, from every placer: a
@@ -77,6 +80,9 @@
 								 * the block range the worker takes next */
 #define DP_MSG_KEYS		'K'		/* ON CONFLICT: leaf -1, then the keys of
 								 * the next page or row (parconflict.c) */
+#define DP_MSG_KEEP		'U'		/* DO UPDATE: leaf -1, the TID of the entry
+								 * the row met, then the row (a minimal
+								 * tuple in the target's format) */
 
 /* ---- a worker's side: its queues, its placer's sinks ---- */
 
@@ -152,6 +158,13 @@ send_keys(void *arg, const char *data, Size len)
 	send_message((shm_mq_handle *) arg, DP_MSG_KEYS, -1, NULL, 0, data, len);
 }
 
+static void
+send_keep(void *arg, ItemPointer found, TupleTableSlot *row)
+{
+	send_tuple((shm_mq_handle *) arg, DP_MSG_KEEP, -1, found,
+			   sizeof(ItemPointerData), row);
+}
+
 void
 dp_worker_begin(DPWorker *w, dsm_segment *seg, shm_toc *toc)
 {
@@ -184,7 +197,7 @@ void
 dp_placer_begin_worker(DPPlacer *pl, DPWorker *w)
 {
 	DPPlacerSinks sinks = {send_page, send_row, send_held, send_leaf,
-	send_keys, w->out};
+	send_keys, send_keep, w->out};
 
 	dp_placer_begin(pl, w->sh, w->leaves, w->target, &sinks);
 	if (w->sh->on_conflict)
@@ -285,21 +298,71 @@ into_load_row(DPParallel *par, TupleTableSlot *row)
 	error_context_stack = parsing;
 }
 
-/* The keys of the next page or row, from any process, in order. */
+/*
+ * A row of any process that meets the table's row at 'found' (DO UPDATE),
+ * its message ('found', then a minimal tuple), in order: kept for the
+ * load's updates after its rows, as a serial load keeps it.
+ */
 static void
-keys_to_load(DPParallel *par, int worker, const char *data, Size len)
+keep_to_load(DPParallel *par, const char *data, Size len)
+{
+	ErrorContextCallback *parsing = error_context_stack;
+	ItemPointerData found;
+	MinimalTuple mt;
+
+	if (len <= sizeof(ItemPointerData))
+		elog(ERROR, "directpath: a short row to update from a parallel process");
+	memcpy(&found, data, sizeof(ItemPointerData));
+	len -= sizeof(ItemPointerData);
+	mt = palloc(len);
+	memcpy(mt, data + sizeof(ItemPointerData), len);
+	ExecStoreMinimalTuple(mt, par->row, true);
+	error_context_stack = par->outer_context;
+	dp_load_keep(par->load, par->rri, par->row, &found);
+	error_context_stack = parsing;
+	ExecClearTuple(par->row);
+}
+
+/*
+ * ON CONFLICT's messages from any process ('worker', -1: the leader), in
+ * order: the keys of the next page or row (DP_MSG_KEYS), or a row to
+ * update (DP_MSG_KEEP).
+ */
+static void
+conflict_message(DPParallel *par, int worker, char kind, const char *data,
+				 Size len)
 {
 	if (par->conflicts == NULL)
-		elog(ERROR, "directpath: keys from a parallel worker without ON CONFLICT");
-	if (par->order == NULL ||
-		dp_order_admit(par->order, worker, DP_MSG_KEYS, -1, data, len))
+		elog(ERROR, "directpath: ON CONFLICT's message '%c' from a parallel load without it",
+			 kind);
+	if (par->order != NULL &&
+		!dp_order_admit(par->order, worker, kind, -1, data, len))
+		return;					/* kept for its chunk's turn */
+	if (kind == DP_MSG_KEYS)
 		dp_take_conflicts_keys(par->conflicts, data, len);
+	else
+		keep_to_load(par, data, len);
 }
 
 static void
 load_keys(void *arg, const char *data, Size len)
 {
-	keys_to_load((DPParallel *) arg, -1, data, len);
+	conflict_message((DPParallel *) arg, -1, DP_MSG_KEYS, data, len);
+}
+
+/* The leader's own row to update, as a worker's message. */
+static void
+load_keep(void *arg, ItemPointer found, TupleTableSlot *row)
+{
+	MinimalTuple mt = ExecCopySlotMinimalTuple(row);
+	StringInfoData msg;
+
+	initStringInfo(&msg);
+	appendBinaryStringInfo(&msg, (char *) found, sizeof(ItemPointerData));
+	appendBinaryStringInfo(&msg, (char *) mt, mt->t_len);
+	pfree(mt);
+	conflict_message((DPParallel *) arg, -1, DP_MSG_KEEP, msg.data, msg.len);
+	pfree(msg.data);
 }
 
 static void
@@ -353,7 +416,7 @@ void
 dp_placer_begin_leader(DPPlacer *pl, DPParallel *par)
 {
 	DPPlacerSinks sinks = {load_page, load_row, hold_row, load_leaf, load_keys,
-	par};
+	load_keep, par};
 
 	par->outer_context = error_context_stack;
 	dp_placer_begin(pl, &par->sh, par->leaves, par->rri->ri_RelationDesc,
@@ -402,6 +465,8 @@ release(DPParallel *par)
 			to_load(par, m->leaf, m->page ? m->page : m->data);
 		else if (m->kind == DP_MSG_KEYS)
 			dp_take_conflicts_keys(par->conflicts, m->data, m->len);
+		else if (m->kind == DP_MSG_KEEP)
+			keep_to_load(par, m->data, m->len);
 		else
 			row_to_load(par, m->data, m->len);
 		if (m->page)
@@ -448,10 +513,10 @@ take_message(DPParallel *par, int worker, const char *data, Size len)
 			to_load(par, leaf, image);
 		return;
 	}
-	if (kind == DP_MSG_KEYS)
+	if (kind == DP_MSG_KEYS || kind == DP_MSG_KEEP)
 	{
-		keys_to_load(par, worker, data + 1 + sizeof(int32),
-					 len - 1 - sizeof(int32));
+		conflict_message(par, worker, kind, data + 1 + sizeof(int32),
+						 len - 1 - sizeof(int32));
 		return;
 	}
 	if ((kind == DP_MSG_CLAIM || kind == DP_MSG_DONE) && par->order &&

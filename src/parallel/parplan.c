@@ -319,11 +319,11 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 		return "the statement is a MERGE (the leader decides each row's action)";
 	if (mt->returningLists != NIL)
 		return "the statement has RETURNING";
-	if (mt->onConflictAction == ONCONFLICT_UPDATE)
-		return "the statement has ON CONFLICT DO UPDATE (the leader decides each row's action)";
-	if (mt->onConflictAction == ONCONFLICT_NOTHING &&
+	if (mt->onConflictAction != ONCONFLICT_NONE &&
 		!dp_parallel_scans(outerPlan(mt)))
-		return "the statement has ON CONFLICT DO NOTHING and its SELECT is not a scan of tables (the rows must come in the scan's order)";
+		return psprintf("the statement has ON CONFLICT %s and its SELECT is not a scan of tables (the rows must come in the scan's order)",
+						mt->onConflictAction == ONCONFLICT_UPDATE ?
+						"DO UPDATE" : "DO NOTHING");
 	/* the target is locked by now (admission) */
 	target = table_open(rt_fetch(parse->resultRelation, parse->rtable)->relid,
 						NoLock);

@@ -394,9 +394,6 @@ copy_in_parallel(CopyFromState cstate, ModifyTableState *mtstate,
 							  "it loads beside other writers of the table");
 	else if (opts->rejects_table)
 		dp_load_note_parallel(load, 0, "the COPY has a rejects table");
-	else if (opts->conflict_update)
-		dp_load_note_parallel(load, 0,
-							  "the COPY has ON_CONFLICT 'update' (the leader decides each row's action)");
 	else if (!dp_expr_parallel_safe((Node *) exprs))
 		dp_load_note_parallel(load, 0,
 							  "a column default or the WHERE clause is not parallel safe");
