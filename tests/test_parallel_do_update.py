@@ -22,7 +22,8 @@ statement with the plain statement's error and leaves the table as it was.
 
 import pytest
 
-from conftest import error_of, last_statement, set_gucs, table_digest, verify_table
+from conftest import (Background, crash_backend, error_of, fault_gucs, last_statement, set_gucs,
+                      table_digest, verify_table, wait_fault_sleep)
 from test_parallel_upsert import explain_counts, scans_agree
 
 pytestmark = pytest.mark.directpath
@@ -231,3 +232,71 @@ def test_updates_by_core_when_the_table_is_shared(cluster):
         assert cur.rowcount == ROWS
         assert table_digest(conn, "pud_sd") == table_digest(conn, "pud_sp")
         check_loaded(conn, "pud_sd")
+
+
+UPSERT = ("INSERT INTO {t} AS t SELECT " + COLS + " FROM pud_src ON CONFLICT (k) "
+          "DO UPDATE SET n = excluded.n, u = excluded.u, v = excluded.v")
+
+
+def test_standby_replays_parallel_do_update(make_cluster, tmp_path):
+    """The new rows' pages, the new versions and the old pages' images
+    reach a streaming standby: the same rows, sound indexes, index scans
+    agreeing with sequential scans there too."""
+    p = make_cluster(name="primary")
+    with p.conn() as conn:
+        make_source(conn)
+        make_target(conn, "pud_sb")
+        make_target(conn, "pud_sb_plain")
+    sb = p.make_standby(tmp_path)
+    with p.conn() as conn:
+        session(conn)
+        conn.execute(UPSERT.format(t="pud_sb_plain"))
+        conn.execute("/*+ APPEND PARALLEL(2) */ " + UPSERT.format(t="pud_sb"))
+        assert "in bulk" in (parallel_report(conn)["updates"] or "")
+        want = table_digest(conn, "pud_sb")
+        assert want == table_digest(conn, "pud_sb_plain")
+    p.wait_replay(sb)
+    with sb.conn() as conn:
+        assert table_digest(conn, "pud_sb") == want
+        check_loaded(conn, "pud_sb")
+    sb.stop()
+
+
+@pytest.mark.parametrize("how", ["kill-worker", "kill-leader-in-updates"])
+def test_process_killed_leaves_nothing(cluster, how):
+    """A worker killed after the leader's first batch, or the leader killed
+    while it updates the old pages after the load: nothing of the statement
+    is visible after crash recovery, and it then succeeds in parallel with
+    the plain statement's rows."""
+    t = "pud_kill_" + how.replace("-", "_")
+    sql = "/*+ APPEND PARALLEL(2) */ " + UPSERT.format(t=t)
+    point = "first_batch" if how == "kill-worker" else "versions_page"
+    with cluster.conn() as conn:
+        make_source(conn)
+        make_target(conn, t)
+        make_target(conn, "pud_kill_plain")
+        conn.execute(UPSERT.format(t="pud_kill_plain"))
+        before = table_digest(conn, t)
+    off = cluster.log_size()
+    settings = dict(fault_gucs(point, 1, sleep_ms=60_000),
+                    **{"directpath.batch_pages": 50, "synchronize_seqscans": "off"})
+    bg = Background(cluster, [sql], settings, name="loader")
+    bg.start()
+    with bg:
+        wait_fault_sleep(cluster, bg, point, off)
+        with cluster.conn() as conn:
+            workers = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
+                (bg.pid, bg.pid)).fetchall()]
+        assert bool(workers) == (how == "kill-worker"), cluster.log_tail(30, off)
+        crash_backend(cluster, workers[0] if workers else bg.pid)
+        bg.join()
+        assert bg.error is not None, bg.results
+    with cluster.conn() as conn:
+        session(conn)
+        assert table_digest(conn, t) == before
+        verify_table(conn, t)
+        conn.execute(sql)
+        parallel_report(conn)
+        assert table_digest(conn, t) == table_digest(conn, "pud_kill_plain")
+        check_loaded(conn, t)

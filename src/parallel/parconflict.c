@@ -213,6 +213,7 @@ dp_place_conflicts_decide(DPPlaceConflicts *pc)
 {
 	uint64		gen;
 	uint64		skipped = 0;
+	uint64		accepted = 0;
 	bool		handed = false;
 
 	if (pc->nrows == 0)
@@ -236,6 +237,7 @@ dp_place_conflicts_decide(DPPlaceConflicts *pc)
 			pc->pl->sinks.keep(pc->pl->sinks.arg, &found, pc->slot);
 		else
 		{
+			accepted++;
 			queue_row(pc, gen);
 			if (pc->form(pc->pl, pc->slot))
 				handed = true;
@@ -246,7 +248,7 @@ dp_place_conflicts_decide(DPPlaceConflicts *pc)
 	if (skipped > 0)
 		pg_atomic_fetch_add_u64(&pc->live->rows_skipped, skipped);
 	/* bounded: a row accepted again meets its twin in the leader's check */
-	pc->kept += pc->nrows - skipped;
+	pc->kept += accepted;
 	if (pc->kept >= DP_PARALLEL_KEYS_KEPT)
 	{
 		elog(DEBUG1, "directpath: parallel process %d empties its " UINT64_FORMAT " accepted keys",
