@@ -22,9 +22,9 @@ statement with the plain statement's error and leaves the table as it was.
 
 import pytest
 
-from conftest import (Background, crash_backend, error_of, fault_gucs, last_statement, set_gucs,
-                      table_digest, verify_table, wait_fault_sleep)
-from test_parallel_upsert import explain_counts, scans_agree
+from conftest import (Background, error_of, fault_gucs, last_statement, set_gucs, table_digest,
+                      verify_table)
+from test_parallel_upsert import explain_counts, kill_at_fault, scans_agree
 
 pytestmark = pytest.mark.directpath
 
@@ -109,7 +109,7 @@ def test_insert_select_do_update(cluster, case, workers):
             sql = f"{hint}INSERT INTO {t} AS t SELECT {COLS} FROM pud_src " + \
                 CASES[case].format(t=t)
             got[t] = explain_counts(conn, sql)
-        (plain, plain_plan), (par, par_plan) = got[tp], got[td]
+        (plain, _), (par, par_plan) = got[tp], got[td]
         st = parallel_report(conn)
         assert "in bulk" in (st["updates"] or ""), st
         assert par["Tuples Inserted"] == plain["Tuples Inserted"] == 2 * ROWS // 3, par_plan
@@ -281,17 +281,7 @@ def test_process_killed_leaves_nothing(cluster, how):
     settings = dict(fault_gucs(point, 1, sleep_ms=60_000),
                     **{"directpath.batch_pages": 50, "synchronize_seqscans": "off"})
     bg = Background(cluster, [sql], settings, name="loader")
-    bg.start()
-    with bg:
-        wait_fault_sleep(cluster, bg, point, off)
-        with cluster.conn() as conn:
-            workers = [r[0] for r in conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
-                (bg.pid, bg.pid)).fetchall()]
-        assert bool(workers) == (how == "kill-worker"), cluster.log_tail(30, off)
-        crash_backend(cluster, workers[0] if workers else bg.pid)
-        bg.join()
-        assert bg.error is not None, bg.results
+    kill_at_fault(cluster, bg, point, off, how == "kill-worker", how == "kill-worker")
     with cluster.conn() as conn:
         session(conn)
         assert table_digest(conn, t) == before

@@ -565,6 +565,23 @@ def test_standby_replays_the_pages_taken_off_rows(make_cluster, tmp_path):
     sb.stop()
 
 
+def kill_at_fault(cluster, bg, point, off, worker, has_workers):
+    """Start 'bg', wait until it sleeps at fault 'point' (its workers there
+    or not, as 'has_workers' says), SIGKILL a worker of it or itself, and
+    wait for the crash restart: the statement must have failed."""
+    bg.start()
+    with bg:
+        wait_fault_sleep(cluster, bg, point, off)
+        with cluster.conn() as conn:
+            workers = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
+                (bg.pid, bg.pid)).fetchall()]
+        assert bool(workers) == has_workers, cluster.log_tail(30, off)
+        crash_backend(cluster, workers[0] if worker else bg.pid)
+        bg.join()
+        assert bg.error is not None, bg.results
+
+
 @pytest.mark.parametrize("how", ["kill-worker", "kill-leader"])
 def test_process_killed_mid_load_leaves_nothing(cluster, how):
     """A worker or the leader killed while the leader sleeps after its first
@@ -582,17 +599,7 @@ def test_process_killed_mid_load_leaves_nothing(cluster, how):
     settings = dict(fault_gucs("first_batch", 1, sleep_ms=60_000),
                     **{"directpath.batch_pages": 50, "synchronize_seqscans": "off"})
     bg = Background(cluster, [sql], settings, name="loader")
-    bg.start()
-    with bg:
-        wait_fault_sleep(cluster, bg, "first_batch", off)
-        with cluster.conn() as conn:
-            workers = [r[0] for r in conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s",
-                (bg.pid, bg.pid)).fetchall()]
-        assert workers, cluster.log_tail(30, off)
-        crash_backend(cluster, workers[0] if how == "kill-worker" else bg.pid)
-        bg.join()
-        assert bg.error is not None, bg.results
+    kill_at_fault(cluster, bg, "first_batch", off, how == "kill-worker", True)
     with cluster.conn() as conn:
         session(conn)
         assert table_digest(conn, t) == before
