@@ -137,6 +137,9 @@ def parse_args(argv=None):
     p.add_argument("--only", default=None,
                    help="comma-separated scenarios: insert, copy, fdw, update, hot, wal, "
                         "indexes (or 1-7)")
+    p.add_argument("--cases", default=None,
+                   help="comma-separated parts of case ids: run only the cases whose id "
+                        "contains one (e.g. text_,uuid_ in scenario 14)")
     p.add_argument("--out", default=None,
                    help="output directory (default bench/results/<UTC time>-<hostname>)")
     p.add_argument("--sf", type=float, default=1.0,
@@ -311,7 +314,10 @@ def run_session(ctx, phase, active, out, meta, records):
             prepared.append(s)
         if alone:
             active[0].warm_up(ctx)
-        plan = [(s, s.cases(ctx, phase)) for s in active]
+        wanted = ctx.args.cases.split(",") if ctx.args.cases else None
+        plan = [(s, [c for c in s.cases(ctx, phase)
+                     if wanted is None or any(w in c.id for w in wanted)])
+                for s in active]
         total = sum(len(cs) for _, cs in plan) * ctx.args.runs
         done = 0
         for run_no in range(1, ctx.args.runs + 1):

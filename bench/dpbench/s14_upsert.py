@@ -25,7 +25,9 @@ row: N/2 inserted, N/2 updated).  These are issue 25's goals for DO
 NOTHING, DO UPDATE, MERGE and a COPY that upserts.  DO NOTHING also with
 `PARALLEL(1)` (the INSERT from either staging table, and the COPY), and DO
 UPDATE and COPY's 'update' with `PARALLEL(1)`, reported against the serial
-direct statement of the same run too.
+direct statement of the same run too.  And DO NOTHING with the same keys
+as text ('customer-' and 12 digits) and as uuids (md5 of the number):
+plain, serial and `PARALLEL(1)`.
 """
 
 import time
@@ -40,6 +42,8 @@ STAGE = ("SELECT CASE WHEN g % 2 = 0 THEN {n} + g ELSE (g::bigint * 7919) % {n} 
 TARGET = ("SELECT g, timestamptz '2025-01-01' + g * interval '1 s', g % 1000, md5(g::text) "
           "FROM generate_series(1, {n}) g")
 UPSERT = "INSERT INTO up_target SELECT * FROM up_stage ON CONFLICT (id) DO NOTHING"
+# other key types (the same keys spelled as text, or hashed to a uuid)
+KEYS = {"text": "'customer-' || lpad(({x})::text, 12, '0')", "uuid": "md5(({x})::text)::uuid"}
 UPDATE = ("INSERT INTO up_target AS t SELECT * FROM up_stage ON CONFLICT (id) DO UPDATE "
           "SET ts = excluded.ts, v = excluded.v WHERE t.ts < excluded.ts")
 MERGE = ("MERGE INTO up_target t USING up_stage s ON t.id = s.id "
@@ -98,6 +102,13 @@ CASES = {
     "merge_direct": ("MERGE with the same effect, /*+ APPEND */", "direct", "merge_plain",
                      ["/*+ APPEND */ " + MERGE]),
 }
+for _k in KEYS:
+    _u = UPSERT.replace("up_stage", f"up_stage_{_k}")
+    CASES[f"{_k}_plain"] = (f"the same, {_k} keys, plain", "plain", None, [_u])
+    CASES[f"{_k}_direct"] = (f"the same, {_k} keys, /*+ APPEND */", "direct", f"{_k}_plain",
+                             ["/*+ APPEND */ " + _u])
+    CASES[f"{_k}_parallel"] = (f"the same, {_k} keys, /*+ APPEND PARALLEL(1) */", "direct",
+                               f"{_k}_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
 
 
 class UpsertScenario(Scenario):
@@ -119,6 +130,11 @@ class UpsertScenario(Scenario):
             c.execute("DROP TABLE IF EXISTS up_stage_sorted")
             c.execute("CREATE UNLOGGED TABLE up_stage_sorted AS SELECT * FROM up_stage ORDER BY id")
             c.execute("VACUUM ANALYZE up_stage_sorted")
+            for k, expr in KEYS.items():
+                c.execute(f"DROP TABLE IF EXISTS up_stage_{k}")
+                c.execute(f"CREATE UNLOGGED TABLE up_stage_{k} AS SELECT {expr.format(x='id')} "
+                          "AS id, ts, grp, v FROM up_stage")
+                c.execute(f"VACUUM ANALYZE up_stage_{k}")
 
     def cases(self, ctx, phase):
         return [Case(key, label, path, twin=twin, group="upsert",
@@ -129,12 +145,16 @@ class UpsertScenario(Scenario):
         n = ctx.rows
         rec = {"rows": n}
         with ctx.server.conn() as c:
+            key = case.id.split("_")[0]
             c.execute("DROP TABLE IF EXISTS up_target")
-            c.execute("CREATE TABLE up_target (id bigint PRIMARY KEY, ts timestamptz, "
-                      "grp int, v text)")
+            c.execute("CREATE TABLE up_target (id {} PRIMARY KEY, ts timestamptz, "
+                      "grp int, v text)".format(key if key in KEYS else "bigint"))
             c.execute("CREATE INDEX ON up_target (ts)")
             c.execute("CREATE INDEX ON up_target (grp)")
-            c.execute(f"/*+ APPEND */ INSERT INTO up_target {TARGET.format(n=n)}")
+            target = TARGET.format(n=n)
+            if key in KEYS:
+                target = target.replace("SELECT g,", "SELECT " + KEYS[key].format(x="g") + ",")
+            c.execute(f"/*+ APPEND */ INSERT INTO up_target {target}")
             c.execute("VACUUM ANALYZE up_target")
             c.execute("CHECKPOINT")
             time.sleep(ctx.settle_s)
