@@ -38,6 +38,7 @@ OBJS = \
 	src/load/fkset.o \
 	src/load/rejects.o \
 	src/load/conflict.o \
+	src/load/keyimage.o \
 	src/load/upsert.o \
 	src/load/versions.o \
 	src/load/oldpages.o \
@@ -53,6 +54,7 @@ OBJS = \
 	src/parallel/parmsg.o \
 	src/parallel/parorder.o \
 	src/parallel/parconflict.o \
+	src/parallel/parkeys.o \
 	src/parallel/parscan.o \
 	src/parallel/parplan.o \
 	src/parallel/pargather.o \

@@ -50,14 +50,13 @@
  * index, and the set is emptied (dp_conflicts_indexed): it holds at most a
  * decision's and a batch's keys.  A later probe that finds one of those
  * rows through the index knows it by its header (xmin this transaction,
- * cmin this statement's command) and takes its key as accepted, not as a
- * row of the table: under DO UPDATE a key the statement inserted and meets
+ * cmin this statement's command) and takes its key as the statement's
+ * (DPK_OURS, decided as accepted), not as a row of the table: under DO UPDATE a key the statement inserted and meets
  * again is core's cardinality error however far apart the two rows are.
  * Deciding the whole batch before inserting any of it keeps a flush from
  * emptying the set between a probe and the decisions that rely on it.
  *
- * Key images.  Keys are compared by their bytes (varlenas detoasted, header
- * form ignored, as nbtree's deduplication compares them), which is the
+ * Key images.  Keys are compared by their bytes (keyimage.c), which is the
  * index's equality only where its operator classes declare "equal image"
  * (_bt_allequalimage: not numeric, not float, not a nondeterministic
  * collation).  eligibility.c keeps other arbiters off the direct path, and
@@ -106,6 +105,8 @@ typedef enum DPKeyState
 	DPK_UNKNOWN,				/* not found in the index */
 	DPK_TABLE,					/* a live row of the table has it */
 	DPK_INVISIBLE,				/* ... one the snapshot cannot see (RR) */
+	DPK_OURS,					/* a row this statement inserted earlier has
+								 * it, found in the index */
 	DPK_ACCEPTED,				/* a row of this statement has it (this
 								 * batch's, or one the probe found) */
 	DPK_WAIT,					/* its writer is in progress: probed again */
@@ -309,46 +310,6 @@ dp_conflicts_begin(ResultRelInfo *rri, EState *estate, List *arbiters,
 	return c;
 }
 
-/* Append one key column's image: a NULL flag, then its bytes. */
-static void
-image_column(StringInfo buf, Form_pg_attribute att, Datum value, bool isnull)
-{
-	appendStringInfoChar(buf, isnull ? 'n' : 'v');
-	if (isnull)
-		return;
-	if (att->attbyval)
-		appendBinaryStringInfo(buf, (char *) &value, sizeof(Datum));
-	else if (att->attlen > 0)
-		appendBinaryStringInfo(buf, DatumGetPointer(value), att->attlen);
-	else if (att->attlen == -1)
-	{
-		struct varlena *v = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(value));
-		uint32		len = VARSIZE_ANY_EXHDR(v);
-
-		appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
-		appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
-	}
-	else
-		appendBinaryStringInfo(buf, DatumGetPointer(value),
-							   strlen(DatumGetPointer(value)) + 1);
-}
-
-/* The image of a key's values, in c->image (hashed). */
-static DPKeyImage
-image_of(DPConflicts *c, DPArbiter *a, Datum *values, bool *isnull)
-{
-	TupleDesc	desc = RelationGetDescr(a->index);
-	DPKeyImage	k;
-
-	resetStringInfo(&c->image);
-	for (int j = 0; j < a->nkeys; j++)
-		image_column(&c->image, TupleDescAttr(desc, j), values[j], isnull[j]);
-	k.bytes = c->image.data;
-	k.len = c->image.len;
-	k.hash = hash_bytes((const unsigned char *) k.bytes, k.len);
-	return k;
-}
-
 /*
  * Row 'r''s key in arbiter 'a' (the row is econtext's scan tuple), kept
  * in the batch; false when it has none that could conflict.
@@ -387,7 +348,7 @@ add_key(DPConflicts *c, DPArbiter *a, int r, ExprContext *econtext)
 		values[j] = allnull[j] ? (Datum) 0 :
 			datumCopy(all[j], att->attbyval, att->attlen);
 	}
-	k = image_of(c, a, values, isnull);
+	k = dp_key_image(&c->image, a->index, values, isnull);
 	copy = palloc(k.len);
 	memcpy(copy, k.bytes, k.len);
 	k.bytes = copy;
@@ -450,7 +411,7 @@ found_state(DPConflicts *c, TupleTableSlot *slot)
 	bool		isnull;
 
 	if (inserted_by_statement(c, slot))
-		return DPK_ACCEPTED;
+		return DPK_OURS;
 	if (!IsolationUsesXactSnapshot() ||
 		table_tuple_satisfies_snapshot(c->rri->ri_RelationDesc, slot,
 									   c->estate->es_snapshot))
@@ -683,6 +644,7 @@ dp_conflicts_decide(DPConflicts *c, ItemPointer found)
 				break;
 			case DPK_TABLE:
 				return c->do_update ? DP_ROW_UPDATE : DP_ROW_SKIP;
+			case DPK_OURS:
 			case DPK_ACCEPTED:
 				if (c->do_update)
 					ereport(ERROR,
@@ -701,6 +663,37 @@ dp_conflicts_decide(DPConflicts *c, ItemPointer found)
 			dpbatch_lookup(c->arbiters[i].batch, c->arbiters[i].keys[r])->state =
 				DPK_ACCEPTED;
 	return DP_ROW_INSERT;
+}
+
+bool
+dp_conflicts_provisional(DPConflicts *c)
+{
+	int			r = c->next - 1;
+
+	for (int i = 0; i < c->narbiters; i++)
+	{
+		DPArbiter  *a = &c->arbiters[i];
+		DPKeyState	state;
+
+		if (!a->has_key[r])
+			continue;
+		state = dpbatch_lookup(a->batch, a->keys[r])->state;
+		if (state == DPK_TABLE || state == DPK_OURS || state == DPK_INVISIBLE)
+			return false;
+	}
+	/* its keys count as accepted for the rows after it */
+	for (int i = 0; i < c->narbiters; i++)
+	{
+		DPArbiter  *a = &c->arbiters[i];
+		DPBatchKey *e;
+
+		if (!a->has_key[r])
+			continue;
+		e = dpbatch_lookup(a->batch, a->keys[r]);
+		if (e->state == DPK_UNKNOWN)
+			e->state = DPK_ACCEPTED;
+	}
+	return true;
 }
 
 void

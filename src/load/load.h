@@ -281,6 +281,15 @@ extern void dp_conflicts_batch_done(DPConflicts *c);
 extern TupleTableSlot *dp_conflicts_slot(DPConflicts *c);
 
 /*
+ * dp_conflicts_provisional, for the row last decided and skipped: true
+ * when none of its keys is in the table or in a row the statement
+ * inserted, so that the skip rests on rows this process accepted itself
+ * (a parallel load's leader may yet take those off, and decides the row
+ * again); its keys then count as accepted for the rows after it.
+ */
+extern bool dp_conflicts_provisional(DPConflicts *c);
+
+/*
  * The key images of the row last decided, appended to 'out': per arbiter,
  * an int32 length (-1: no key there) and the image's bytes, as the
  * decisions compare them.

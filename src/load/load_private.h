@@ -219,6 +219,15 @@ extern void dp_describe_duplicate(ResultRelInfo *rri, List *conflicts,
 								  TupleTableSlot *slot, EState *estate,
 								  char **message, char **detail);
 
+/* ---------- keyimage.c: the bytes conflict decisions compare ---------- */
+
+/*
+ * The image of an index key's values ('values'/'isnull', one per key
+ * column of 'index'), formed in 'buf' (the image points there) and hashed.
+ */
+extern DPKeyImage dp_key_image(StringInfo buf, Relation index, Datum *values,
+							   bool *isnull);
+
 /* ---------- upsert.c: rows core's executor takes after the load ---------- */
 
 typedef struct DPUpsert DPUpsert;

@@ -284,7 +284,8 @@ dp_parallel_launch(DPParallel *par, const char *entry, const char *payload,
 	if (par->launched > 0 && sh->on_conflict)
 		par->conflicts = dp_take_conflicts_begin(par->load,
 												 shm_toc_lookup(pcxt->toc, DP_KEY_SHARED, false),
-												 par->launched);
+												 par->launched,
+												 RelationGetDescr(par->rri->ri_RelationDesc));
 	/* the leader's progress row gets its own and a total (progress.c) */
 	dp_progress_parallel(par->load, par->launched);
 	par->out = palloc0(sizeof(shm_mq_handle *) * Max(par->launched, 1));

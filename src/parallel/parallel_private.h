@@ -38,6 +38,9 @@ typedef struct DPParallelLeaf
 /* The leaf table's order (by relid), for qsort and bsearch. */
 extern int	dp_parallel_leaf_cmp(const void *a, const void *b);
 
+/* Arbiter indexes a parallel ON CONFLICT takes, at most. */
+#define DP_PARALLEL_MAX_ARBITERS 8
+
 /* What every worker needs to know, set by the leader before launch. */
 typedef struct DPParallelShared
 {
@@ -61,9 +64,8 @@ typedef struct DPParallelShared
 	bool		on_conflict;
 	bool		do_update;		/* rows that meet the table's go to the
 								 * leader, a key met twice is an error */
-	int			narbiters;		/* the arbiter's OID, or none: every unique
-								 * index (of which the target has one) */
-	Oid			arbiters[1];
+	int			narbiters;		/* the arbiters' OIDs (none: no unique index) */
+	Oid			arbiters[DP_PARALLEL_MAX_ARBITERS];
 	pg_atomic_uint64 indexed_gen;	/* the leader's index generation */
 	pg_atomic_uint64 rows_skipped;	/* rows skipped as conflicts by every
 									 * process's decisions */
@@ -162,15 +164,15 @@ extern void dp_placer_flush(DPPlacer *pl);
 /* Hand on every unfinished page; free the placer. */
 extern void dp_placer_end(DPPlacer *pl);
 
-/* ---------- parconflict.c: ON CONFLICT DO NOTHING in parallel ---------- */
+/* ---------- parconflict.c: ON CONFLICT in parallel, a process's side ---------- */
 
 /*
  * A placer's side (its rows decided as they are placed; 'live' the shared
  * memory's state; 'form' places a decided row): dp_place_conflicts_add
  * takes a checked row (true if a page was handed on); _decide decides the
- * rows waiting; _page and
- * _unplaced send the keys of the page, or of the row needing TOAST, about
- * to be handed on.
+ * rows waiting; _page and _unplaced send the keys of the page, or of the
+ * row needing TOAST, about to be handed on; _rest, after the last page
+ * was handed on, sends the provisional rows left.
  */
 typedef bool (*DPFormRow) (DPPlacer *pl, TupleTableSlot *row);
 extern DPPlaceConflicts *dp_place_conflicts_begin(DPPlacer *pl,
@@ -180,22 +182,25 @@ extern bool dp_place_conflicts_add(DPPlaceConflicts *pc, TupleTableSlot *row);
 extern bool dp_place_conflicts_decide(DPPlaceConflicts *pc);
 extern void dp_place_conflicts_page(DPPlaceConflicts *pc, Page page);
 extern void dp_place_conflicts_unplaced(DPPlaceConflicts *pc);
+extern void dp_place_conflicts_rest(DPPlaceConflicts *pc);
 extern void dp_place_conflicts_end(DPPlaceConflicts *pc);
 
 /*
- * The leader's side: _keys takes a keys message (in order); then
- * _page gives the page to load instead of 'image' ('buf', BLCKSZ bytes
- * aligned, when rows were taken off; NULL when none is left), or _row
- * whether the row goes to the load; after the load took it, _taken.
- * _end, before the shared memory goes, returns the rows skipped: by the
- * processes' decisions and taken off by the leader.
+ * parkeys.c, the leader's side ('desc' the target's row type): _keys takes
+ * a keys message (in order), true if a page or row follows; then _page
+ * gives the page to load instead of 'image' ('buf', BLCKSZ bytes aligned,
+ * when rows were taken off; NULL when none is left), or _row whether the
+ * row goes to the load; after the load took it (at once when none
+ * follows), _taken inserts the message's provisional rows still free and
+ * dates its keys.  _end, before the shared memory goes, returns the rows
+ * skipped: by the processes' decisions and by the leader.
  */
 typedef struct DPTakeConflicts DPTakeConflicts;
 
 extern DPTakeConflicts *dp_take_conflicts_begin(struct DPLoad *load,
 												DPParallelShared *live,
-												int nworkers);
-extern void dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data,
+												int nworkers, TupleDesc desc);
+extern bool dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data,
 								   Size len);
 extern const char *dp_take_conflicts_page(DPTakeConflicts *tc,
 										  const char *image, char *buf);

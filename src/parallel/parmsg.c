@@ -324,6 +324,22 @@ keep_to_load(DPParallel *par, const char *data, Size len)
 }
 
 /*
+ * A keys message, in order, to the leader's check; its provisional rows
+ * go to the load at once when no page or row follows.
+ */
+static void
+keys_to_load(DPParallel *par, const char *data, Size len)
+{
+	ErrorContextCallback *parsing = error_context_stack;
+
+	if (dp_take_conflicts_keys(par->conflicts, data, len))
+		return;
+	error_context_stack = par->outer_context;
+	dp_take_conflicts_taken(par->conflicts);
+	error_context_stack = parsing;
+}
+
+/*
  * ON CONFLICT's messages from any process ('worker', -1: the leader), in
  * order: the keys of the next page or row (DP_MSG_KEYS), or a row to
  * update (DP_MSG_KEEP).
@@ -339,7 +355,7 @@ conflict_message(DPParallel *par, int worker, char kind, const char *data,
 		!dp_order_admit(par->order, worker, kind, -1, data, len))
 		return;					/* kept for its chunk's turn */
 	if (kind == DP_MSG_KEYS)
-		dp_take_conflicts_keys(par->conflicts, data, len);
+		keys_to_load(par, data, len);
 	else
 		keep_to_load(par, data, len);
 }
@@ -464,7 +480,7 @@ release(DPParallel *par)
 		if (m->kind == DP_MSG_PAGE)
 			to_load(par, m->leaf, m->page ? m->page : m->data);
 		else if (m->kind == DP_MSG_KEYS)
-			dp_take_conflicts_keys(par->conflicts, m->data, m->len);
+			keys_to_load(par, m->data, m->len);
 		else if (m->kind == DP_MSG_KEEP)
 			keep_to_load(par, m->data, m->len);
 		else

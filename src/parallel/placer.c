@@ -342,6 +342,8 @@ dp_placer_flush(DPPlacer *pl)
 	if (pl->conflicts)
 		dp_place_conflicts_decide(pl->conflicts);
 	hand_on_pages(pl, pl->placed[0], true);
+	if (pl->conflicts)
+		dp_place_conflicts_rest(pl->conflicts);
 }
 
 void
@@ -355,7 +357,10 @@ dp_placer_end(DPPlacer *pl)
 		if (pl->placed[i] != NULL && pl->placed[i]->builder != NULL)
 			hand_on_pages(pl, pl->placed[i], true);
 	if (pl->conflicts)
+	{
+		dp_place_conflicts_rest(pl->conflicts);
 		dp_place_conflicts_end(pl->conflicts);
+	}
 	if (pl->mt)
 		ExecCleanupTupleRouting(pl->mt, pl->mt->mt_partition_tuple_routing);
 	for (int i = 0; i < pl->nforeign; i++)
