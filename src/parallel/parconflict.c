@@ -86,7 +86,6 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/parallel.h"
-#include "common/hashfn.h"
 #include "common/settings.h"
 #include "executor/executor.h"
 #include "storage/bufpage.h"
