@@ -24,7 +24,7 @@ import pytest
 
 from conftest import (Background, error_of, fault_gucs, last_statement, set_gucs, table_digest,
                       verify_table)
-from test_parallel_upsert import explain_counts, kill_at_fault, scans_agree
+from test_parallel_upsert import explain_counts, kill_at_fault, parallel_report, scans_agree
 
 pytestmark = pytest.mark.directpath
 
@@ -85,12 +85,6 @@ def make_target(conn, t, index_u=True):
 def check_loaded(conn, t):
     verify_table(conn, t)
     scans_agree(conn, t, ["k", "u"])
-
-
-def parallel_report(conn):
-    st = last_statement(conn)
-    assert st["path"] == "direct" and st["parallel_workers"] >= 1, st
-    return st
 
 
 @pytest.mark.parametrize("workers", [1, 2])

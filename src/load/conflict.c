@@ -647,12 +647,7 @@ dp_conflicts_decide(DPConflicts *c, ItemPointer found)
 			case DPK_OURS:
 			case DPK_ACCEPTED:
 				if (c->do_update)
-					ereport(ERROR,
-							(errcode(ERRCODE_CARDINALITY_VIOLATION),
-					/* translator: %s is a SQL command name */
-							 errmsg("%s command cannot affect row a second time",
-									"ON CONFLICT DO UPDATE"),
-							 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+					dp_affected_twice(CMD_INSERT);
 				return DP_ROW_SKIP;
 			case DPK_WAIT:
 				elog(ERROR, "directpath: conflict key left unprobed");

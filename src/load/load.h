@@ -275,6 +275,12 @@ typedef enum DPDecision
 } DPDecision;
 
 extern DPDecision dp_conflicts_decide(DPConflicts *c, ItemPointer found);
+
+/*
+ * Core's cardinality error for a row 'op' (CMD_INSERT: ON CONFLICT DO
+ * UPDATE; CMD_MERGE) meets a second time (load/newvalues.c).
+ */
+extern void dp_affected_twice(CmdType op);
 extern void dp_conflicts_batch_done(DPConflicts *c);
 
 /* A heap-tuple slot of the leaf's row type, for a decided row. */

@@ -313,13 +313,13 @@ extern void dp_versions_end(DPVersions *v);
  * of the old version 'old' (on the pinned 'buf') for the kept 'row', stored
  * in 'existing' first; NULL when the statement changes nothing (DO
  * UPDATE's WHERE false sets *lock: the row stays locked).
- * dp_affected_twice: core's error for a row this command already updated.
+ * (dp_affected_twice, core's error for a row this command already
+ * updated, is in load.h.)
  */
 extern void dp_update_projection(ModifyTableState *mt, ResultRelInfo *rri);
 extern TupleTableSlot *dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
 									 TupleTableSlot *existing, HeapTuple old,
 									 Buffer buf, bool *lock);
-extern void dp_affected_twice(CmdType op);
 
 /* A new version's generated columns, WITH CHECK policies and constraints. */
 extern void dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot);

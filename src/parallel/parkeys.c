@@ -279,12 +279,7 @@ dp_take_conflicts_keys(DPTakeConflicts *tc, const char *data, Size len)
 			e->tuple = read_bytes(&p, end, e->tuple_len);
 		}
 		if (e->dup && tc->do_update)
-			ereport(ERROR,
-					(errcode(ERRCODE_CARDINALITY_VIOLATION),
-			/* translator: %s is a SQL command name */
-					 errmsg("%s command cannot affect row a second time",
-							"ON CONFLICT DO UPDATE"),
-					 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+			dp_affected_twice(CMD_INSERT);
 		if (e->placed)
 		{
 			tc->dup[tc->nplaced++] = e->dup;
