@@ -32,6 +32,7 @@ OBJS = \
 	src/load/leaf.o \
 	src/load/queue.o \
 	src/load/foreign.o \
+	src/load/fkahead.o \
 	src/load/fkeys.o \
 	src/load/fkfind.o \
 	src/load/fklock.o \

@@ -9,13 +9,20 @@ and COPY, a plain and a partitioned target, one- and two-column keys, NULL
 keys); a violation fails with core's error (23503, message, DETAIL naming
 the key) and leaves nothing; the referenced rows are locked FOR KEY SHARE
 as a serial load locks them; and what still keeps a load serial says so.
+The sets' finds run in a worker beside the leader's index work
+(load/fkahead.c): the report says how many keys it found, the rows and
+errors are the same with directpath.fkey_sets_ahead off, and a referenced
+row deleted or added after the worker's snapshot, before the leader takes
+its rows, gives what the plain statement gives at that moment.
 """
 
 import psycopg
 import pytest
 
-from conftest import Background, error_of, last_statement, set_gucs, table_digest
+from conftest import (Background, error_of, fault_gucs, last_statement, set_gucs,
+                      table_digest, verify_table, wait_fault_sleep)
 from test_fkey_sets import make_parents
+from test_parallel_upsert import kill_at_fault
 
 pytestmark = pytest.mark.directpath
 
@@ -206,3 +213,121 @@ def test_repeatable_read_keeps_it_serial(cluster):
         assert st["parallel_workers"] == 0, st
         assert "the transaction's snapshot lasts" in st["parallel"], st
         assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == ROWS
+
+
+AHEAD = "found by a worker beside the indexes"
+
+
+@pytest.mark.parametrize("how", ["insert", "copy"])
+def test_sets_found_beside_the_indexes(cluster, tmp_path, how):
+    """A parallel load's one-column set is found by the worker of
+    fkahead.c (the report counts its keys); with fkey_sets_ahead off the
+    leader finds it; the same rows, locks and index either way."""
+    n = how[0]
+    p, s = f"pa_p{n}", f"pa_s{n}"
+    path = tmp_path / "rows.csv"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s)
+        conn.execute(f"COPY {s} TO '{path}' WITH (FORMAT csv)")
+        for t in (f"pa_plain{n}", f"pa_on{n}", f"pa_off{n}"):
+            make_child(conn, t, p)
+        gucs(conn)
+        conn.execute(f"INSERT INTO pa_plain{n} SELECT * FROM {s}")
+        digests = {}
+        for ahead in ("on", "off"):
+            t = f"pa_{ahead}{n}"
+            conn.execute(f"SET directpath.fkey_sets_ahead = {ahead}")
+            conn.execute(load_sql(how, t, s, path))
+            st = last_statement(conn)
+            assert st["path"] == "direct" and st["parallel_workers"] >= 1, st
+            # the distinct keys of column a: 5000 ids, less the NULLs' none
+            distinct = conn.execute(f"SELECT count(DISTINCT a) FROM {s}").fetchone()[0]
+            if ahead == "on":
+                assert f"{t}_a_fkey ({distinct} keys, {distinct} {AHEAD})" in \
+                    st["foreign_keys"], st
+            else:
+                assert AHEAD not in st["foreign_keys"], st
+                assert f"{t}_a_fkey ({distinct} keys)" in st["foreign_keys"], st
+            digests[ahead] = table_digest(conn, t)
+            conn.execute("RESET directpath.fkey_sets_ahead")
+        assert digests["on"] == digests["off"] == table_digest(conn, f"pa_plain{n}")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        for ahead in ("on", "off"):
+            for (idx,) in conn.execute(
+                    "SELECT indexrelid::regclass::text FROM pg_index "
+                    f"WHERE indrelid = 'pa_{ahead}{n}'::regclass").fetchall():
+                conn.execute("SELECT bt_index_check(%s, true)", (idx,))
+
+
+@pytest.mark.parametrize("change", ["delete", "insert"])
+def test_parent_changed_after_the_workers_snapshot(cluster, change):
+    """The worker finds the keys with a snapshot taken before the indexes;
+    the leader takes its rows after them.  A referenced row deleted (and
+    committed) in between: the leader's lock sees it gone and the check
+    query's fresh snapshot misses the key: core's error, as the plain
+    statement's check at that moment gives.  A referenced row added in
+    between for a key the worker missed: the check query finds and locks
+    it, no error, as plain."""
+    p, s, t = f"pc_p{change[0]}", f"pc_s{change[0]}", f"pc_c{change[0]}"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s, bad=ROWS // 2 if change == "insert" else None)
+        make_child(conn, t, p)
+    # key 17 is referenced by the load; 900000 (the 'bad' row's) is not a parent yet
+    other_sql = {"delete": f"DELETE FROM {p}_a WHERE id = 17",
+                 "insert": f"INSERT INTO {p}_a VALUES (900000)"}[change]
+    point = "fkey_sets_ahead"
+    settings = dict({"directpath.min_bytes": "0"}, **fault_gucs(point, sleep_ms=4000))
+    offset = cluster.log_size()
+    with Background(cluster, ["BEGIN",
+                              f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}"],
+                    settings, name="loader") as bg, cluster.conn() as other:
+        bg.start()
+        wait_fault_sleep(cluster, bg, point, offset)
+        other.execute(other_sql)
+        bg.join()
+        if change == "delete":
+            assert bg.sqlstate == "23503", bg.error
+            assert "Key (a)=(17) is not present" in str(bg.error.diag.message_detail), bg.error
+            bg.execute("ROLLBACK")
+            assert other.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
+            return
+        assert bg.error is None, bg.error
+        st = last_statement(bg.conn)
+        assert st["parallel_workers"] >= 1, st
+        # the added parent is locked FOR KEY SHARE by the load's check
+        other.execute("SET lock_timeout = '300ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute(f"DELETE FROM {p}_a WHERE id = 900000")
+        bg.execute("COMMIT")
+        assert other.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == ROWS
+
+
+@pytest.mark.parametrize("how", ["kill-worker", "kill-leader"])
+def test_killed_while_sets_found_ahead(cluster, how):
+    """The worker that finds the sets, or the leader, killed while both
+    sleep at fkey_sets_ahead (the worker before its finds, the leader after
+    the indexes): after crash recovery nothing of the load is visible, and
+    the same load then gives the plain statement's rows."""
+    p, s, t = f"pk_p{how[5]}", f"pk_s{how[5]}", f"pk_c{how[5]}"
+    with cluster.conn() as conn:
+        make_parents(conn, p)
+        make_source(conn, s)
+        make_child(conn, t, p)
+        make_child(conn, f"{t}_plain", p)
+        conn.execute(f"INSERT INTO {t}_plain SELECT * FROM {s}")
+    off = cluster.log_size()
+    settings = dict({"directpath.min_bytes": "0"},
+                    **fault_gucs("fkey_sets_ahead", sleep_ms=60_000))
+    bg = Background(cluster, [f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}"],
+                    settings, name="loader")
+    kill_at_fault(cluster, bg, "fkey_sets_ahead", off, how == "kill-worker", True)
+    with cluster.conn() as conn:
+        assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
+        verify_table(conn, t)
+        gucs(conn)
+        conn.execute(f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}")
+        assert AHEAD in last_statement(conn)["foreign_keys"]
+        assert table_digest(conn, t) == table_digest(conn, f"{t}_plain")
+

@@ -225,7 +225,7 @@ def fkey_text(agg):
 # ------------------------------------------------------------ tpch (18) ----
 
 TPCH_HEADER = ["load", "load + CHECKPOINT s", "/ plain recipe", "/ plain keys first",
-               "lineitem s", "keys s", "WAL MB", "frozen pages", "tables with stats"]
+               "/ serial direct keys first", "lineitem s", "keys s", "WAL MB", "frozen pages", "tables with stats"]
 TPCH_TABLES = ("region", "nation", "supplier", "part", "partsupp", "customer", "orders",
                "lineitem")
 
@@ -234,6 +234,7 @@ def tpch_rows(agg):
     recipe = agg.get("tpch", "replica", "recipe_plain")
     keys = agg.get("tpch", "replica", "keys_plain")
     month = agg.get("tpch", "replica", "month_plain")
+    serial = agg.get("tpch", "replica", "keys_direct")
     rows = []
     for a in agg.cases("tpch", "replica"):
         first = a.case.startswith("month")
@@ -244,6 +245,8 @@ def tpch_rows(agg):
                      fmt_stat(run_ratios(a, base, "load_ckpt_s")) if base else "–",
                      "–" if first or keys is None else
                      fmt_stat(run_ratios(a, keys, "load_ckpt_s")),
+                     fmt_stat(run_ratios(a, serial, "load_ckpt_s"))
+                     if serial and a.case.startswith("keys_par1") else "–",
                      fmt_stat(lineitem), fmt_stat(a.st("keys_s")),
                      fmt_stat(a.st("wal_bytes"), 0, MiB),
                      "–" if frozen is None else f"{frozen:,} of {a.first('heap_pages'):,}",

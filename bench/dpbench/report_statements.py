@@ -91,7 +91,7 @@ UPSERT_HEADER = ["statement", "statement + CHECKPOINT s", "/ plain", "/ serial d
 def upsert_rows(agg):
     def same(a):
         # every case leaves the table the plain INSERT of its kind leaves
-        ref = next((k + "_plain" for k in ("update", "merge", "copy_update", "text", "uuid")
+        ref = next((k + "_plain" for k in ("update", "merge", "copy_update", "text", "uuid", "two")
                     if a.case.startswith(k)), "plain")
         plain = agg.get("upsert", "replica", ref)
         if a.case == ref or plain is None:

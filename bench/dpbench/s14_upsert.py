@@ -27,6 +27,9 @@ NOTHING, DO UPDATE, MERGE and a COPY that upserts.  DO NOTHING also with
 UPDATE and COPY's 'update' with `PARALLEL(1)`, reported against the serial
 direct statement of the same run too.  And DO NOTHING with the same keys
 as text ('customer-' and 12 digits) and as uuids (md5 of the number):
+plain, serial and `PARALLEL(1)`.  And DO NOTHING without a conflict
+target into the table with a second unique btree, (grp, id) (a tenant's
+key beside the surrogate one): two arbiter indexes probed for every row,
 plain, serial and `PARALLEL(1)`.
 """
 
@@ -109,6 +112,13 @@ for _k in KEYS:
                              ["/*+ APPEND */ " + _u])
     CASES[f"{_k}_parallel"] = (f"the same, {_k} keys, /*+ APPEND PARALLEL(1) */", "direct",
                                f"{_k}_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
+# two arbiters: every unique index of the target, (id) and (grp, id)
+_u = "INSERT INTO up_target SELECT * FROM up_stage ON CONFLICT DO NOTHING"
+CASES["two_plain"] = ("the same, two arbiters ((id) and (grp, id)), plain", "plain", None, [_u])
+CASES["two_direct"] = ("the same, two arbiters, /*+ APPEND */", "direct", "two_plain",
+                       ["/*+ APPEND */ " + _u])
+CASES["two_parallel"] = ("the same, two arbiters, /*+ APPEND PARALLEL(1) */", "direct",
+                         "two_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
 
 
 class UpsertScenario(Scenario):
@@ -151,6 +161,8 @@ class UpsertScenario(Scenario):
                       "grp int, v text)".format(key if key in KEYS else "bigint"))
             c.execute("CREATE INDEX ON up_target (ts)")
             c.execute("CREATE INDEX ON up_target (grp)")
+            if key == "two":
+                c.execute("CREATE UNIQUE INDEX ON up_target (grp, id)")
             target = TARGET.format(n=n)
             if key in KEYS:
                 target = target.replace("SELECT g,", "SELECT " + KEYS[key].format(x="g") + ",")

@@ -18,6 +18,9 @@ l_shipdate and one on o_orderdate.  Ways:
   keys_direct_lock  keys first, directpath.mode = always and
                  directpath.fkey_table_lock = on (the referenced tables
                  locked SHARE instead of each referenced row)
+  keys_par1_behind  keys_par1 with directpath.fkey_sets_ahead = off (the
+                 foreign key sets found by the leader after the indexes,
+                 not by a worker beside them)
 
 Time is the whole load (every COPY, and the keys where they come last)
 plus the CHECKPOINT after it; the record keeps each table's COPY time and
@@ -96,7 +99,8 @@ KEYS = {
 }
 INDEXES = {"lineitem": "l_shipdate", "orders": "o_orderdate"}
 
-# key: (label, keys first, direct: None | "always" | "parallel")
+# key: (label, keys first, direct: None | "always" | "always+lock" | "parallel" |
+#       "parallel+behind")
 WAYS = (("recipe_plain", "plain COPY into bare tables, then the keys", False, None),
         ("keys_plain", "plain COPY, keys declared first", True, None),
         ("keys_direct", "directpath.mode = always, keys declared first", True, "always"),
@@ -104,7 +108,9 @@ WAYS = (("recipe_plain", "plain COPY into bare tables, then the keys", False, No
         ("recipe_direct", "directpath.mode = always into bare tables, then the keys", False,
          "always"),
         ("keys_direct_lock", "directpath.mode = always, keys declared first, "
-         "directpath.fkey_table_lock = on", True, "always+lock"))
+         "directpath.fkey_table_lock = on", True, "always+lock"),
+        ("keys_par1_behind", "/*+ APPEND PARALLEL(1) */ COPY, keys declared first, "
+         "directpath.fkey_sets_ahead = off", True, "parallel+behind"))
 
 MONTH = ("1998-07-01", "1998-08-01")
 
@@ -116,6 +122,8 @@ def set_direct(c, direct):
         c.execute("SET directpath.mode = always")
     if direct == "always+lock":
         c.execute("SET directpath.fkey_table_lock = on")
+    if direct == "parallel+behind":
+        c.execute("SET directpath.fkey_sets_ahead = off")
 
 
 def key_ddl(table):
@@ -251,7 +259,7 @@ class TpchScenario(Scenario):
             for s in schema_ddl(keys_first):
                 c.execute(s)
             set_direct(c, direct)
-            hint = "/*+ APPEND PARALLEL(1) */ " if direct == "parallel" else ""
+            hint = "/*+ APPEND PARALLEL(1) */ " if (direct or "").startswith("parallel") else ""
             c.execute("CHECKPOINT")
             time.sleep(ctx.settle_s)
             lsn0 = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]

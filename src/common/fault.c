@@ -23,6 +23,10 @@
  *					storage are built and AFTER STATEMENT triggers fire
  *	before_index_rebuild, after_index_rebuild
  *					around the index builds of new storage
+ *	fkey_sets_ahead	a parallel load's foreign key sets found by a worker
+ *					beside the indexes (load/fkahead.c): the worker before
+ *					its finds (its own count of hits; its snapshot taken),
+ *					the leader after the indexes, before it takes the rows
  *	btree_leaves	a btree built from sorted entries has its leaf level
  *					written, not its upper levels nor its metapage
  *	btree_append_chunk

@@ -43,6 +43,7 @@ int			dp_parallel_workers = 0;
 bool		dp_fkey_batches = true;
 int			dp_fkey_set_rows = 100000;
 bool		dp_fkey_table_lock = false;
+bool		dp_fkey_sets_ahead = true;
 bool		dp_concurrent_loads = true;
 bool		dp_index_spool = true;
 int			dp_wal_format = DP_WAL_RECORDS;
@@ -223,6 +224,11 @@ define_other_settings(void)
 							 "Locks each table a direct load's foreign keys reference in SHARE mode instead of locking each referenced row.",
 							 "Others cannot insert, update or delete in the referenced tables until the transaction ends; the rows are not locked one by one (no WAL record, page image or dirty page each).",
 							 &dp_fkey_table_lock, false,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("directpath.fkey_sets_ahead",
+							 "Lets a parallel load's foreign key sets be found by a parallel worker while the leader makes the indexes.",
+							 "The worker only reads the referenced tables; the leader locks the rows it found, or checks again what changed since. Off: the leader finds them after the indexes.",
+							 &dp_fkey_sets_ahead, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("directpath.concurrent_loads",
 							 "Lets a COPY or INSERT that directpath.mode = always sends to the direct path load beside the table's other writers when its lock is taken, instead of waiting.",

@@ -42,6 +42,7 @@ extern bool dp_brin_summarize;
 extern bool dp_fkey_batches;
 extern int	dp_fkey_set_rows;
 extern bool dp_fkey_table_lock;
+extern bool dp_fkey_sets_ahead;
 extern bool dp_concurrent_loads;
 extern bool dp_index_spool;
 /* directpath.copy_fast_input (input/fastin.c) */

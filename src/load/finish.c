@@ -113,10 +113,11 @@ dp_load_finish_indexes(DPLoad *s)
  * input line, as core's checks, which run at the end of the statement.
  */
 void
-dp_load_finish_fkeys(DPLoad *s)
+dp_load_finish_fkeys(DPLoad *s, DPFkeyAhead *ahead)
 {
 	DPFkeyFound found;
 
+	dp_fkahead_end(ahead);
 	found.found = false;
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 		if (leaf->fkeys)
@@ -124,8 +125,34 @@ dp_load_finish_fkeys(DPLoad *s)
 			dp_progress_phase(s, DP_PHASE_FKEYS, s->rows_in);
 			dp_fkeys_check_sets(leaf->fkeys, &found, &s->leaves.fk_sets);
 		}
+	dp_fkahead_free(ahead);
 	if (found.found)
 		dp_fkeys_report_found(&found);
+}
+
+/*
+ * A parallel load's foreign key sets found by a worker while the leader
+ * makes the indexes (fkahead.c), or NULL: where the load ran workers (it
+ * asked for cores), a leaf has a set, and no leaf's indexes are rebuilt
+ * by core's reindex_index, which writes the catalog (parallel mode
+ * forbids it).
+ */
+DPFkeyAhead *
+dp_load_finish_ahead(DPLoad *s)
+{
+	bool		sets = false;
+
+	if (s->report.parallel_workers == 0 || !dp_fkey_sets_ahead)
+		return NULL;
+	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
+	{
+		if (leaf->writer != NULL &&
+			dp_indexes_strategy(leaf->indexes) == DP_INDEX_REBUILD)
+			return NULL;
+		for (int k = 0; leaf->fkeys && k < leaf->fkeys->nkeys; k++)
+			sets |= leaf->fkeys->keys[k].set != NULL;
+	}
+	return sets ? dp_fkahead_begin(s) : NULL;
 }
 
 void

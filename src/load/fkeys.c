@@ -53,11 +53,13 @@
  * cannot go keeps the load serial: dp_fkeys_parallel_refusal).  Once every
  * constraint of a leaf does and nothing else acts per row, a row's keys go
  * to the sets as it is placed and it is not queued (dp_fkeys_at_place).
- * At the end (dp_fkeys_check_sets, from finish.c) the distinct keys are
- * checked in chunks, each with the first ordinal of its rows, found by one
- * scan whose rows are locked page by page (fklock.c), else by the same
- * query: the first violation in input order (a parallel load's: in the
- * order pages arrived) is reported as above, without an input line.
+ * At the end (dp_fkeys_check_sets in fkahead.c, from finish.c) the
+ * distinct keys are checked in chunks, each with the first ordinal of its
+ * rows, found by one scan whose rows are locked page by page (fklock.c;
+ * after a parallel load, found by a worker beside the index work), else
+ * by the same query: the first violation in input order (a parallel
+ * load's: in the order pages arrived) is reported as above, without an
+ * input line.
  *
  * COPY ... REJECTS_TABLE: every violation of the batch is wanted, each row's
  * first constraint in trigger order (dp_fkeys_check with 'all'), taken
@@ -94,37 +96,6 @@
 #include "utils/rls.h"
 #include "utils/syscache.h"
 
-/* One constraint checked per batch. */
-typedef struct DPForeignKey
-{
-	Oid			conoid;
-	char	   *conname;
-	Oid			pkrel;			/* the referenced table */
-	char		match;			/* FKCONSTR_MATCH_SIMPLE or _FULL */
-	int			nkeys;
-	AttrNumber	fkatts[INDEX_MAX_KEYS]; /* in the leaf */
-	Oid			fktypes[INDEX_MAX_KEYS];
-	int16		typlen[INDEX_MAX_KEYS];
-	bool		typbyval[INDEX_MAX_KEYS];
-	char		typalign[INDEX_MAX_KEYS];
-	SPIPlanPtr	plan;			/* the check, kept for the statement */
-	DPFkeyFind *find;			/* a set's chunk found at once (fkfind.c),
-								 * its rows locked by fklock.c, or NULL */
-	bool		set_ok;			/* may be checked as a set (fkset.c) */
-	DPFkeySet  *set;			/* ... and is, from some row on, or NULL */
-	uint64		set_keys;		/* distinct keys the set checked */
-} DPForeignKey;
-
-struct DPForeignKeys
-{
-	ResultRelInfo *rri;
-	TriggerDesc *own;			/* the leaf's trigger descriptor */
-	TriggerDesc *rowwise;		/* without the triggers of 'keys' */
-	DPForeignKey *keys;
-	int			nkeys;
-	uint64		rows;			/* directly written rows checked so far */
-};
-
 /* A leaf's AFTER ROW INSERT trigger other than a foreign key check? */
 static bool
 other_after_row_triggers(TriggerDesc *td)
@@ -141,8 +112,8 @@ other_after_row_triggers(TriggerDesc *td)
 }
 
 /* The owner of a relation. */
-static Oid
-rel_owner(Oid relid)
+Oid
+dp_fkeys_owner(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -315,8 +286,8 @@ dp_fkeys_parallel_refusal(Relation rel)
 }
 
 /* Add a constraint to a report's list, once (partitions repeat names). */
-static void
-note(StringInfo list, const char *item)
+void
+dp_fkeys_note(StringInfo list, const char *item)
 {
 	char	   *copy = pstrdup(list->data);
 
@@ -357,10 +328,10 @@ dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched, StringInfo kept)
 				describe(rri->ri_RelationDesc, t, &f->keys[f->nkeys], true);
 			if (why == NULL)
 			{
-				note(batched, f->keys[f->nkeys++].conname);
+				dp_fkeys_note(batched, f->keys[f->nkeys++].conname);
 				continue;		/* not in the per-row descriptor */
 			}
-			note(kept, psprintf("%s (%s)", get_constraint_name(t->tgconstraint),
+			dp_fkeys_note(kept, psprintf("%s (%s)", get_constraint_name(t->tgconstraint),
 								why));
 		}
 		f->rowwise->triggers[f->rowwise->numtriggers++] = *t;
@@ -520,8 +491,8 @@ batch_keys(DPForeignKeys *f, int k, HeapTuple *tuples, int n, bool all,
  * (only the first without 'all'); returns how many; with 'plan' NULL, the
  * constraint's find (fkfind.c): the keys found and locked, or -1.
  */
-static int
-run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
+int
+dp_fkeys_run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
 		  int *missing)
 {
 	Oid			save_userid;
@@ -529,7 +500,7 @@ run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
 	int			nmissing;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(rel_owner(fk->pkrel),
+	SetUserIdAndSecContext(dp_fkeys_owner(fk->pkrel),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_NOFORCE_RLS);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -554,12 +525,9 @@ run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
 	return nmissing;
 }
 
-/* Chunks of the set check: distinct keys per query. */
-#define DP_FKSET_CHUNK 65536
-
 /* The query's arrays of a chunk of 'n' keys read back from a set. */
-static void
-chunk_arrays(DPForeignKey *fk, Datum **values, int n, Datum *arrays)
+void
+dp_fkeys_chunk_arrays(DPForeignKey *fk, Datum **values, int n, Datum *arrays)
 {
 	for (int i = 0; i < fk->nkeys; i++)
 		arrays[i] = PointerGetDatum(construct_array(values[i], n, fk->fktypes[i],
@@ -593,9 +561,9 @@ batch_all_found(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples)
 	{
 		Datum		arrays[INDEX_MAX_KEYS];
 
-		chunk_arrays(fk, values, n, arrays);
-		if (fk->find == NULL || run_check(fk, NULL, arrays, true, NULL) != n)
-			found = run_check(fk, fk->plan, arrays, false, &missing) == 0;
+		dp_fkeys_chunk_arrays(fk, values, n, arrays);
+		if (fk->find == NULL || dp_fkeys_run_check(fk, NULL, arrays, true, NULL) != n)
+			found = dp_fkeys_run_check(fk, fk->plan, arrays, false, &missing) == 0;
 	}
 	dp_fkset_end(set);
 	return found;
@@ -621,7 +589,7 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 		return;
 	m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
 	missing = palloc(sizeof(int) * Max(m, 1));
-	nmissing = m > 0 ? run_check(&f->keys[k], f->keys[k].plan, arrays, all, missing) : 0;
+	nmissing = m > 0 ? dp_fkeys_run_check(&f->keys[k], f->keys[k].plan, arrays, all, missing) : 0;
 	for (int i = 0; i < nmissing; i++)
 	{
 		int			r = rows[missing[i]];
@@ -708,79 +676,6 @@ dp_fkeys_check(DPForeignKeys *f, HeapTuple *tuples, const uint64 *ordinals,
 	return -1;
 }
 
-
-/*
- * Constraint 'k''s set checked; the first missing key in input order, if
- * it comes before *best, becomes *best (ordinal, constraint, key values).
- */
-static void
-check_set(DPForeignKeys *f, int k, DPFkeyFound *best)
-{
-	DPForeignKey *fk = &f->keys[k];
-	Datum	   *values[INDEX_MAX_KEYS];
-	uint64	   *ordinals = palloc(sizeof(uint64) * DP_FKSET_CHUNK);
-	int		   *missing = palloc(sizeof(int) * DP_FKSET_CHUNK);
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
-											  "directpath foreign key chunk",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	int			n;
-
-	while ((n = dp_fkset_next(fk->set, DP_FKSET_CHUNK, values, ordinals)) > 0)
-	{
-		Datum		arrays[INDEX_MAX_KEYS];
-		int			nmissing;
-
-		chunk_arrays(fk, values, n, arrays);
-		/* every key found (and locked) by one scan, or the check names those not */
-		if (fk->find != NULL && run_check(fk, NULL, arrays, true, NULL) == n)
-			nmissing = 0;
-		else
-			nmissing = run_check(fk, fk->plan, arrays, true, missing);
-		fk->set_keys += n;
-		for (int j = 0; j < nmissing; j++)
-		{
-			uint64		ord = ordinals[missing[j]];
-
-			if (best->found && (ord > best->ordinal ||
-								(ord == best->ordinal && k >= best->key)))
-				continue;
-			best->found = true;
-			best->ordinal = ord;
-			best->key = k;
-			best->f = f;
-			MemoryContextSwitchTo(old);
-			for (int i = 0; i < fk->nkeys; i++)
-			{
-				best->values[i] = datumCopy(values[i][missing[j]], fk->typbyval[i],
-											fk->typlen[i]);
-				best->isnull[i] = false;
-			}
-			MemoryContextSwitchTo(cxt);
-		}
-		MemoryContextReset(cxt);
-	}
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
-	dp_fkset_end(fk->set);
-	fk->set = NULL;
-}
-
-void
-dp_fkeys_check_sets(DPForeignKeys *f, DPFkeyFound *best, StringInfo names)
-{
-	for (int k = 0; k < f->nkeys; k++)
-	{
-		DPForeignKey *fk = &f->keys[k];
-
-		if (fk->set == NULL)
-			continue;
-		CHECK_FOR_INTERRUPTS();
-		check_set(f, k, best);
-		note(names, psprintf("%s (%llu keys)", fk->conname,
-							 (unsigned long long) fk->set_keys));
-	}
-}
 
 void
 dp_fkeys_report_found(DPFkeyFound *found)

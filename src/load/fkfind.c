@@ -54,7 +54,10 @@
  * and result tuples of a query (0.25 s of the 0.9 s the finds of TPC-H's
  * lineitem took).  Otherwise the query runs through SPI.  No find runs
  * where the referenced table's owner, whose check it is, may not SELECT
- * from the table: the check query then fails as core's check does.
+ * from the table: the check query then fails as core's check does.  The
+ * scan itself (dp_fkfind_scan) takes the active snapshot and plain values
+ * (DPFkeyScan), so that a parallel worker can run it for the leader
+ * (fkahead.c, dp_fkfind_ahead).
  *
  * Invariants: the rows handed to fklock.c are exactly those the check
  * query would find (each key's one row, visible to a fresh snapshot); the
@@ -99,27 +102,13 @@
 #define DP_FKFIND_DENSE 4
 #define DP_FKFIND_SPARSE 16
 
-/* The scan key of a find run in C (scan_chunk). */
-typedef struct DPFkeyScan
-{
-	Oid			index;			/* the referenced unique index */
-	RegProcedure proc;			/* the constraint's operator's function */
-	Oid			subtype;		/* its right-hand type: the key's */
-	Oid			collation;		/* the index column's */
-} DPFkeyScan;
-
 struct DPFkeyFind
 {
-	Oid			pkrel;
-	int			nkeys;
+	DPFkeyScan	scan;			/* the keys, and the scan run in C */
 	SPIPlanPtr	exact;			/* one row per key found: ctid, xmin */
 	SPIPlanPtr	wide;			/* ctid, xmin, the key columns; or NULL */
 	bool		wide_spread;	/* the wide query overflowed: probes only */
-	int			lead;			/* the key column the index leads with */
-	bool		unsigned_col[INDEX_MAX_KEYS];	/* an oid: compared unsigned */
-	AttrNumber	pkatts[INDEX_MAX_KEYS]; /* the key columns in the table */
 	bool		in_c;			/* the scan below may run (scan_prepare) */
-	DPFkeyScan	scan;
 	DPFkeyRow  *rows;			/* the last run's rows, in its memory */
 };
 
@@ -196,7 +185,7 @@ constraint_index(Oid conoid, AttrNumber *lead)
 
 /*
  * May the find run in C (scan_chunk)?  Where the index is a btree whose
- * first column is key column f->lead, and whose operator family has the
+ * first column is key column f->scan.lead, and whose operator family has the
  * constraint's operator for it as the equality of the column's type and
  * the key's, under the column's own collation, which the query's
  * condition takes: the scan the query's plan would run.
@@ -213,10 +202,10 @@ scan_prepare(DPFkeyFind *f, Oid conindid, Oid pf_op, Oid fktype)
 	int32		coltypmod;
 	Oid			colcoll;
 
-	get_atttypetypmodcoll(f->pkrel, f->pkatts[f->lead], &coltype, &coltypmod,
+	get_atttypetypmodcoll(f->scan.pkrel, f->scan.pkatts[f->scan.lead], &coltype, &coltypmod,
 						  &colcoll);
 	f->in_c = index->rd_rel->relam == BTREE_AM_OID &&
-		index->rd_index->indkey.values[0] == f->pkatts[f->lead] &&
+		index->rd_index->indkey.values[0] == f->scan.pkatts[f->scan.lead] &&
 		index->rd_indcollation[0] == colcoll && op_in_opfamily(pf_op, opfamily);
 	if (f->in_c)
 	{
@@ -243,26 +232,26 @@ prepare_wide(DPFkeyFind *f, Oid conindid, AttrNumber lead,
 
 	if (!OidIsValid(conindid))
 		return NULL;
-	for (int i = 0; i < f->nkeys; i++)
+	for (int i = 0; i < f->scan.nkeys; i++)
 	{
-		if (!integer_column(f->pkrel, pkatts[i], pf_ops[i], fktypes[i],
-							&f->unsigned_col[i]))
+		if (!integer_column(f->scan.pkrel, pkatts[i], pf_ops[i], fktypes[i],
+							&f->scan.unsigned_col[i]))
 			return NULL;
 		if (pkatts[i] == lead)
 			j = i;
 	}
 	if (j < 0)
 		return NULL;
-	f->lead = j;
+	f->scan.lead = j;
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT x.ctid, x.xmin");
-	for (int i = 0; i < f->nkeys; i++)
+	for (int i = 0; i < f->scan.nkeys; i++)
 		appendStringInfo(&q, ", x.%s",
-						 quote_identifier(get_attname(f->pkrel, pkatts[i], false)));
-	appendStringInfo(&q, " FROM ONLY %s x WHERE", qualified_name(f->pkrel));
-	if (!find_clause(&q, f->pkrel, pkatts[j], pf_ops[j], fktypes[j], j, true, true))
+						 quote_identifier(get_attname(f->scan.pkrel, pkatts[i], false)));
+	appendStringInfo(&q, " FROM ONLY %s x WHERE", qualified_name(f->scan.pkrel));
+	if (!find_clause(&q, f->scan.pkrel, pkatts[j], pf_ops[j], fktypes[j], j, true, true))
 		return NULL;
-	return dp_fkset_keep_plan(q.data, f->nkeys, argtypes);
+	return dp_fkset_keep_plan(q.data, f->scan.nkeys, argtypes);
 }
 
 DPFkeyFind *
@@ -275,12 +264,12 @@ dp_fkfind_prepare(Oid pkrel, Oid conoid, int nkeys, const AttrNumber *pkatts,
 	AttrNumber	lead = InvalidAttrNumber;
 	Oid			conindid = constraint_index(conoid, &lead);
 
-	f->pkrel = pkrel;
-	f->nkeys = nkeys;
+	f->scan.pkrel = pkrel;
+	f->scan.nkeys = nkeys;
 	for (int i = 0; i < nkeys; i++)
 	{
 		argtypes[i] = get_array_type(fktypes[i]);
-		f->pkatts[i] = pkatts[i];
+		f->scan.pkatts[i] = pkatts[i];
 	}
 	initStringInfo(&q);
 	/* more than one column: a probe of the index per key (OFFSET 0: no join) */
@@ -310,19 +299,19 @@ dp_fkfind_prepare(Oid pkrel, Oid conoid, int nkeys, const AttrNumber *pkatts,
 		f->wide = prepare_wide(f, conindid, lead, pkatts, pf_ops, fktypes,
 							   argtypes);
 	if (OidIsValid(conindid) && (nkeys == 1 || f->wide != NULL))
-		scan_prepare(f, conindid, pf_ops[f->lead], fktypes[f->lead]);
+		scan_prepare(f, conindid, pf_ops[f->scan.lead], fktypes[f->scan.lead]);
 	return f;
 }
 
 /* Compare key 'a' with key 'b' (integers of the key columns, in order). */
 static int
-key_cmp(const DPFkeyFind *f, const Datum *a, const Datum *b)
+key_cmp(const DPFkeyScan *sc, const Datum *a, const Datum *b)
 {
-	for (int i = 0; i < f->nkeys; i++)
+	for (int i = 0; i < sc->nkeys; i++)
 	{
 		if (a[i] == b[i])
 			continue;
-		if (f->unsigned_col[i])
+		if (sc->unsigned_col[i])
 			return (uint64) a[i] < (uint64) b[i] ? -1 : 1;
 		return (int64) a[i] < (int64) b[i] ? -1 : 1;
 	}
@@ -331,11 +320,11 @@ key_cmp(const DPFkeyFind *f, const Datum *a, const Datum *b)
 
 /* The chunk's 'n' keys from 'arrays': key k's columns at [k * nkeys]. */
 static Datum *
-chunk_keys(DPFkeyFind *f, const Datum *arrays, int n)
+chunk_keys(const DPFkeyScan *sc, const Datum *arrays, int n)
 {
-	Datum	   *keys = palloc(sizeof(Datum) * f->nkeys * n);
+	Datum	   *keys = palloc(sizeof(Datum) * sc->nkeys * n);
 
-	for (int i = 0; i < f->nkeys; i++)
+	for (int i = 0; i < sc->nkeys; i++)
 	{
 		ArrayType  *a = DatumGetArrayTypeP(arrays[i]);
 		Oid			t = ARR_ELEMTYPE(a);
@@ -348,7 +337,7 @@ chunk_keys(DPFkeyFind *f, const Datum *arrays, int n)
 		get_typlenbyvalalign(t, &typlen, &byval, &align);
 		deconstruct_array(a, t, typlen, byval, align, &elems, NULL, &nelems);
 		for (int k = 0; k < n && k < nelems; k++)
-			keys[k * f->nkeys + i] = elems[k];
+			keys[k * sc->nkeys + i] = elems[k];
 	}
 	return keys;
 }
@@ -359,7 +348,7 @@ chunk_keys(DPFkeyFind *f, const Datum *arrays, int n)
  * was met before (two rows of one key: the check query decides).
  */
 static int
-match_key(const DPFkeyFind *f, const Datum *keys, int n, const Datum *row,
+match_key(const DPFkeyScan *sc, const Datum *keys, int n, const Datum *row,
 		  bool *met)
 {
 	int			lo = 0;
@@ -368,7 +357,7 @@ match_key(const DPFkeyFind *f, const Datum *keys, int n, const Datum *row,
 	while (lo <= hi)
 	{
 		int			mid = lo + (hi - lo) / 2;
-		int			c = key_cmp(f, row, keys + mid * f->nkeys);
+		int			c = key_cmp(sc, row, keys + mid * sc->nkeys);
 
 		if (c == 0)
 		{
@@ -406,7 +395,7 @@ static int64
 keep_chunk_rows(DPFkeyFind *f, SPITupleTable *tt, uint64 nrows,
 				const Datum *arrays, int n)
 {
-	Datum	   *keys = chunk_keys(f, arrays, n);
+	Datum	   *keys = chunk_keys(&f->scan, arrays, n);
 	bool	   *met = palloc0(sizeof(bool) * n);
 	int64		kept = 0;
 
@@ -416,9 +405,9 @@ keep_chunk_rows(DPFkeyFind *f, SPITupleTable *tt, uint64 nrows,
 		bool		isnull = false;
 		int			k;
 
-		for (int i = 0; i < f->nkeys && !isnull; i++)
+		for (int i = 0; i < f->scan.nkeys && !isnull; i++)
 			row[i] = SPI_getbinval(tt->vals[r], tt->tupdesc, i + 3, &isnull);
-		if (isnull || (k = match_key(f, keys, n, row, met)) == -1)
+		if (isnull || (k = match_key(&f->scan, keys, n, row, met)) == -1)
 			continue;
 		if (k == -2)
 			kept = -1;
@@ -433,20 +422,20 @@ keep_chunk_rows(DPFkeyFind *f, SPITupleTable *tt, uint64 nrows,
 /*
  * The find run in C (see the file's comment): one scan of the referenced
  * index with the chunk's values of its first column as an array key, each
- * entry's row fetched and tested by the snapshot SPI would take, its TID
- * and xmin into f->rows.  With 'wide' each row is kept only if its whole
- * key is one of the chunk's, and the scan gives up (-2) at 'limit' rows
- * (the rows read in *nread).
+ * entry's row fetched and tested by the active snapshot, its TID and xmin
+ * into rows[] (room for 'n').  With 'wide' each row is kept only if its
+ * whole key is one of the chunk's, and the scan gives up (-2) at 'limit'
+ * rows (the rows read in *nread).
  * How many rows were kept, or -1 when a key has two (or more rows than
  * the chunk has keys came back): the check query decides.
  */
-static int64
-scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
-		   uint64 limit, uint64 *nread)
+int64
+dp_fkfind_scan(const DPFkeyScan *sc, const Datum *arrays, int n, bool wide,
+			   uint64 limit, DPFkeyRow *rows, uint64 *nread)
 {
-	Relation	heap = table_open(f->pkrel, AccessShareLock);
-	Relation	index = index_open(f->scan.index, AccessShareLock);
-	Datum	   *keys = wide ? chunk_keys(f, arrays, n) : NULL;
+	Relation	heap = table_open(sc->pkrel, AccessShareLock);
+	Relation	index = index_open(sc->index, AccessShareLock);
+	Datum	   *keys = wide ? chunk_keys(sc, arrays, n) : NULL;
 	bool	   *met = wide ? palloc0(sizeof(bool) * n) : NULL;
 	ScanKeyData key;
 	IndexScanDesc scan;
@@ -455,14 +444,10 @@ scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
 	int64		kept = 0;
 
 	elog(DEBUG2, "directpath: %d keys referencing \"%s\" found by a scan of its index",
-		 n, get_rel_name(f->pkrel));
-	/* as SPI runs a query that is not read-only */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	CommandCounterIncrement();
-	UpdateActiveSnapshotCommandId();
+		 n, get_rel_name(sc->pkrel));
 	ScanKeyEntryInitialize(&key, SK_SEARCHARRAY, 1, BTEqualStrategyNumber,
-						   f->scan.subtype, f->scan.collation, f->scan.proc,
-						   arrays[f->lead]);
+						   sc->subtype, sc->collation, sc->proc,
+						   arrays[sc->lead]);
 	scan = DP_INDEX_BEGINSCAN(heap, index, GetActiveSnapshot(), 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	slot = table_slot_create(heap, NULL);
@@ -483,9 +468,9 @@ scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
 				kept = -2;
 				break;
 			}
-			for (int i = 0; i < f->nkeys && !isnull; i++)
-				row[i] = slot_getattr(slot, f->pkatts[i], &isnull);
-			if (isnull || (k = match_key(f, keys, n, row, met)) == -1)
+			for (int i = 0; i < sc->nkeys && !isnull; i++)
+				row[i] = slot_getattr(slot, sc->pkatts[i], &isnull);
+			if (isnull || (k = match_key(sc, keys, n, row, met)) == -1)
 				continue;
 			if (k == -2)
 			{
@@ -499,16 +484,14 @@ scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
 			break;
 		}
 		tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		f->rows[kept].tid = slot->tts_tid;
-		f->rows[kept].xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
+		rows[kept].tid = slot->tts_tid;
+		rows[kept].xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
 		kept++;
 		if (should_free)
 			heap_freetuple(tup);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	index_endscan(scan);
-	PopActiveSnapshot();
-	CommandCounterIncrement();
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	if (wide)
@@ -517,6 +500,22 @@ scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
 		pfree(met);
 	}
 	*nread = read;
+	return kept;
+}
+
+/* dp_fkfind_scan with the snapshot SPI takes for a query that writes */
+static int64
+scan_chunk(DPFkeyFind *f, const Datum *arrays, int n, bool wide,
+		   uint64 limit, uint64 *nread)
+{
+	int64		kept;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	CommandCounterIncrement();
+	UpdateActiveSnapshotCommandId();
+	kept = dp_fkfind_scan(&f->scan, arrays, n, wide, limit, f->rows, nread);
+	PopActiveSnapshot();
+	CommandCounterIncrement();
 	return kept;
 }
 
@@ -557,7 +556,7 @@ too_sparse(DPFkeyFind *f, Datum leading, int n)
 {
 	ArrayType  *a = DatumGetArrayTypeP(leading);
 	Oid			t = ARR_ELEMTYPE(a);
-	bool		uns = f->unsigned_col[f->lead];
+	bool		uns = f->scan.unsigned_col[f->scan.lead];
 	int16		typlen;
 	bool		byval;
 	char		align;
@@ -589,14 +588,14 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 	bool		wide = f->wide != NULL && !f->wide_spread;
 
 	/* an owner who may not read the table: the check query fails as core's */
-	if (pg_class_aclcheck(f->pkrel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (pg_class_aclcheck(f->scan.pkrel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return -1;
 	f->rows = palloc(sizeof(DPFkeyRow) * Max(n, 1));
-	if (wide && too_sparse(f, arrays[f->lead], n))
+	if (wide && too_sparse(f, arrays[f->scan.lead], n))
 	{
 		wide = false;
 		elog(DEBUG2, "directpath: %d keys referencing \"%s\" probed: too sparse for their leading column",
-			 n, get_rel_name(f->pkrel));
+			 n, get_rel_name(f->scan.pkrel));
 	}
 	if (wide)
 	{
@@ -615,18 +614,18 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 		{
 			f->wide_spread = true;
 			elog(DEBUG1, "directpath: the leading key column of \"%s\" has more than %d rows a key: each key probed",
-				 get_rel_name(f->pkrel), DP_FKFIND_SPREAD);
+				 get_rel_name(f->scan.pkrel), DP_FKFIND_SPREAD);
 		}
 		else
 			elog(DEBUG2, "directpath: %d keys referencing \"%s\" searched by their leading column: %llu rows read, %lld kept",
-				 n, get_rel_name(f->pkrel), (unsigned long long) read,
+				 n, get_rel_name(f->scan.pkrel), (unsigned long long) read,
 				 (long long) found);
 	}
 	if (!wide || f->wide_spread)
 	{
 		uint64		read;
 
-		if (f->in_c && f->nkeys == 1)
+		if (f->in_c && f->scan.nkeys == 1)
 			found = scan_chunk(f, arrays, n, false, 0, &read);
 		else if (SPI_execute_plan(f->exact, (Datum *) arrays, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "directpath: a foreign key's find query failed");
@@ -640,5 +639,21 @@ dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 	/* a key missing: the check query names it and locks the others */
 	if (found != n || n == 0 || !lock)
 		return found;
-	return dp_fklock_rows(f->pkrel, f->rows, n) ? found : -1;
+	return dp_fklock_rows(f->scan.pkrel, f->rows, n) ? found : -1;
+}
+
+const DPFkeyScan *
+dp_fkfind_ahead(DPFkeyFind *f, const Datum *arrays, int n, bool *wide,
+				uint64 *limit)
+{
+	if (!f->in_c ||
+		pg_class_aclcheck(f->scan.pkrel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		return NULL;
+	/* dp_fkfind_run's choice: the wide scan, or the exact one of one column */
+	*wide = f->wide != NULL && !f->wide_spread &&
+		!too_sparse(f, arrays[f->scan.lead], n);
+	*limit = (uint64) n * DP_FKFIND_SPREAD + 1;
+	if (!*wide && f->scan.nkeys > 1)
+		return NULL;
+	return &f->scan;
 }

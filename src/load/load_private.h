@@ -27,6 +27,8 @@ typedef struct DPQueue DPQueue;
 typedef struct DPForeign DPForeign;
 typedef struct DPForeignKeys DPForeignKeys;
 typedef struct DPFkeySet DPFkeySet;
+typedef struct DPFkeyFind DPFkeyFind;
+typedef struct DPFkeyChunk DPFkeyChunk;
 
 /* A row's first violated foreign key (an index into the leaf's), or -1. */
 typedef struct DPFkeyViolation
@@ -378,6 +380,63 @@ extern void dp_oldpages_end(DPOldPages *op);
 
 /* ---------- fkeys.c: foreign keys checked per batch ---------- */
 
+/* One constraint checked per batch. */
+typedef struct DPForeignKey
+{
+	Oid			conoid;
+	char	   *conname;
+	Oid			pkrel;			/* the referenced table */
+	char		match;			/* FKCONSTR_MATCH_SIMPLE or _FULL */
+	int			nkeys;
+	AttrNumber	fkatts[INDEX_MAX_KEYS]; /* in the leaf */
+	Oid			fktypes[INDEX_MAX_KEYS];
+	int16		typlen[INDEX_MAX_KEYS];
+	bool		typbyval[INDEX_MAX_KEYS];
+	char		typalign[INDEX_MAX_KEYS];
+	struct _SPI_plan *plan;		/* the check, kept for the statement */
+	DPFkeyFind *find;			/* a set's chunk found at once (fkfind.c),
+								 * its rows locked by fklock.c, or NULL */
+	bool		set_ok;			/* may be checked as a set (fkset.c) */
+	DPFkeySet  *set;			/* ... and is, from some row on, or NULL */
+	DPFkeyChunk *ahead;			/* the set's first chunks, read back and
+								 * found by a worker (fkahead.c), or NULL */
+	uint64		set_keys;		/* distinct keys the set checked */
+	uint64		ahead_keys;		/* ... of them found by a worker (fkahead.c) */
+} DPForeignKey;
+
+struct DPForeignKeys
+{
+	ResultRelInfo *rri;
+	TriggerDesc *own;			/* the leaf's trigger descriptor */
+	TriggerDesc *rowwise;		/* without the triggers of 'keys' */
+	DPForeignKey *keys;
+	int			nkeys;
+	uint64		rows;			/* directly written rows checked so far */
+};
+
+/* Chunks of the set check: distinct keys per query. */
+#define DP_FKSET_CHUNK 65536
+
+/* The owner of a relation: a foreign key's check runs as its table's. */
+extern Oid	dp_fkeys_owner(Oid relid);
+
+/*
+ * The keys in 'arrays' (one array a key column) checked as the referenced
+ * table's owner: with 'plan' the check query, the positions of the keys
+ * not found into missing[] (only the first without 'all'), how many; with
+ * 'plan' NULL the constraint's find (fkfind.c): the keys found and
+ * locked, or -1.
+ */
+extern int	dp_fkeys_run_check(DPForeignKey *fk, struct _SPI_plan *plan,
+							   Datum *arrays, bool all, int *missing);
+
+/* Add a constraint to a report's list, once (partitions repeat names). */
+extern void dp_fkeys_note(StringInfo list, const char *item);
+
+/* The query's arrays of a chunk of 'n' keys read back from a set. */
+extern void dp_fkeys_chunk_arrays(DPForeignKey *fk, Datum **values, int n,
+								  Datum *arrays);
+
 /*
  * The leaf's foreign keys that can be checked per batch, or NULL; their
  * names go to 'batched', the others' with the reason to 'rowwise'.
@@ -422,6 +481,11 @@ typedef struct DPFkeyFound
 	bool		isnull[INDEX_MAX_KEYS];
 } DPFkeyFound;
 
+/* Core's error for a violation a set check found. */
+extern void dp_fkeys_report_found(DPFkeyFound *found);
+
+/* ---------- fkahead.c: the sets checked at the end of the load ---------- */
+
 /*
  * The end of the load: the keys kept for the set check checked, the first
  * missing one in input order (if before *best) made *best; the names of
@@ -430,8 +494,18 @@ typedef struct DPFkeyFound
 extern void dp_fkeys_check_sets(DPForeignKeys *f, DPFkeyFound *best,
 								StringInfo names);
 
-/* Core's error for a violation a set check found. */
-extern void dp_fkeys_report_found(DPFkeyFound *found);
+/*
+ * The sets' first chunks read back and, where a scan in C finds them,
+ * found by a parallel worker of the leader's own while it makes the
+ * indexes; the leader stays in parallel mode until dp_fkahead_end, which
+ * waits for the worker and gives each chunk its rows.  NULL when no set
+ * has a chunk to read ahead.  dp_fkahead_free frees the chunks once the
+ * sets are checked.
+ */
+typedef struct DPFkeyAhead DPFkeyAhead;
+extern DPFkeyAhead *dp_fkahead_begin(DPLoad *s);
+extern void dp_fkahead_end(DPFkeyAhead *a);
+extern void dp_fkahead_free(DPFkeyAhead *a);
 
 /* ---------- fkset.c: a foreign key's keys for the set check ---------- */
 
@@ -449,11 +523,36 @@ extern DPFkeySet *dp_fkset_begin(Relation leaf, int nkeys,
 extern bool dp_fkset_integer_type(Oid typid, bool *is_unsigned);
 
 /*
+ * A find's scan in C: the referenced table's key and the scan of its
+ * unique btree with a chunk's (leading) values as an array key.  Plain
+ * values only, so that it can be copied into shared memory for a worker
+ * (fkahead.c).
+ */
+typedef struct DPFkeyScan
+{
+	Oid			pkrel;			/* the referenced table */
+	int			nkeys;
+	int			lead;			/* the key column the index leads with */
+	bool		unsigned_col[INDEX_MAX_KEYS];	/* an oid: compared unsigned */
+	AttrNumber	pkatts[INDEX_MAX_KEYS]; /* the key columns in the table */
+	Oid			index;			/* the referenced unique index */
+	RegProcedure proc;			/* the constraint's operator's function */
+	Oid			subtype;		/* its right-hand type: the key's */
+	Oid			collation;		/* the index column's */
+} DPFkeyScan;
+
+/* A referenced row a find returned: its TID and its raw xmin. */
+typedef struct DPFkeyRow
+{
+	ItemPointerData tid;
+	TransactionId xmin;
+} DPFkeyRow;
+
+/*
  * fkfind.c: a set's chunk of keys found at once.  The find queries of a
  * constraint's sets, prepared and kept for the statement, or NULL where
  * the types do not allow them ('conoid' the constraint).
  */
-typedef struct DPFkeyFind DPFkeyFind;
 extern DPFkeyFind *dp_fkfind_prepare(Oid pkrel, Oid conoid, int nkeys,
 									 const AttrNumber *pkatts,
 									 const Oid *pf_ops, const Oid *fktypes);
@@ -467,12 +566,24 @@ extern DPFkeyFind *dp_fkfind_prepare(Oid pkrel, Oid conoid, int nkeys,
  */
 extern int64 dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock);
 
-/* A referenced row a find returned: its TID and its raw xmin. */
-typedef struct DPFkeyRow
-{
-	ItemPointerData tid;
-	TransactionId xmin;
-} DPFkeyRow;
+/*
+ * May the chunk of 'n' keys in 'arrays' be found elsewhere by the scan in
+ * C that dp_fkfind_run would run for it (fkahead.c)?  The scan, and in
+ * *wide and *limit how to run it; NULL where dp_fkfind_run would take a
+ * query, or where the current user (the referenced table's owner) may not
+ * read the table.
+ */
+extern const DPFkeyScan *dp_fkfind_ahead(DPFkeyFind *f, const Datum *arrays,
+										 int n, bool *wide, uint64 *limit);
+
+/*
+ * The scan in C of a chunk of 'n' keys, with the active snapshot: the
+ * rows found into rows[] (room for 'n'), how many, or -1 when a key has
+ * two rows, -2 when 'wide' read 'limit' rows (*nread the rows read).
+ */
+extern int64 dp_fkfind_scan(const DPFkeyScan *sc, const Datum *arrays, int n,
+							bool wide, uint64 limit, DPFkeyRow *rows,
+							uint64 *nread);
 
 /*
  * fklock.c: lock FOR KEY SHARE, page by page, the 'nfound' rows of
@@ -656,7 +767,8 @@ extern void dp_load_decide_pending(DPLoad *s);
 extern void dp_load_finish_heaps(DPLoad *s);
 extern void dp_load_finish_normal(DPLoad *s);
 extern void dp_load_finish_indexes(DPLoad *s);
-extern void dp_load_finish_fkeys(DPLoad *s);
+extern struct DPFkeyAhead *dp_load_finish_ahead(DPLoad *s);
+extern void dp_load_finish_fkeys(DPLoad *s, struct DPFkeyAhead *ahead);
 extern void dp_load_finish_statistics(DPLoad *s);
 
 #endif							/* DP_LOAD_PRIVATE_H */
