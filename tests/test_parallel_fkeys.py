@@ -55,6 +55,14 @@ def make_source(conn, s, bad=None):
     conn.execute(f"ANALYZE {s}")
 
 
+def make_all(conn, p, s, children):
+    """The parents, the source and an empty child table each name."""
+    make_parents(conn, p)
+    make_source(conn, s)
+    for t in children:
+        make_child(conn, t, p)
+
+
 def load_sql(how, t, s, path):
     if how == "copy":
         return f"/*+ APPEND PARALLEL(2) */ COPY {t} FROM '{path}' WITH (FORMAT csv)"
@@ -123,12 +131,9 @@ def test_referenced_rows_locked_as_serial(cluster):
     does not; the same rows are locked as by the serial direct load."""
     p, s = "pl_p", "pl_s"
     with cluster.conn() as conn:
-        make_parents(conn, p)
-        make_source(conn, s)
         # a child each: a load rolled back leaves its index entries, which
         # the next load would merge under a lock of the index
-        for t in ("pl_c0", "pl_c1"):
-            make_child(conn, t, p)
+        make_all(conn, p, s, ("pl_c0", "pl_c1"))
         conn.execute(f"DELETE FROM {s} WHERE a = 4000")
         conn.execute(f"INSERT INTO {p}_a VALUES (9999)")
 
@@ -222,7 +227,8 @@ AHEAD = "found by a worker beside the indexes"
 def test_sets_found_beside_the_indexes(cluster, tmp_path, how):
     """A parallel load's one-column set is found by the worker of
     fkahead.c (the report counts its keys); with fkey_sets_ahead off the
-    leader finds it; the same rows, locks and index either way."""
+    leader finds it; the same rows and btree either way, with a BRIN and a
+    hash index made beside the worker."""
     n = how[0]
     p, s = f"pa_p{n}", f"pa_s{n}"
     path = tmp_path / "rows.csv"
@@ -232,6 +238,9 @@ def test_sets_found_beside_the_indexes(cluster, tmp_path, how):
         conn.execute(f"COPY {s} TO '{path}' WITH (FORMAT csv)")
         for t in (f"pa_plain{n}", f"pa_on{n}", f"pa_off{n}"):
             make_child(conn, t, p)
+            # index work of other kinds in the leader's parallel mode
+            conn.execute(f"CREATE INDEX ON {t} USING brin (n)")
+            conn.execute(f"CREATE INDEX ON {t} USING hash (a)")
         gucs(conn)
         conn.execute(f"INSERT INTO pa_plain{n} SELECT * FROM {s}")
         digests = {}
@@ -255,8 +264,10 @@ def test_sets_found_beside_the_indexes(cluster, tmp_path, how):
         conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
         for ahead in ("on", "off"):
             for (idx,) in conn.execute(
-                    "SELECT indexrelid::regclass::text FROM pg_index "
-                    f"WHERE indrelid = 'pa_{ahead}{n}'::regclass").fetchall():
+                    "SELECT indexrelid::regclass::text FROM pg_index i JOIN pg_class c "
+                    "ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+                    f"WHERE indrelid = 'pa_{ahead}{n}'::regclass AND amname = 'btree'"
+                    ).fetchall():
                 conn.execute("SELECT bt_index_check(%s, true)", (idx,))
 
 
@@ -326,8 +337,32 @@ def test_killed_while_sets_found_ahead(cluster, how):
     with cluster.conn() as conn:
         assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
         verify_table(conn, t)
+        # emptied: a leaf that had rows (the killed load's) merges its
+        # indexes, and its sets are found after them (finish.c)
+        conn.execute(f"TRUNCATE {t}")
         gucs(conn)
         conn.execute(f"/*+ APPEND PARALLEL(2) */ INSERT INTO {t} SELECT * FROM {s}")
         assert AHEAD in last_statement(conn)["foreign_keys"]
         assert table_digest(conn, t) == table_digest(conn, f"{t}_plain")
 
+
+
+def test_table_with_rows_finds_after_the_indexes(cluster):
+    """A second parallel load into the same table (it has rows: its index
+    entries may be merged into a rewrite, a catalog change parallel mode
+    forbids) finds its sets after the index work, and gives the rows of
+    the plain statement run twice."""
+    p, s = "pw_p", "pw_s"
+    with cluster.conn() as conn:
+        make_all(conn, p, s, ("pw_plain", "pw_par"))
+        gucs(conn)
+        for _ in range(2):
+            conn.execute(f"INSERT INTO pw_plain SELECT * FROM {s}")
+        conn.execute(load_sql("insert", "pw_par", s, None))
+        assert AHEAD in last_statement(conn)["foreign_keys"]
+        conn.execute(load_sql("insert", "pw_par", s, None))
+        st = last_statement(conn)
+        assert st["parallel_workers"] >= 1 and AHEAD not in st["foreign_keys"], st
+        assert "then as a set at the end:" in st["foreign_keys"], st
+        assert table_digest(conn, "pw_par") == table_digest(conn, "pw_plain")
+        verify_table(conn, "pw_par")

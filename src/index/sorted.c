@@ -469,8 +469,11 @@ worth_merging(Relation idx, DPBtreeBuild *spool)
 
 /*
  * A spooled index at the end of the statement: its entries appended at
- * the right edge, merged into a rewrite, or inserted in key order.
- * Returns whether it was rewritten.
+ * the right edge, merged into a rewrite, or inserted in key order.  Not
+ * merged in parallel mode (a parallel load's foreign key sets found
+ * beside the index work, load/fkahead.c): the rewrite's new storage is a
+ * catalog update, which parallel mode forbids.  Returns whether it was
+ * rewritten.
  */
 static bool
 finish_spool(DPIndexes *ix, int i)
@@ -484,7 +487,8 @@ finish_spool(DPIndexes *ix, int i)
 		;
 	else if (dp_index_append && dp_btree_append(spool, NULL, NULL))
 		ix->used |= 1 << DP_INDEX_APPEND;
-	else if (!IsolationIsSerializable() && worth_merging(idx, spool) &&
+	else if (!IsolationIsSerializable() && !IsInParallelMode() &&
+			 worth_merging(idx, spool) &&
 			 ConditionalLockRelationOid(RelationGetRelid(idx),
 										AccessExclusiveLock))
 	{

@@ -133,9 +133,11 @@ dp_load_finish_fkeys(DPLoad *s, DPFkeyAhead *ahead)
 /*
  * A parallel load's foreign key sets found by a worker while the leader
  * makes the indexes (fkahead.c), or NULL: where the load ran workers (it
- * asked for cores), a leaf has a set, and no leaf's indexes are rebuilt
- * by core's reindex_index, which writes the catalog (parallel mode
- * forbids it).
+ * asked for cores), a leaf has a set, and the index work writes no
+ * catalog row (parallel mode forbids it): no leaf's indexes rebuilt by
+ * core's reindex_index, and no spool of a leaf that had rows, which a
+ * merge would rewrite into new storage (sorted.c does not merge in
+ * parallel mode, it inserts: slower for such a spool).
  */
 DPFkeyAhead *
 dp_load_finish_ahead(DPLoad *s)
@@ -146,8 +148,10 @@ dp_load_finish_ahead(DPLoad *s)
 		return NULL;
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 	{
-		if (leaf->writer != NULL &&
-			dp_indexes_strategy(leaf->indexes) == DP_INDEX_REBUILD)
+		DPIndexStrategy st = leaf->writer ? dp_indexes_strategy(leaf->indexes) :
+		DP_INDEX_NONE;
+
+		if (st == DP_INDEX_REBUILD || (st == DP_INDEX_SORTED && leaf->appends))
 			return NULL;
 		for (int k = 0; leaf->fkeys && k < leaf->fkeys->nkeys; k++)
 			sets |= leaf->fkeys->keys[k].set != NULL;
