@@ -332,7 +332,8 @@ def test_integer_keys_like_plain(cluster, types, mode):
         i = f"((g * 7919) % {distinct})"
         good = f"SELECT g, {keys(i)} FROM generate_series(1, 60000) g"
         st = load_both_as_set(conn, good, tp, td)
-        assert f"{td}_{cols.replace(', ', '_')}_fkey ({distinct} keys)" in st["foreign_keys"], st
+        # "(N keys)", or "(N keys, M found by a worker ...)" (fkahead.c)
+        assert f"{td}_{cols.replace(', ', '_')}_fkey ({distinct} keys" in st["foreign_keys"], st
         conn.execute(f"TRUNCATE {tp}, {td}")
         bad = (f"(CASE WHEN g = 41000 THEN {distinct} + 9 WHEN g = 52000 THEN {distinct} + 4 "
                f"ELSE {i} END)")

@@ -10,7 +10,8 @@ keys); a violation fails with core's error (23503, message, DETAIL naming
 the key) and leaves nothing; the referenced rows are locked FOR KEY SHARE
 as a serial load locks them; and what still keeps a load serial says so.
 The sets' finds run in a worker beside the leader's index work
-(load/fkahead.c): the report says how many keys it found, the rows and
+(load/fkahead.c; a serial load's too, as max_parallel_maintenance_workers
+allows): the report says how many keys it found, the rows and
 errors are the same with directpath.fkey_sets_ahead off, and a referenced
 row deleted or added after the worker's snapshot, before the leader takes
 its rows, gives what the plain statement gives at that moment.
@@ -366,3 +367,24 @@ def test_table_with_rows_finds_after_the_indexes(cluster):
         assert "then as a set at the end:" in st["foreign_keys"], st
         assert table_digest(conn, "pw_par") == table_digest(conn, "pw_plain")
         verify_table(conn, "pw_par")
+
+
+def test_serial_load_finds_its_sets_beside_the_indexes(cluster):
+    """A serial direct load's sets are found by a worker too, as
+    max_parallel_maintenance_workers allows (core's CREATE INDEX takes its
+    workers so); with it 0, by the leader after the indexes; the same rows
+    as the plain statement either way."""
+    p, s = "ps_p", "ps_s"
+    with cluster.conn() as conn:
+        make_all(conn, p, s, ("ps_plain", "ps_on", "ps_off"))
+        gucs(conn, {"directpath.fkey_set_rows": "2000"})
+        conn.execute(f"INSERT INTO ps_plain SELECT * FROM {s}")
+        for t, workers in (("ps_on", 2), ("ps_off", 0)):
+            conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
+            conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT * FROM {s}")
+            st = last_statement(conn)
+            assert st["path"] == "direct" and st["parallel_workers"] == 0, st
+            assert (AHEAD in st["foreign_keys"]) == (workers > 0), st
+            assert table_digest(conn, t) == table_digest(conn, "ps_plain")
+        conn.execute("RESET max_parallel_maintenance_workers")
+

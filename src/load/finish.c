@@ -31,9 +31,11 @@
 #include "index/index.h"
 #include "stats/stats.h"
 
+#include "access/xact.h"
 #include "common/report.h"
 #include "common/settings.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/rel.h"
 
 /* The input ended before min_bytes: insert the held rows normally. */
@@ -131,9 +133,12 @@ dp_load_finish_fkeys(DPLoad *s, DPFkeyAhead *ahead)
 }
 
 /*
- * A parallel load's foreign key sets found by a worker while the leader
- * makes the indexes (fkahead.c), or NULL: where the load ran workers (it
- * asked for cores), a leaf has a set, and the index work writes no
+ * A load's foreign key sets found by a worker while the leader makes the
+ * indexes (fkahead.c), or NULL: where the load ran workers (it asked for
+ * cores), or for a serial load where max_parallel_maintenance_workers
+ * allows one (the finds are maintenance work, as a parallel CREATE INDEX's
+ * sort, which core starts unasked), a leaf has a set, and the index work
+ * writes no
  * catalog row (parallel mode forbids it): no leaf's indexes rebuilt by
  * core's reindex_index, and no spool of a leaf that had rows, which a
  * merge would rewrite into new storage (sorted.c does not merge in
@@ -144,7 +149,8 @@ dp_load_finish_ahead(DPLoad *s)
 {
 	bool		sets = false;
 
-	if (s->report.parallel_workers == 0 || !dp_fkey_sets_ahead)
+	if (!dp_fkey_sets_ahead || !IsUnderPostmaster || IsInParallelMode() ||
+		(s->report.parallel_workers == 0 && max_parallel_maintenance_workers == 0))
 		return NULL;
 	for (DPLeaf *leaf = s->leaves.list; leaf; leaf = leaf->next)
 	{

@@ -54,6 +54,7 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "common/fault.h"
 #include "common/settings.h"
 #include "miscadmin.h"
@@ -281,7 +282,9 @@ dp_fkahead_begin(DPLoad *s)
 		{
 			DPForeignKey *fk = &leaf->fkeys->keys[k];
 
-			if (fk->set == NULL || fk->find == NULL || is_leaf(s, fk->pkrel))
+			/* a worker cannot read the leader's temporary tables */
+			if (fk->set == NULL || fk->find == NULL || is_leaf(s, fk->pkrel) ||
+				get_rel_persistence(fk->pkrel) == RELPERSISTENCE_TEMP)
 				continue;
 			/* held until the transaction ends, as a serial find holds it */
 			LockRelationOid(fk->pkrel, AccessShareLock);
