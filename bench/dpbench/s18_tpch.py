@@ -18,9 +18,10 @@ l_shipdate and one on o_orderdate.  Ways:
   keys_direct_lock  keys first, directpath.mode = always and
                  directpath.fkey_table_lock = on (the referenced tables
                  locked SHARE instead of each referenced row)
-  keys_par1_behind  keys_par1 with directpath.fkey_sets_ahead = off (the
-                 foreign key sets found by the leader after the indexes,
-                 not by a worker beside them)
+  keys_par1_behind, keys_direct_behind  keys_par1 and keys_direct with
+                 directpath.fkey_sets_ahead = off (the foreign key sets
+                 found by the leader after the indexes, not by a worker
+                 beside them)
 
 Time is the whole load (every COPY, and the keys where they come last)
 plus the CHECKPOINT after it; the record keeps each table's COPY time and
@@ -99,8 +100,8 @@ KEYS = {
 }
 INDEXES = {"lineitem": "l_shipdate", "orders": "o_orderdate"}
 
-# key: (label, keys first, direct: None | "always" | "always+lock" | "parallel" |
-#       "parallel+behind")
+# key: (label, keys first, direct: None | "always" | "always+lock" |
+#       "always+behind" | "parallel" | "parallel+behind")
 WAYS = (("recipe_plain", "plain COPY into bare tables, then the keys", False, None),
         ("keys_plain", "plain COPY, keys declared first", True, None),
         ("keys_direct", "directpath.mode = always, keys declared first", True, "always"),
@@ -110,7 +111,9 @@ WAYS = (("recipe_plain", "plain COPY into bare tables, then the keys", False, No
         ("keys_direct_lock", "directpath.mode = always, keys declared first, "
          "directpath.fkey_table_lock = on", True, "always+lock"),
         ("keys_par1_behind", "/*+ APPEND PARALLEL(1) */ COPY, keys declared first, "
-         "directpath.fkey_sets_ahead = off", True, "parallel+behind"))
+         "directpath.fkey_sets_ahead = off", True, "parallel+behind"),
+        ("keys_direct_behind", "directpath.mode = always, keys declared first, "
+         "directpath.fkey_sets_ahead = off", True, "always+behind"))
 
 MONTH = ("1998-07-01", "1998-08-01")
 
@@ -118,11 +121,11 @@ MONTH = ("1998-07-01", "1998-08-01")
 def set_direct(c, direct):
     """A way's session settings: "always" (directpath.mode), "always+lock"
     (and directpath.fkey_table_lock)."""
-    if direct in ("always", "always+lock"):
+    if direct in ("always", "always+lock", "always+behind"):
         c.execute("SET directpath.mode = always")
     if direct == "always+lock":
         c.execute("SET directpath.fkey_table_lock = on")
-    if direct == "parallel+behind":
+    if direct in ("parallel+behind", "always+behind"):
         c.execute("SET directpath.fkey_sets_ahead = off")
 
 
