@@ -372,19 +372,22 @@ def test_table_with_rows_finds_after_the_indexes(cluster):
 def test_serial_load_finds_its_sets_beside_the_indexes(cluster):
     """A serial direct load's sets are found by a worker too, as
     max_parallel_maintenance_workers allows (core's CREATE INDEX takes its
-    workers so); with it 0, by the leader after the indexes; the same rows
-    as the plain statement either way."""
+    workers so); with it 0, or no worker to be had (max_parallel_workers
+    0), by the leader after the indexes; the same rows as the plain
+    statement each way."""
     p, s = "ps_p", "ps_s"
     with cluster.conn() as conn:
-        make_all(conn, p, s, ("ps_plain", "ps_on", "ps_off"))
+        make_all(conn, p, s, ("ps_plain", "ps_on", "ps_off", "ps_none"))
         gucs(conn, {"directpath.fkey_set_rows": "2000"})
         conn.execute(f"INSERT INTO ps_plain SELECT * FROM {s}")
-        for t, workers in (("ps_on", 2), ("ps_off", 0)):
-            conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
+        for t, maintenance, workers in (("ps_on", 2, 8), ("ps_off", 0, 8), ("ps_none", 2, 0)):
+            conn.execute(f"SET max_parallel_maintenance_workers = {maintenance}")
+            conn.execute(f"SET max_parallel_workers = {workers}")
             conn.execute(f"/*+ APPEND */ INSERT INTO {t} SELECT * FROM {s}")
             st = last_statement(conn)
             assert st["path"] == "direct" and st["parallel_workers"] == 0, st
-            assert (AHEAD in st["foreign_keys"]) == (workers > 0), st
+            assert (AHEAD in st["foreign_keys"]) == (t == "ps_on"), st
             assert table_digest(conn, t) == table_digest(conn, "ps_plain")
         conn.execute("RESET max_parallel_maintenance_workers")
+        conn.execute("RESET max_parallel_workers")
 
