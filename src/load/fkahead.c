@@ -162,7 +162,6 @@ read_ahead(DPFkeyAhead *a, DPForeignKey *fk, Size *budget)
 		DPFkeyChunk *ch = palloc0(sizeof(DPFkeyChunk));
 		Datum	   *values[INDEX_MAX_KEYS];
 		Size		size;
-
 		MemoryContext old;
 
 		ch->ordinals = palloc(sizeof(uint64) * DP_FKSET_CHUNK);
