@@ -134,15 +134,14 @@ dp_load_finish_fkeys(DPLoad *s, DPFkeyAhead *ahead)
 
 /*
  * A load's foreign key sets found by a worker while the leader makes the
- * indexes (fkahead.c), or NULL: where the load ran workers (it asked for
+ * indexes (fkahead.c), or NULL.  Where the load ran workers (it asked for
  * cores), or for a serial load where max_parallel_maintenance_workers
  * allows one (the finds are maintenance work, as a parallel CREATE INDEX's
- * sort, which core starts unasked), a leaf has a set, and the index work
- * writes no
- * catalog row (parallel mode forbids it): no leaf's indexes rebuilt by
- * core's reindex_index, and no spool of a leaf that had rows, which a
- * merge would rewrite into new storage (sorted.c does not merge in
- * parallel mode, it inserts: slower for such a spool).
+ * sort, which core starts unasked); where a leaf has a set; and where the
+ * index work writes no catalog row, which parallel mode forbids: no
+ * leaf's indexes rebuilt by core's reindex_index, and no spool of a leaf
+ * that had rows, which a merge would rewrite into new storage (sorted.c
+ * does not merge in parallel mode, it inserts: slower for such a spool).
  */
 DPFkeyAhead *
 dp_load_finish_ahead(DPLoad *s)

@@ -302,7 +302,7 @@ dp_load_finish(DPLoad *s)
 {
 	if (s->state == DPS_WRITTEN)
 	{
-		/* a parallel load's sets found by a worker beside the indexes */
+		/* the foreign key sets found by a worker beside the indexes */
 		DPFkeyAhead *ahead = dp_load_finish_ahead(s);
 
 		dp_load_finish_indexes(s);
