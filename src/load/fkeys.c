@@ -331,8 +331,9 @@ dp_fkeys_begin(ResultRelInfo *rri, StringInfo batched, StringInfo kept)
 				dp_fkeys_note(batched, f->keys[f->nkeys++].conname);
 				continue;		/* not in the per-row descriptor */
 			}
-			dp_fkeys_note(kept, psprintf("%s (%s)", get_constraint_name(t->tgconstraint),
-								why));
+			dp_fkeys_note(kept, psprintf("%s (%s)",
+										 get_constraint_name(t->tgconstraint),
+										 why));
 		}
 		f->rowwise->triggers[f->rowwise->numtriggers++] = *t;
 		if (TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_AFTER(t->tgtype) &&
@@ -492,8 +493,8 @@ batch_keys(DPForeignKeys *f, int k, HeapTuple *tuples, int n, bool all,
  * constraint's find (fkfind.c): the keys found and locked, or -1.
  */
 int
-dp_fkeys_run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays, bool all,
-		  int *missing)
+dp_fkeys_run_check(DPForeignKey *fk, SPIPlanPtr plan, Datum *arrays,
+				   bool all, int *missing)
 {
 	Oid			save_userid;
 	int			save_sec_context;
@@ -562,8 +563,10 @@ batch_all_found(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples)
 		Datum		arrays[INDEX_MAX_KEYS];
 
 		dp_fkeys_chunk_arrays(fk, values, n, arrays);
-		if (fk->find == NULL || dp_fkeys_run_check(fk, NULL, arrays, true, NULL) != n)
-			found = dp_fkeys_run_check(fk, fk->plan, arrays, false, &missing) == 0;
+		if (fk->find == NULL ||
+			dp_fkeys_run_check(fk, NULL, arrays, true, NULL) != n)
+			found = dp_fkeys_run_check(fk, fk->plan, arrays, false,
+									   &missing) == 0;
 	}
 	dp_fkset_end(set);
 	return found;
@@ -589,7 +592,8 @@ mark_violations(DPForeignKeys *f, int k, HeapTuple *tuples, int ntuples,
 		return;
 	m = batch_keys(f, k, tuples, ntuples, all, arrays, rows, v);
 	missing = palloc(sizeof(int) * Max(m, 1));
-	nmissing = m > 0 ? dp_fkeys_run_check(&f->keys[k], f->keys[k].plan, arrays, all, missing) : 0;
+	nmissing = m > 0 ? dp_fkeys_run_check(&f->keys[k], f->keys[k].plan, arrays,
+										  all, missing) : 0;
 	for (int i = 0; i < nmissing; i++)
 	{
 		int			r = rows[missing[i]];

@@ -93,6 +93,8 @@
 
 /* Rows a key the wide query may return before a chunk takes the probes. */
 #define DP_FKFIND_SPREAD 8
+/* ... and the rows a chunk of 'n' keys reads before it gives up */
+#define DP_FKFIND_LIMIT(n) ((uint64) (n) * DP_FKFIND_SPREAD + 1)
 
 /*
  * A chunk is probed key by key when it has fewer keys than this a leading
@@ -578,25 +580,35 @@ too_sparse(DPFkeyFind *f, Datum leading, int n)
 		(uint64) distinct * DP_FKFIND_SPARSE <= range;
 }
 
+/* Does a chunk of 'n' keys take the wide scan (else a key's probe)? */
+static bool
+takes_wide(DPFkeyFind *f, const Datum *arrays, int n)
+{
+	if (f->wide == NULL || f->wide_spread)
+		return false;
+	if (too_sparse(f, arrays[f->scan.lead], n))
+	{
+		elog(DEBUG2, "directpath: %d keys referencing \"%s\" probed: too sparse for their leading column",
+			 n, get_rel_name(f->scan.pkrel));
+		return false;
+	}
+	return true;
+}
+
 int64
 dp_fkfind_run(DPFkeyFind *f, const Datum *arrays, bool lock)
 {
 	ArrayType  *a = DatumGetArrayTypeP(arrays[0]);
 	int			n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
-	uint64		limit = (uint64) n * DP_FKFIND_SPREAD + 1;
+	uint64		limit = DP_FKFIND_LIMIT(n);
 	int64		found = -1;
-	bool		wide = f->wide != NULL && !f->wide_spread;
+	bool		wide;
 
 	/* an owner who may not read the table: the check query fails as core's */
 	if (pg_class_aclcheck(f->scan.pkrel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return -1;
 	f->rows = palloc(sizeof(DPFkeyRow) * Max(n, 1));
-	if (wide && too_sparse(f, arrays[f->scan.lead], n))
-	{
-		wide = false;
-		elog(DEBUG2, "directpath: %d keys referencing \"%s\" probed: too sparse for their leading column",
-			 n, get_rel_name(f->scan.pkrel));
-	}
+	wide = takes_wide(f, arrays, n);
 	if (wide)
 	{
 		bool		spread;
@@ -650,9 +662,8 @@ dp_fkfind_ahead(DPFkeyFind *f, const Datum *arrays, int n, bool *wide,
 		pg_class_aclcheck(f->scan.pkrel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return NULL;
 	/* dp_fkfind_run's choice: the wide scan, or the exact one of one column */
-	*wide = f->wide != NULL && !f->wide_spread &&
-		!too_sparse(f, arrays[f->scan.lead], n);
-	*limit = (uint64) n * DP_FKFIND_SPREAD + 1;
+	*wide = takes_wide(f, arrays, n);
+	*limit = DP_FKFIND_LIMIT(n);
 	if (!*wide && f->scan.nkeys > 1)
 		return NULL;
 	return &f->scan;
