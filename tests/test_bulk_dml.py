@@ -16,7 +16,8 @@ vacuumed, frozen or fresh; autocommit, chained, savepoints), as the bulk
 updates of upserts are tested (test_update_access_paths).  Beside them:
 RETURNING rows, AFTER ROW trigger events, transition tables and foreign
 key actions and checks as the plain statement's; what is left to core and
-why (a volatile RETURNING or policy, a unique key assigned, BEFORE ROW triggers, HOT-minded tables, SERIALIZABLE, inheritance),
+why (a volatile RETURNING or policy, a unique key assigned, BEFORE ROW triggers, HOT-minded tables, SERIALIZABLE;
+partitioned tables and inheritance trees: test_bulk_dml_partitioned),
 core's errors, a row met twice, rows another transaction changed or locks,
 TOAST values (none leaked: the TOAST table after VACUUM is the plain
 statement's), and a crash in the middle.
@@ -190,10 +191,6 @@ REFUSED = {
                         "EXECUTE FUNCTION {t}_f()"]),
     "hot-minded table": ("UPDATE {t} SET b = 'hot' WHERE k < 5000", "HOT",
                          ["ALTER TABLE {t} SET (fillfactor = 70)"]),
-    "inheritance": ("UPDATE {t} SET a = 3 WHERE k < 100", "more than one target",
-                    ["CREATE TABLE {t}_child () INHERITS ({t})",
-                     "INSERT INTO {t}_child SELECT 50 + g, NULL, 0, 'c' "
-                     "FROM generate_series(1, 10) g"]),
 }
 
 

@@ -10,7 +10,10 @@ statements, plain against `/*+ APPEND */`:
     five of the table, random order), setting ts, grp and v: two indexed
     columns change;
   - purge: DELETE of the 30% oldest rows (a range of ts);
-  - DELETE ... USING the same staging table.
+  - DELETE ... USING the same staging table;
+  - the backfill, the purge and DELETE ... USING again on the same rows in
+    a table range-partitioned by ts into 8 leaves (primary key (id, ts)),
+    which the bulk path changes leaf by leaf.
 
 Time is the statement plus the CHECKPOINT after it; WAL from before the
 statement to after the CHECKPOINT, and how much of it is page images
@@ -45,6 +48,29 @@ STATEMENTS = {
     "using": ("DELETE ... USING N/5 staged rows",
               "DELETE FROM bd_t t USING bd_stage s WHERE t.id = s.id", 0.2),
 }
+# the same statements on the table partitioned into PARTS ranges of ts
+PARTS = 8
+for _key in ("backfill", "purge", "using"):
+    _label, _sql, _share = STATEMENTS[_key]
+    STATEMENTS[_key + "_part"] = (f"{_label}, {PARTS} partitions", _sql, _share)
+
+
+def create_table(c, n, partitioned):
+    """bd_t, plain or range-partitioned by ts into PARTS leaves of equal rows."""
+    if not partitioned:
+        c.execute("CREATE TABLE bd_t (id bigint PRIMARY KEY, ts timestamptz, grp int, "
+                  "v text, n int)")
+    else:
+        c.execute("CREATE TABLE bd_t (id bigint, ts timestamptz, grp int, v text, n int, "
+                  "PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts)")
+        step = -(-n // PARTS)
+        for i in range(PARTS):
+            lo = "MINVALUE" if i == 0 else f"'2025-01-01'::timestamptz + {i * step + 1} * interval '1 s'"
+            hi = ("MAXVALUE" if i == PARTS - 1 else
+                  f"'2025-01-01'::timestamptz + {(i + 1) * step + 1} * interval '1 s'")
+            c.execute(f"CREATE TABLE bd_t_{i} PARTITION OF bd_t FOR VALUES FROM ({lo}) TO ({hi})")
+    c.execute("CREATE INDEX ON bd_t (ts)")
+    c.execute("CREATE INDEX ON bd_t (grp)")
 
 
 class BulkDmlScenario(Scenario):
@@ -80,10 +106,7 @@ class BulkDmlScenario(Scenario):
         rec = {"rows": n}
         with ctx.server.conn() as c:
             c.execute("DROP TABLE IF EXISTS bd_t")
-            c.execute("CREATE TABLE bd_t (id bigint PRIMARY KEY, ts timestamptz, grp int, "
-                      "v text, n int)")
-            c.execute("CREATE INDEX ON bd_t (ts)")
-            c.execute("CREATE INDEX ON bd_t (grp)")
+            create_table(c, n, case.params["statement"].endswith("_part"))
             c.execute(f"/*+ APPEND */ INSERT INTO bd_t {TABLE.format(n=n)}")
             c.execute("VACUUM ANALYZE bd_t")
             c.execute("CHECKPOINT")

@@ -28,6 +28,13 @@
  * INSERT's concern, eligibility.c).  Foreign partitions are refused for both: their
  * wrapper's updates are no part of this.
  *
+ * UPDATE and DELETE in bulk (versions.c): plain tables - the target, or
+ * each leaf of a partitioned table or an inheritance tree the plan kept -
+ * and an UPDATE whose SET assigns no column of a unique or exclusion index
+ * (keys_rule) nor of a partition key above or below the target
+ * (partition_key_rule: a row that leaves its partition is core's to move
+ * or to fail) (dp_rewrite_ineligible).
+ *
  *-------------------------------------------------------------------------
  */
 #include "admission/admission.h"
@@ -41,6 +48,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
 
 /*
@@ -135,25 +143,36 @@ arbiter_rule(Relation rel, Relation index, const void *arg)
 /* A rule for one relation of a target's tree: why not, or NULL. */
 typedef const char *(*DPTreeRule) (Relation rel, const void *arg);
 
-/* The first reason 'rule' gives for 'relid' or any of its partitions. */
+/*
+ * The first reason 'rule' gives for one of the relations 'relids' (a list
+ * it frees), each locked AccessShareLock until the transaction ends, as
+ * find_all_inheritors locks them.
+ */
 static const char *
-tree_ineligible(Oid relid, DPTreeRule rule, const void *arg)
+rels_ineligible(List *relids, DPTreeRule rule, const void *arg)
 {
-	List	   *rels = find_all_inheritors(relid, AccessShareLock, NULL);
 	const char *r = NULL;
 	ListCell   *lc;
 
-	foreach(lc, rels)
+	foreach(lc, relids)
 	{
-		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
 
 		r = rule(rel, arg);
 		relation_close(rel, NoLock);
 		if (r != NULL)
 			break;
 	}
-	list_free(rels);
+	list_free(relids);
 	return r;
+}
+
+/* The first reason 'rule' gives for 'relid' or any of its partitions. */
+static const char *
+tree_ineligible(Oid relid, DPTreeRule rule, const void *arg)
+{
+	return rels_ineligible(find_all_inheritors(relid, AccessShareLock, NULL),
+						   rule, arg);
 }
 
 static const char *
@@ -414,31 +433,91 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 }
 
 /*
- * A bulk UPDATE or DELETE (versions.c): one plain table, changed by this
- * statement alone, and an UPDATE whose SET assigns no column
- * of a unique or exclusion index.  Core checks such an update's new key
- * row by row, against rows the statement has not yet reached (so that
- * "SET id = id + 1" fails or not by the order of the scan); the bulk path
- * changes every old version before it adds a new entry, and would accept
- * what core refuses.
+ * Does an update assigning 'arg' (a DPKeyChange's column names) assign a
+ * column of the partition key of 'rel', a partitioned table of the
+ * target's tree or above it?  A row could then leave its partition: core
+ * moves it (a delete and an insert through the root) or, the partition
+ * being the target, fails it; the bulk path does neither, so it refuses.
+ * An expression of the whole row counts as every column.
+ */
+static const char *
+partition_key_rule(Relation rel, const void *arg)
+{
+	const DPKeyChange *k = arg;
+	PartitionKey key;
+	Bitmapset  *cols = NULL;
+	int			col = -1;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || k->assigned == NIL)
+		return NULL;
+	key = RelationGetPartitionKey(rel);
+	for (int i = 0; i < key->partnatts; i++)
+		if (key->partattrs[i] != 0)
+			cols = bms_add_member(cols, key->partattrs[i] -
+								  FirstLowInvalidHeapAttributeNumber);
+	pull_varattnos((Node *) key->partexprs, 1, &cols);
+	while ((col = bms_next_member(cols, col)) >= 0)
+	{
+		AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
+		const char *name;
+
+		if (attno < 0)
+			continue;
+		name = attno == 0 ? strVal(linitial(k->assigned)) :
+			NameStr(TupleDescAttr(RelationGetDescr(rel), attno - 1)->attname);
+		if (list_member(k->assigned, makeString(pstrdup(name))))
+			return dp_report_reason("the statement's update assigns column \"%s\" of the partition key of \"%s\" (a row could move to another partition)",
+									name, RelationGetRelationName(rel));
+	}
+	return NULL;
+}
+
+/*
+ * A bulk UPDATE or DELETE (versions.c): plain tables - one, or the leaves
+ * of a partitioned table or an inheritance tree that the plan kept -
+ * changed by this statement alone, and an UPDATE whose SET assigns no
+ * column of a unique or exclusion index, nor of a partition key.  Core
+ * checks such an update's new key row by row, against rows the statement
+ * has not yet reached (so that "SET id = id + 1" fails or not by the
+ * order of the scan); the bulk path changes every old version before it
+ * adds a new entry, and would accept what core refuses.
  */
 const char *
 dp_rewrite_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 {
-	RangeTblEntry *rte;
-	const char *r = NULL;
+	Index		top = mt->rootRelation != 0 ? mt->rootRelation :
+		linitial_int(mt->resultRelations);
+	Oid			target = rt_fetch(top, stmt->rtable)->relid;
+	bool		one = list_length(mt->resultRelations) == 1;
+	DPKeyChange k = {0};
+	const char *r;
+	ListCell   *lc;
 
-	if (list_length(mt->resultRelations) != 1)
-		return "more than one target relation (inheritance or partitions)";
-	rte = rt_fetch(linitial_int(mt->resultRelations), stmt->rtable);
-	/* a materialized view: REFRESH ... CONCURRENTLY's DELETE (eligibility.c) */
-	if (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW)
-		return "the target is not a plain table";
+	foreach(lc, mt->resultRelations)
+	{
+		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+
+		/* a materialized view: REFRESH ... CONCURRENTLY's DELETE (eligibility.c) */
+		if (rte->relkind == RELKIND_RELATION ||
+			(one && rte->relkind == RELKIND_MATVIEW))
+			continue;
+		return one ? "the target is not a plain table" :
+			dp_report_reason("\"%s\" of the target's partitions or children is not a plain table",
+							 get_rel_name(rte->relid));
+	}
 	if (stmt->hasModifyingCTE)
 		return "the statement has a data-modifying WITH";
-	if (mt->operation == CMD_UPDATE)
-		r = tree_ineligible(rte->relid, keys_rule, &(DPKeyChange) {
-			.assigned = column_names(rte->relid,
-									 linitial(mt->updateColnosLists))});
+	if (mt->operation != CMD_UPDATE)
+		return NULL;
+	/* SET's columns by name: a leaf's numbers can differ from the root's */
+	k.assigned = column_names(rt_fetch(linitial_int(mt->resultRelations),
+									   stmt->rtable)->relid,
+							  linitial(mt->updateColnosLists));
+	r = tree_ineligible(target, keys_rule, &k);
+	if (r == NULL)
+		r = tree_ineligible(target, partition_key_rule, &k);
+	if (r == NULL && get_rel_relispartition(target))
+		r = rels_ineligible(get_partition_ancestors(target), partition_key_rule,
+							&k);
 	return r;
 }

@@ -544,6 +544,21 @@ dp_copy_skips_errors(CopyFromState cstate)
 #endif
 
 /*
+ * An UPDATE's SET column numbers of result relation 'which' of a
+ * ModifyTable node (a leaf's own numbers).  18 prunes result relations at
+ * the executor's start and keeps the lists of those left in the node's
+ * state; before, the plan's lists match the node's result relations.
+ */
+#if PG_VERSION_NUM >= 180000
+#define DP_UPDATE_COLNOS(mt, which) \
+	((List *) list_nth((mt)->mt_updateColnosLists, (which)))
+#else
+#define DP_UPDATE_COLNOS(mt, which) \
+	((List *) list_nth(((ModifyTable *) (mt)->ps.plan)->updateColnosLists, \
+					   (which)))
+#endif
+
+/*
  * MERGE's WHEN NOT MATCHED [BY TARGET], WHEN MATCHED and (17+) WHEN NOT
  * MATCHED BY SOURCE action states (17 keeps three lists).
  */

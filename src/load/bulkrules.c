@@ -11,8 +11,7 @@
  * transition tables (foreign keys are triggers, on either side), row
  * security and a view's CHECK OPTION, stored generated columns an update
  * recomputes, RETURNING, SERIALIZABLE's predicate locks, logical decoding
- * (which reads changes from their own records), a partitioned target or a
- * partition (rows that move between partitions), and, where new versions
+ * (which reads changes from their own records), and, where new versions
  * get index entries, deferrable and exclusion indexes.  An UPDATE core
  * would make HOT is left to it too: on a table whose fillfactor keeps room
  * and whose SET assigns no column an index depends on, core writes no
@@ -24,8 +23,15 @@
  * RETURNING list, policy or check calls a volatile function (which could
  * read the rows changed so far); an upsert's and MERGE's are not.
  *
+ * An UPDATE or a DELETE of a partitioned table or an inheritance tree is
+ * judged leaf by leaf (each result relation the plan kept, each with its
+ * own triggers, indexes and fillfactor): one leaf refused leaves the whole
+ * statement to core.  An upsert's or MERGE's partitioned target, or a
+ * partition as its target, is refused (its rows are routed).
+ *
  * Rules judged at plan time instead (existing.c): a unique key assigned,
- * data-modifying WITH, inheritance.
+ * a partition key assigned (a row could move to another partition), a
+ * foreign leaf, data-modifying WITH.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +40,7 @@
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "commands/trigger.h"
+#include "common/compat.h"
 #include "common/settings.h"
 #include "optimizer/optimizer.h"
 #include "utils/rel.h"
@@ -83,12 +90,13 @@ has_row_triggers(TriggerDesc *trig, CmdType op)
  * An UPDATE that core would make HOT: the table keeps room on its pages
  * (fillfactor below 100) and SET assigns no column an index depends on.
  * Core then writes no index entry at all; the bulk path, which appends the
- * new versions, would write one per index.
+ * new versions, would write one per index.  'which' is the result
+ * relation's place in the node (each has its own SET columns' numbers).
  */
 static bool
-hot_update_kept(ModifyTableState *mt, Relation rel)
+hot_update_kept(ModifyTableState *mt, int which, Relation rel)
 {
-	List	   *colnos = linitial(((ModifyTable *) mt->ps.plan)->updateColnosLists);
+	List	   *colnos = DP_UPDATE_COLNOS(mt, which);
 	Bitmapset  *indexed;
 	ListCell   *lc;
 
@@ -102,28 +110,27 @@ hot_update_kept(ModifyTableState *mt, Relation rel)
 	return true;
 }
 
-const char *
-dp_versions_refusal(ModifyTableState *mt)
+/*
+ * The reasons of one result relation: the target, or for an UPDATE or a
+ * DELETE of a partitioned table or an inheritance tree, each leaf the
+ * statement's plan kept (those pruned at plan time or at the executor's
+ * start are not in the node).
+ */
+static const char *
+relation_refusal(ModifyTableState *mt, int which)
 {
-	ResultRelInfo *rri = mt->resultRelInfo;
+	ResultRelInfo *rri = &mt->resultRelInfo[which];
 	Relation	rel = rri->ri_RelationDesc;
-	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
 	CmdType		op = mt->operation;
 	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
-	const char *why;
 
-	if (!dp_bulk_update)
-		return "directpath.bulk_update is off";
-	if ((rel->rd_rel->relkind != RELKIND_RELATION &&
-		 rel->rd_rel->relkind != RELKIND_MATVIEW) ||
-		rel->rd_rel->relispartition)
+	if (!plain_dml && rel->rd_rel->relispartition)
 		return "the target is partitioned or a partition";
-	if (mt->mt_nrels != 1)
-		return "the statement has more than one result relation";
-	if (op == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
-		return why;
-	if (op == CMD_INSERT && rri->ri_onConflict == NULL)
-		return "the statement has no DO UPDATE";
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		(rel->rd_rel->relkind != RELKIND_MATVIEW || mt->mt_nrels != 1))
+		return plain_dml && mt->mt_nrels != 1 ?
+			"a partition or inheritance child is not a plain table" :
+			"the target is partitioned or a partition";
 	if (plain_dml && rri->ri_RowIdAttNo == InvalidAttrNumber)
 		return "the statement has no row identity (ctid)";
 	if (RelationIsLogicallyLogged(rel))
@@ -140,12 +147,6 @@ dp_versions_refusal(ModifyTableState *mt)
 	if (!plain_dml &&
 		rel->rd_att->constr && rel->rd_att->constr->has_generated_stored)
 		return "the table has stored generated columns";
-	if (!plain_dml && plan->returningLists != NIL)
-		return "the statement has RETURNING";
-	if (contain_volatile_functions((Node *) plan->returningLists))
-		return "RETURNING calls a volatile function (it could read the rows changed so far)";
-	if (IsolationIsSerializable())
-		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
 	if (op == CMD_DELETE)
 		return NULL;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
@@ -156,7 +157,74 @@ dp_versions_refusal(ModifyTableState *mt)
 			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
 			return "an index is deferrable or an exclusion constraint";
 	}
-	if (op == CMD_UPDATE && hot_update_kept(mt, rel))
+	if (op == CMD_UPDATE && hot_update_kept(mt, which, rel))
 		return "the table keeps room for HOT updates (fillfactor below 100) and SET assigns no indexed column";
 	return NULL;
+}
+
+const char *
+dp_versions_refusal(ModifyTableState *mt)
+{
+	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
+	CmdType		op = mt->operation;
+	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
+	const char *why;
+
+	if (!dp_bulk_update)
+		return "directpath.bulk_update is off";
+	if (!plain_dml && mt->mt_nrels != 1)
+		return "the statement has more than one result relation";
+	if (op == CMD_MERGE && (why = merge_refusal(mt->resultRelInfo)) != NULL)
+		return why;
+	if (op == CMD_INSERT && mt->resultRelInfo->ri_onConflict == NULL)
+		return "the statement has no DO UPDATE";
+	if (!plain_dml && plan->returningLists != NIL)
+		return "the statement has RETURNING";
+	if (contain_volatile_functions((Node *) plan->returningLists))
+		return "RETURNING calls a volatile function (it could read the rows changed so far)";
+	if (IsolationIsSerializable())
+		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
+	for (int i = 0; i < mt->mt_nrels; i++)
+		if ((why = relation_refusal(mt, i)) != NULL)
+			return why;
+	return NULL;
+}
+
+/*
+ * May the plan give the target's rows in TID order?  A sequential, bitmap
+ * or TID range scan of the target itself does (a synchronized sequential
+ * scan starts mid-table and wraps around once: the stream then ends once,
+ * and no page is visited twice), and an index scan of it does where the
+ * index follows the table's order (a purge by a timestamp the rows were
+ * appended in); where it does not, the stream ends at its first step back
+ * and a page is visited at most twice, once streamed and once sorted.  A
+ * join's order follows its outer side only while its hash table fits in
+ * one batch, so a plan that is not a scan of the target is sorted:
+ * streaming it could visit, and log, every page twice.  Under an Append (a
+ * partitioned table's or an inheritance tree's leaves) the children run
+ * one after another, so the scan of the leaf 'target' counts.
+ */
+static bool
+scan_in_tid_order(PlanState *ps, Relation target)
+{
+	if (!IsA(ps, SeqScanState) && !IsA(ps, BitmapHeapScanState) &&
+		!IsA(ps, TidRangeScanState) && !IsA(ps, IndexScanState))
+		return false;
+	return RelationGetRelid(((ScanState *) ps)->ss_currentRelation) ==
+		RelationGetRelid(target);
+}
+
+bool
+dp_versions_may_stream(PlanState *subplan, Relation target)
+{
+	if (IsA(subplan, AppendState))
+	{
+		AppendState *append = (AppendState *) subplan;
+
+		for (int i = 0; i < append->as_nplans; i++)
+			if (scan_in_tid_order(append->appendplans[i], target))
+				return true;
+		return false;
+	}
+	return scan_in_tid_order(subplan, target);
 }

@@ -281,12 +281,19 @@ dp_unpack_tid(int64 packed, ItemPointer tid)
 typedef struct DPVersions DPVersions;
 
 /*
- * Why the DO UPDATE of 'mt' (a plain table's INSERT ... ON CONFLICT DO
- * UPDATE) cannot have its updates made in bulk, or NULL.
+ * bulkrules.c: why the changes of 'mt' (a plain table's INSERT ... ON
+ * CONFLICT DO UPDATE or MERGE; an UPDATE or a DELETE, also of every leaf
+ * of a partitioned table or an inheritance tree) cannot be made in bulk,
+ * or NULL.  dp_versions_may_stream: may 'subplan' give the rows of the
+ * result relation 'target' in TID order?
  */
 extern const char *dp_versions_refusal(ModifyTableState *mt);
+extern bool dp_versions_may_stream(PlanState *subplan, Relation target);
 
 /*
+ * dp_versions_begin: the changes of the result relation 'rri' of 'mt' (the
+ * target, or one leaf of an UPDATE's or a DELETE's partitioned table or
+ * inheritance tree).
  * dp_versions_keep: a row whose key met the row whose index entry is
  * 'found' (DO UPDATE: the target's format), or, 'found' NULL, a subplan
  * row with the target's ctid (MERGE, UPDATE, DELETE).  dp_versions_run,
@@ -298,12 +305,14 @@ extern const char *dp_versions_refusal(ModifyTableState *mt);
  * (TID order; core's rows after them, upsert.c).
  */
 extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt,
+									 ResultRelInfo *rri,
 									 Tuplestorestate *rest,
 									 Tuplestorestate *retstore);
 extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
 							 ItemPointer found);
 extern uint64 dp_versions_run(DPVersions *v);
-extern void dp_versions_describe(DPVersions *v, char *buf, size_t len);
+extern void dp_versions_describe(DPVersions **vs, int n, CmdType op,
+								 char *buf, size_t len);
 extern uint64 dp_versions_pages(DPVersions *v);
 extern void dp_versions_end(DPVersions *v);
 
@@ -319,12 +328,14 @@ extern void dp_versions_end(DPVersions *v);
  * updated, is in load.h.)
  */
 extern void dp_update_projection(ModifyTableState *mt, ResultRelInfo *rri);
-extern TupleTableSlot *dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
+extern TupleTableSlot *dp_new_values(ModifyTableState *mt, ResultRelInfo *rri,
+									 TupleTableSlot *row,
 									 TupleTableSlot *existing, HeapTuple old,
 									 Buffer buf, bool *lock);
 
 /* A new version's generated columns, WITH CHECK policies and constraints. */
-extern void dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot);
+extern void dp_check_new_version(ModifyTableState *mt, ResultRelInfo *rri,
+								 TupleTableSlot *newslot);
 
 /*
  * An UPDATE's or DELETE's row changed in bulk (its old version at 'oldtid'
@@ -332,7 +343,8 @@ extern void dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot);
  * AFTER ROW trigger events queued, its RETURNING row into 'retstore' (if
  * not NULL).
  */
-extern void dp_changed_row(ModifyTableState *mt, ItemPointer oldtid,
+extern void dp_changed_row(ModifyTableState *mt, ResultRelInfo *rri,
+						   ItemPointer oldtid,
 						   TupleTableSlot *oldslot, TupleTableSlot *newslot,
 						   TupleTableSlot *planslot,
 						   Tuplestorestate *retstore);
@@ -361,7 +373,8 @@ typedef struct DPOldPages DPOldPages;
  * Changes are added in block order (a page's consecutively);
  * dp_oldpages_find looks among the current page's.  dp_oldpages_toasted:
  * a deleted row's TOAST values go when its page is changed.
- * dp_oldpages_apply: the recorded changes made (VM bits, headers, one image
+ * dp_oldpages_store_deleted: a row, as its deletion leaves it, into a
+ * slot (for RETURNING).  dp_oldpages_apply: the recorded changes made (VM bits, headers, one image
  * per page, TOAST deletes), once the new versions they point at are
  * written; the changes are then forgotten (their counts kept).
  */
@@ -372,6 +385,8 @@ extern DPChange *dp_oldpages_find(DPOldPages *op, BlockNumber blkno,
 extern DPChange *dp_oldpages_add(DPOldPages *op, BlockNumber blkno,
 								 OffsetNumber off, DPChangeKind kind);
 extern void dp_oldpages_toasted(DPOldPages *op, HeapTuple old);
+extern void dp_oldpages_store_deleted(DPOldPages *op, HeapTuple old,
+									  TupleTableSlot *slot);
 extern int	dp_oldpages_count(DPOldPages *op);
 extern void dp_oldpages_apply(DPOldPages *op);
 extern void dp_oldpages_counts(DPOldPages *op, uint64 *updated,

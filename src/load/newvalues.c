@@ -60,9 +60,10 @@ dp_update_projection(ModifyTableState *mt, ResultRelInfo *rri)
 	rri->ri_newTupleSlot = table_slot_create(rel, &estate->es_tupleTable);
 	if (mt->ps.ps_ExprContext == NULL)
 		ExecAssignExprContext(estate, &mt->ps);
+	/* the SET's columns of this result relation (a leaf's own numbers) */
 	rri->ri_projectNew =
 		ExecBuildUpdateProjection(outerPlan(plan)->targetlist, false,
-								  linitial(plan->updateColnosLists),
+								  DP_UPDATE_COLNOS(mt, rri - mt->resultRelInfo),
 								  RelationGetDescr(rel), mt->ps.ps_ExprContext,
 								  rri->ri_newTupleSlot, &mt->ps);
 	rri->ri_projectNewInfoValid = true;
@@ -75,9 +76,10 @@ dp_update_projection(ModifyTableState *mt, ResultRelInfo *rri)
  * false (the row stays locked, *lock).
  */
 static TupleTableSlot *
-on_conflict(ModifyTableState *mt, ExprContext *econtext, bool *lock)
+on_conflict(ModifyTableState *mt, ResultRelInfo *rri, ExprContext *econtext,
+			bool *lock)
 {
-	OnConflictSetState *oc = mt->resultRelInfo->ri_onConflict;
+	OnConflictSetState *oc = rri->ri_onConflict;
 
 	InstrCountTuples2(&mt->ps, 1);
 	if (!ExecQual(oc->oc_WhereClause, econtext))
@@ -95,11 +97,11 @@ on_conflict(ModifyTableState *mt, ExprContext *econtext, bool *lock)
  * no action; neither locks the row).
  */
 static TupleTableSlot *
-merge_matched(ModifyTableState *mt, ExprContext *econtext)
+merge_matched(ModifyTableState *mt, ResultRelInfo *rri, ExprContext *econtext)
 {
 	ListCell   *lc;
 
-	foreach(lc, DP_MERGE_MATCHED_ACTIONS(mt->resultRelInfo))
+	foreach(lc, DP_MERGE_MATCHED_ACTIONS(rri))
 	{
 		MergeActionState *action = lfirst(lc);
 
@@ -129,7 +131,7 @@ dp_affected_twice(CmdType op)
 }
 
 TupleTableSlot *
-dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
+dp_new_values(ModifyTableState *mt, ResultRelInfo *rri, TupleTableSlot *row,
 			  TupleTableSlot *existing, HeapTuple old, Buffer buf, bool *lock)
 {
 	ExprContext *econtext = mt->ps.ps_ExprContext;
@@ -137,18 +139,18 @@ dp_new_values(ModifyTableState *mt, TupleTableSlot *row,
 	ResetExprContext(econtext);
 	ExecStoreBufferHeapTuple(old, existing, buf);
 	if (mt->operation == CMD_UPDATE)
-		return ExecGetUpdateNewTuple(mt->resultRelInfo, row, existing);
+		return ExecGetUpdateNewTuple(rri, row, existing);
 	econtext->ecxt_scantuple = existing;
 	econtext->ecxt_innertuple = row;
 	econtext->ecxt_outertuple = NULL;
-	return mt->operation == CMD_MERGE ? merge_matched(mt, econtext) :
-		on_conflict(mt, econtext, lock);
+	return mt->operation == CMD_MERGE ? merge_matched(mt, rri, econtext) :
+		on_conflict(mt, rri, econtext, lock);
 }
 
 void
-dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot)
+dp_check_new_version(ModifyTableState *mt, ResultRelInfo *rri,
+					 TupleTableSlot *newslot)
 {
-	ResultRelInfo *rri = mt->resultRelInfo;
 	Relation	rel = rri->ri_RelationDesc;
 	EState	   *estate = mt->ps.state;
 
@@ -163,11 +165,10 @@ dp_check_new_version(ModifyTableState *mt, TupleTableSlot *newslot)
 }
 
 void
-dp_changed_row(ModifyTableState *mt, ItemPointer oldtid,
+dp_changed_row(ModifyTableState *mt, ResultRelInfo *rri, ItemPointer oldtid,
 			   TupleTableSlot *oldslot, TupleTableSlot *newslot,
 			   TupleTableSlot *planslot, Tuplestorestate *retstore)
 {
-	ResultRelInfo *rri = mt->resultRelInfo;
 	EState	   *estate = mt->ps.state;
 
 	/* as ExecDeleteEpilogue and ExecUpdateEpilogue queue them */

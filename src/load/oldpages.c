@@ -179,6 +179,23 @@ set_header(DPOldPages *op, HeapTupleHeader h, DPChange *c, CommandId cmax,
 	}
 }
 
+/*
+ * The old version 'old' into 'slot' as its deletion will leave it (a copy:
+ * xmax this transaction, cmax this command's, not a combo id): what core's
+ * DELETE RETURNING reads, since core fetches the version after heap_delete.
+ */
+void
+dp_oldpages_store_deleted(DPOldPages *op, HeapTuple old, TupleTableSlot *slot)
+{
+	HeapTuple	copy = heap_copytuple(old);
+	DPChange	c = {.kind = DP_CHANGE_DELETE};
+
+	set_header(op, copy->t_data, &c, op->cid, false, &old->t_self);
+	ExecForceStoreHeapTuple(copy, slot, true);
+	slot->tts_tableOid = RelationGetRelid(op->rel);
+	slot->tts_tid = old->t_self;
+}
+
 /* The changes [first, end) of one old page, made and logged. */
 static void
 apply_page(DPOldPages *op, int first, int end)

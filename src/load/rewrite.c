@@ -31,6 +31,11 @@
  *	   which does for them what a plain UPDATE or DELETE does
  *	   (EvalPlanQual included).
  *
+ * A partitioned table or an inheritance tree is changed leaf by leaf: each
+ * plan row goes, by its tableoid junk column, to its leaf's own bulk
+ * changes (upsert.c), so steps 1 and 2 happen per leaf - its own sort or
+ * stream, its own lock - and step 3 after every leaf's run.
+ *
  * RETURNING rows are projected as each row is changed (versions.c), so they
  * come in the order rows are changed - a scan's order when the rows
  * stream, TID order when sorted - then those of the rows core's node
@@ -92,7 +97,7 @@ dp_rewrite_begin(EState *estate, ModifyTableState *mt, bool hinted,
 		dp_report_normal(&r->report, hinted, kind_of(mt), why);
 	else
 		r->report.direct = true;
-	dp_progress_begin(r, RelationGetRelid(mt->resultRelInfo->ri_RelationDesc),
+	dp_progress_begin(r, RelationGetRelid(mt->rootResultRelInfo->ri_RelationDesc),
 					  kind_of(mt));
 	if (subplan != NULL)
 		dp_progress_expect_rows(r, subplan->plan_rows);
@@ -121,7 +126,7 @@ dp_rewrite_finish(DPRewrite *r)
 	dp_upsert_end(r->upsert);
 	r->upsert = NULL;
 	r->report.rows = r->estate->es_processed;
-	r->report.relations = 1;
+	r->report.relations = r->mt->mt_nrels;
 	dp_progress_describe_phases(r, r->report.phases, sizeof(r->report.phases));
 	dp_report_publish(&r->report);
 	dp_progress_end(r);

@@ -83,6 +83,7 @@
 #include "catalog/pg_class.h"
 #include "common/report.h"
 #include "executor/executor.h"
+#include "executor/instrument.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "utils/queryenvironment.h"
@@ -108,7 +109,9 @@ struct DPUpsert
 	uint64		kept;
 	uint64		core_rows;		/* rows run through core's executor */
 	const char *update_sql;		/* COPY: the statement run instead */
-	DPVersions *versions;		/* DO UPDATE's updates in bulk, or NULL */
+	EState	   *estate;
+	DPVersions **versions;		/* the changes in bulk, one per result
+								 * relation (from its first row), or NULL */
 	const char *why;			/* ... why not, or NULL */
 	DPReport	statement_report;	/* COPY: its update statement's */
 	bool		statement_reported;
@@ -162,6 +165,7 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	bool		fixed;
 
 	u->mtstate = mtstate;
+	u->estate = estate;
 	u->retstore = retstore;
 	u->rows = tuplestore_begin_heap(false, false, work_mem);
 	u->update_sql = update_sql;
@@ -189,12 +193,55 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	 * it first updates a row (ExecUpdatePrologue), and a load opens them
 	 * when it first inserts one (leaf.c): a MERGE that inserts nothing
 	 * would find none open.  Open them now, in the query's context, as
-	 * ExecUpdatePrologue would; the refusal checks read them too.
+	 * ExecUpdatePrologue would, for every result relation (an UPDATE's or
+	 * a DELETE's leaves); the refusal checks read them too.
 	 */
-	open_target_indexes(estate, mtstate->resultRelInfo);
+	for (int i = 0; i < mtstate->mt_nrels; i++)
+		open_target_indexes(estate, &mtstate->resultRelInfo[i]);
 	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
-		u->versions = dp_versions_begin(estate, mtstate, u->rows, retstore);
+	{
+		u->versions = palloc0(sizeof(DPVersions *) * mtstate->mt_nrels);
+		if (mtstate->mt_nrels == 1)
+			u->versions[0] = dp_versions_begin(estate, mtstate,
+											   mtstate->resultRelInfo,
+											   u->rows, retstore);
+	}
 	return u;
+}
+
+/*
+ * The bulk changes of the result relation a kept row belongs to: the only
+ * one, or (an UPDATE or a DELETE of several leaves) the one the subplan
+ * row's tableoid names, as ExecModifyTable finds it; begun at its first
+ * row, so that leaves without rows cost nothing (the only one is begun
+ * with the statement).
+ */
+static DPVersions *
+versions_of(DPUpsert *u, TupleTableSlot *slot)
+{
+	ModifyTableState *mt = u->mtstate;
+	int			which = 0;
+
+	if (mt->mt_nrels > 1)
+	{
+		bool		isnull;
+		Datum		oid = ExecGetJunkAttribute(slot, mt->mt_resultOidAttno,
+											   &isnull);
+
+		Assert(!isnull);
+		which = ExecLookupResultRelByOid(mt, DatumGetObjectId(oid), false,
+										 true) - mt->resultRelInfo;
+	}
+	if (u->versions[which] == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(u));
+
+		u->versions[which] = dp_versions_begin(u->estate, mt,
+											   &mt->resultRelInfo[which],
+											   u->rows, u->retstore);
+		MemoryContextSwitchTo(old);
+	}
+	return u->versions[which];
 }
 
 void
@@ -207,7 +254,7 @@ dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot,
 	if (u->versions != NULL &&
 		(rri == NULL || rri == u->mtstate->resultRelInfo))
 	{
-		dp_versions_keep(u->versions, slot, found);
+		dp_versions_keep(versions_of(u, slot), slot, found);
 		return;
 	}
 
@@ -268,7 +315,23 @@ dp_upsert_run(DPUpsert *u)
 	PlanState  *subplan = outerPlanState(mt);
 
 	if (u->versions != NULL)
-		u->kept += dp_versions_run(u->versions);
+	{
+		bool		ran = false;
+
+		/* every leaf's bulk changes, then core's rows */
+		for (int i = 0; i < mt->mt_nrels; i++)
+			if (u->versions[i] != NULL)
+			{
+				u->kept += dp_versions_run(u->versions[i]);
+				ran = true;
+			}
+		/* EXPLAIN ANALYZE: the node ran, though no leaf had a row */
+		if (!ran && mt->ps.instrument)
+		{
+			InstrStartNode(mt->ps.instrument);
+			InstrStopNode(mt->ps.instrument, 0);
+		}
+	}
 	if (u->kept == 0)
 		return;
 	u->core_rows += u->kept;
@@ -308,7 +371,8 @@ dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
 				 r->direct ? "" : r->reason[0] ? r->reason : "normal path");
 	}
 	else if (u->versions != NULL)
-		dp_versions_describe(u->versions, buf, len);
+		dp_versions_describe(u->versions, u->mtstate->mt_nrels,
+							 u->mtstate->operation, buf, len);
 	else if (u->core_rows > 0 && u->why != NULL)
 		snprintf(buf, len, "%llu rows by core's executor: %s",
 				 (unsigned long long) u->core_rows, u->why);
@@ -317,8 +381,9 @@ dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
 void
 dp_upsert_end(DPUpsert *u)
 {
-	if (u->versions != NULL)
-		dp_versions_end(u->versions);
+	for (int i = 0; u->versions != NULL && i < u->mtstate->mt_nrels; i++)
+		if (u->versions[i] != NULL)
+			dp_versions_end(u->versions[i]);
 	tuplestore_end(u->rows);
 }
 
@@ -331,5 +396,10 @@ dp_upsert_refusal(DPUpsert *u)
 uint64
 dp_upsert_pages(DPUpsert *u)
 {
-	return u->versions != NULL ? dp_versions_pages(u->versions) : 0;
+	uint64		pages = 0;
+
+	for (int i = 0; u->versions != NULL && i < u->mtstate->mt_nrels; i++)
+		if (u->versions[i] != NULL)
+			pages += dp_versions_pages(u->versions[i]);
+	return pages;
 }

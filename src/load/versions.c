@@ -168,40 +168,18 @@ struct DPVersions
 
 static bool stream_row(DPVersions *v, TupleTableSlot *slot, ItemPointer tid);
 
-/*
- * May the plan give the target's rows in TID order?  A sequential, bitmap
- * or TID range scan of the target itself does (a synchronized sequential
- * scan starts mid-table and wraps around once: the stream then ends once,
- * and no page is visited twice), and an index scan of it does where the
- * index follows the table's order (a purge by a timestamp the rows were
- * appended in); where it does not, the stream ends at its first step back
- * and a page is visited at most twice, once streamed and once sorted.  A
- * join's order follows its outer side only while its hash table fits in
- * one batch, so a plan that is not a scan of the target is sorted:
- * streaming it could visit, and log, every page twice.
- */
-static bool
-scan_in_tid_order(PlanState *ps, Relation target)
-{
-	if (!IsA(ps, SeqScanState) && !IsA(ps, BitmapHeapScanState) &&
-		!IsA(ps, TidRangeScanState) && !IsA(ps, IndexScanState))
-		return false;
-	return RelationGetRelid(((ScanState *) ps)->ss_currentRelation) ==
-		RelationGetRelid(target);
-}
-
 DPVersions *
-dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
-				  Tuplestorestate *retstore)
+dp_versions_begin(EState *estate, ModifyTableState *mt, ResultRelInfo *rri,
+				  Tuplestorestate *rest, Tuplestorestate *retstore)
 {
 	DPVersions *v = palloc0(sizeof(DPVersions));
 	CmdType		op = mt->operation;
 	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
-	TriggerDesc *trig = mt->resultRelInfo->ri_TrigDesc;
+	TriggerDesc *trig = rri->ri_TrigDesc;
 
 	/* DO UPDATE keeps rows of the target; the others, subplan rows */
 	TupleDesc	desc = op != CMD_INSERT ? ExecGetResultType(outerPlanState(mt)) :
-		RelationGetDescr(mt->resultRelInfo->ri_RelationDesc);
+		RelationGetDescr(rri->ri_RelationDesc);
 	TupleDesc	sortdesc;
 	AttrNumber	keys[2];
 	Oid			ops[2] = {Int8LessOperator, Int8LessOperator};
@@ -210,18 +188,18 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, Tuplestorestate *rest,
 
 	v->op = op;
 	v->rest = rest;
-	if (plain_dml && mt->resultRelInfo->ri_projectReturning != NULL)
+	if (plain_dml && rri->ri_projectReturning != NULL)
 		v->retstore = retstore;
 	/* AFTER ROW triggers of the event (a referenced side's actions too) */
 	v->per_row = plain_dml &&
 		(v->retstore != NULL || mt->mt_transition_capture != NULL ||
-		 mt->resultRelInfo->ri_WithCheckOptions != NIL ||
+		 rri->ri_WithCheckOptions != NIL ||
 		 (trig != NULL && (op == CMD_DELETE ? trig->trig_delete_after_row :
 						   trig->trig_update_after_row)));
 	v->stream = plain_dml &&
-		scan_in_tid_order(outerPlanState(mt), mt->resultRelInfo->ri_RelationDesc);
+		dp_versions_may_stream(outerPlanState(mt), rri->ri_RelationDesc);
 	ItemPointerSet(&v->last, 0, InvalidOffsetNumber);	/* below every TID */
-	v->rri = mt->resultRelInfo;
+	v->rri = rri;
 	v->rel = v->rri->ri_RelationDesc;
 	v->estate = estate;
 	v->mt = mt;
@@ -415,8 +393,12 @@ delete_found(DPVersions *v, HeapTuple tuple)
 		dp_oldpages_toasted(v->old, tuple);
 	if (v->per_row)
 	{
-		ExecStoreBufferHeapTuple(tuple, v->oldslot, v->buf);
-		dp_changed_row(v->mt, &tuple->t_self, v->oldslot, NULL, v->row,
+		/* RETURNING reads the deleted header, as core's refetch does */
+		if (v->retstore != NULL)
+			dp_oldpages_store_deleted(v->old, tuple, v->oldslot);
+		else
+			ExecStoreBufferHeapTuple(tuple, v->oldslot, v->buf);
+		dp_changed_row(v->mt, v->rri, &tuple->t_self, v->oldslot, NULL, v->row,
 					   v->retstore);
 		ExecClearTuple(v->oldslot);
 	}
@@ -463,7 +445,7 @@ evaluate_row(DPVersions *v, ItemPointer entry)
 		return;
 	}
 
-	newslot = dp_new_values(v->mt, v->row, v->existing, &tuple, v->buf, &lock);
+	newslot = dp_new_values(v->mt, v->rri, v->row, v->existing, &tuple, v->buf, &lock);
 	if (newslot == NULL)
 	{
 		if (lock && c == NULL)
@@ -472,7 +454,7 @@ evaluate_row(DPVersions *v, ItemPointer entry)
 		ExecClearTuple(v->existing);
 		return;
 	}
-	dp_check_new_version(v->mt, newslot);
+	dp_check_new_version(v->mt, v->rri, newslot);
 	old = MemoryContextSwitchTo(v->chunk_cxt);
 	newtup = ExecCopySlotHeapTuple(newslot);
 	MemoryContextSwitchTo(old);
@@ -486,7 +468,7 @@ evaluate_row(DPVersions *v, ItemPointer entry)
 	{
 		ExecStoreHeapTuple(newtup, v->heapslot, false);
 		v->heapslot->tts_tableOid = RelationGetRelid(v->rel);
-		dp_changed_row(v->mt, &tid, v->existing, v->heapslot, v->row,
+		dp_changed_row(v->mt, v->rri, &tid, v->existing, v->heapslot, v->row,
 					   v->retstore);
 		ExecClearTuple(v->heapslot);
 	}
@@ -757,22 +739,38 @@ dp_versions_run(DPVersions *v)
 }
 
 void
-dp_versions_describe(DPVersions *v, char *buf, size_t len)
+dp_versions_describe(DPVersions **vs, int n, CmdType op, char *buf,
+					 size_t len)
 {
-	int			n;
+	DPVersions	sum = {.op = op};
+	int			w;
 
-	if (v->op == CMD_UPDATE || v->op == CMD_DELETE)
-		n = snprintf(buf, len, "%llu rows %s in bulk",
-					 (unsigned long long) (v->updated + v->deleted),
-					 v->op == CMD_UPDATE ? "updated" : "deleted");
+	/* the result relations' counts together (a partitioned table's leaves) */
+	for (int i = 0; i < n; i++)
+	{
+		DPVersions *v = vs[i];
+
+		if (v == NULL)
+			continue;
+		sum.updated += v->updated;
+		sum.deleted += v->deleted;
+		sum.locked += v->locked;
+		sum.to_core += v->to_core;
+		if (sum.core_why == NULL)
+			sum.core_why = v->core_why;
+	}
+	if (sum.op == CMD_UPDATE || sum.op == CMD_DELETE)
+		w = snprintf(buf, len, "%llu rows %s in bulk",
+					 (unsigned long long) (sum.updated + sum.deleted),
+					 sum.op == CMD_UPDATE ? "updated" : "deleted");
 	else
-		n = snprintf(buf, len, "%llu in bulk", (unsigned long long) v->updated);
-	if (v->locked > 0 && n < (int) len)
-		n += snprintf(buf + n, len - n, " (%llu more locked: WHERE false)",
-					  (unsigned long long) v->locked);
-	if (v->to_core > 0 && n < (int) len)
-		snprintf(buf + n, len - n, ", %llu rows by core's executor: %s",
-				 (unsigned long long) v->to_core, v->core_why);
+		w = snprintf(buf, len, "%llu in bulk", (unsigned long long) sum.updated);
+	if (sum.locked > 0 && w < (int) len)
+		w += snprintf(buf + w, len - w, " (%llu more locked: WHERE false)",
+					  (unsigned long long) sum.locked);
+	if (sum.to_core > 0 && w < (int) len)
+		snprintf(buf + w, len - w, ", %llu rows by core's executor: %s",
+				 (unsigned long long) sum.to_core, sum.core_why);
 }
 
 uint64
