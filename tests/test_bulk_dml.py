@@ -234,6 +234,9 @@ RETURNING = {
     "old and new (18)": "UPDATE {t} SET a = a + 10 WHERE k % 7 = 0 "
                         "RETURNING old.a, new.a, k, old.b = new.b",
     "delete old and new (18)": "DELETE FROM {t} WHERE k % 9 = 0 RETURNING old.k, new.k",
+    # core's RETURNING reads the deleted version, its xmax this transaction
+    "delete returning xmax": "DELETE FROM {t} WHERE k % 11 = 0 "
+                             "RETURNING k, xmax = pg_current_xact_id()::xid",
 }
 
 
