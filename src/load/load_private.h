@@ -374,9 +374,10 @@ typedef struct DPOldPages DPOldPages;
  * dp_oldpages_find looks among the current page's.  dp_oldpages_toasted:
  * a deleted row's TOAST values go when its page is changed.
  * dp_oldpages_store_deleted: a row, as its deletion leaves it, into a
- * slot (for RETURNING).  dp_oldpages_apply: the recorded changes made (VM bits, headers, one image
- * per page, TOAST deletes), once the new versions they point at are
- * written; the changes are then forgotten (their counts kept).
+ * slot (for RETURNING).  dp_oldpages_apply: the recorded changes made (VM
+ * bits, headers, one image per page, TOAST deletes), once the new versions
+ * they point at are written; the changes are then forgotten (their counts
+ * kept).
  */
 extern DPOldPages *dp_oldpages_begin(Relation rel, TransactionId xid,
 									 CommandId cid);

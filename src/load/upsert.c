@@ -109,7 +109,6 @@ struct DPUpsert
 	uint64		kept;
 	uint64		core_rows;		/* rows run through core's executor */
 	const char *update_sql;		/* COPY: the statement run instead */
-	EState	   *estate;
 	DPVersions **versions;		/* the changes in bulk, one per result
 								 * relation (from its first row), or NULL */
 	const char *why;			/* ... why not, or NULL */
@@ -165,7 +164,6 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 	bool		fixed;
 
 	u->mtstate = mtstate;
-	u->estate = estate;
 	u->retstore = retstore;
 	u->rows = tuplestore_begin_heap(false, false, work_mem);
 	u->update_sql = update_sql;
@@ -236,7 +234,7 @@ versions_of(DPUpsert *u, TupleTableSlot *slot)
 	{
 		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(u));
 
-		u->versions[which] = dp_versions_begin(u->estate, mt,
+		u->versions[which] = dp_versions_begin(mt->ps.state, mt,
 											   &mt->resultRelInfo[which],
 											   u->rows, u->retstore);
 		MemoryContextSwitchTo(old);

@@ -445,7 +445,8 @@ evaluate_row(DPVersions *v, ItemPointer entry)
 		return;
 	}
 
-	newslot = dp_new_values(v->mt, v->rri, v->row, v->existing, &tuple, v->buf, &lock);
+	newslot = dp_new_values(v->mt, v->rri, v->row, v->existing, &tuple,
+							v->buf, &lock);
 	if (newslot == NULL)
 	{
 		if (lock && c == NULL)
@@ -742,35 +743,35 @@ void
 dp_versions_describe(DPVersions **vs, int n, CmdType op, char *buf,
 					 size_t len)
 {
-	DPVersions	sum = {.op = op};
+	uint64		changed = 0,
+				locked = 0,
+				to_core = 0;
+	const char *core_why = NULL;
 	int			w;
 
 	/* the result relations' counts together (a partitioned table's leaves) */
 	for (int i = 0; i < n; i++)
 	{
-		DPVersions *v = vs[i];
-
-		if (v == NULL)
+		if (vs[i] == NULL)
 			continue;
-		sum.updated += v->updated;
-		sum.deleted += v->deleted;
-		sum.locked += v->locked;
-		sum.to_core += v->to_core;
-		if (sum.core_why == NULL)
-			sum.core_why = v->core_why;
+		changed += vs[i]->updated + vs[i]->deleted;
+		locked += vs[i]->locked;
+		to_core += vs[i]->to_core;
+		if (core_why == NULL)
+			core_why = vs[i]->core_why;
 	}
-	if (sum.op == CMD_UPDATE || sum.op == CMD_DELETE)
+	if (op == CMD_UPDATE || op == CMD_DELETE)
 		w = snprintf(buf, len, "%llu rows %s in bulk",
-					 (unsigned long long) (sum.updated + sum.deleted),
-					 sum.op == CMD_UPDATE ? "updated" : "deleted");
+					 (unsigned long long) changed,
+					 op == CMD_UPDATE ? "updated" : "deleted");
 	else
-		w = snprintf(buf, len, "%llu in bulk", (unsigned long long) sum.updated);
-	if (sum.locked > 0 && w < (int) len)
+		w = snprintf(buf, len, "%llu in bulk", (unsigned long long) changed);
+	if (locked > 0 && w < (int) len)
 		w += snprintf(buf + w, len - w, " (%llu more locked: WHERE false)",
-					  (unsigned long long) sum.locked);
-	if (sum.to_core > 0 && w < (int) len)
+					  (unsigned long long) locked);
+	if (to_core > 0 && w < (int) len)
 		snprintf(buf + w, len - w, ", %llu rows by core's executor: %s",
-				 (unsigned long long) sum.to_core, sum.core_why);
+				 (unsigned long long) to_core, core_why);
 }
 
 uint64
