@@ -194,3 +194,48 @@ def test_refused_delete_merge_takes_no_strong_lock(cluster):
         b.execute("INSERT INTO mg_lk VALUES (100000, 'other')")
         a.commit()
         assert b.execute("SELECT count(*) FROM mg_lk").fetchone()[0] == 3000 - 1500 + 3000 + 1
+
+
+LEAF_RULES = {
+    "a unique index of its own": ("CREATE UNIQUE INDEX ON {t}_2 (c)",
+                                  "assigns column \"c\" of the unique index"),
+    "a BEFORE UPDATE trigger of its own": (
+        "CREATE TRIGGER b BEFORE UPDATE ON {t}_2 FOR EACH ROW EXECUTE FUNCTION mg_leaf_noop()",
+        "has a BEFORE ROW UPDATE trigger"),
+}
+
+
+@pytest.mark.parametrize("case", list(LEAF_RULES))
+def test_rules_hold_for_every_leaf(cluster, case):
+    """A MERGE into a partitioned table is judged by every leaf, not only the
+    plan's first result relation.  Here the second leaf (its columns in
+    another order) has a unique index of its own on the column the update
+    assigns, or a BEFORE UPDATE trigger: the statement, large enough for the
+    direct path, is refused with the reason, and does what plain does.  With the unique index, core updates
+    c = 5 to 6 before it inserts a new c = 5, which succeeds; inserting
+    first would fail with 23505."""
+    ddl, why = LEAF_RULES[case]
+    n = list(LEAF_RULES).index(case)
+    with cluster.conn() as conn:
+        conn.execute("CREATE OR REPLACE FUNCTION mg_leaf_noop() RETURNS trigger "
+                     "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$")
+        conn.execute(f"CREATE TABLE mg_lr_src_{n} (k int, id int, c int)")
+        conn.execute(f"INSERT INTO mg_lr_src_{n} VALUES (2, 1, 6), (2, 2, 5)")
+        conn.execute(f"INSERT INTO mg_lr_src_{n} SELECT 1, g, g FROM generate_series(3, 3000) g")
+        for t in (f"mg_lr_p_{n}", f"mg_lr_d_{n}"):
+            conn.execute(f"CREATE TABLE {t} (k int, id int, c int) PARTITION BY LIST (k)")
+            conn.execute(f"CREATE TABLE {t}_1 PARTITION OF {t} FOR VALUES IN (1)")
+            conn.execute(f"CREATE TABLE {t}_2 (c int, id int, k int)")
+            conn.execute(f"ALTER TABLE {t} ATTACH PARTITION {t}_2 FOR VALUES IN (2)")
+            conn.execute(ddl.format(t=t))
+            conn.execute(f"INSERT INTO {t} VALUES (2, 1, 5)")
+        stmt = (f"MERGE INTO {{t}} p USING (SELECT * FROM mg_lr_src_{n} ORDER BY id) s "
+                f"ON p.k = s.k AND p.id = s.id WHEN MATCHED THEN UPDATE SET c = s.c "
+                f"WHEN NOT MATCHED THEN INSERT VALUES (s.k, s.id, s.c)")
+        conn.execute("SET enable_hashjoin = off")
+        conn.execute("SET enable_mergejoin = off")
+        out = run_both(conn, stmt, f"mg_lr_p_{n}", f"mg_lr_d_{n}")
+        st = out.pop("report")
+        assert out["plain"] == out["direct"], out
+        assert out["plain"]["rowcount"] == 3000
+        assert st["path"] == "normal" and why in st["reason"], st

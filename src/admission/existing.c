@@ -397,7 +397,10 @@ dp_copy_update_ineligible(Oid target, Oid arbiter, List *copied,
 
 /*
  * MERGE: its WHEN NOT MATCHED inserts take the direct path, the rest of
- * its rows are core's after the load (exec.c, upsert.c).
+ * its rows are core's after the load (exec.c, upsert.c).  The rules hold
+ * for every leaf of a partitioned target, not only the plan's first result
+ * relation (a leaf can have a unique index or a trigger of its own); the
+ * actions' column numbers are the first result relation's.
  */
 const char *
 dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
@@ -406,8 +409,10 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 	DPDeferred	d = {false, false};
 	DPKeyChange keys = {NIL, false};
 	const char *r;
-	Oid			target = rt_fetch(linitial_int(mt->resultRelations),
-								  stmt->rtable)->relid;
+	Oid			first = rt_fetch(linitial_int(mt->resultRelations),
+								 stmt->rtable)->relid;
+	Oid			target = mt->rootRelation == 0 ? first :
+		rt_fetch(mt->rootRelation, stmt->rtable)->relid;
 	ListCell   *lc;
 
 	if (stmt->hasModifyingCTE)
@@ -423,7 +428,7 @@ dp_merge_ineligible(PlannedStmt *stmt, ModifyTable *mt)
 		d.delete |= action->commandType == CMD_DELETE;
 		if (action->commandType == CMD_UPDATE)
 			keys.assigned = list_concat(keys.assigned,
-										column_names(target, action->updateColnos));
+										column_names(first, action->updateColnos));
 	}
 	keys.delete = d.delete;
 	if (!insert)
