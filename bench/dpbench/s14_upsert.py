@@ -30,7 +30,9 @@ as text ('customer-' and 12 digits) and as uuids (md5 of the number):
 plain, serial and `PARALLEL(1)`.  And DO NOTHING without a conflict
 target into the table with a second unique btree, (grp, id) (a tenant's
 key beside the surrogate one): two arbiter indexes probed for every row,
-plain, serial and `PARALLEL(1)`.
+plain, serial and `PARALLEL(1)`.  And DO UPDATE and MERGE into the
+target range-partitioned by id into 8 leaves (`pupdate`, `pmerge`): their
+updates made in bulk leaf by leaf.
 """
 
 import time
@@ -112,6 +114,13 @@ for _k in KEYS:
                              ["/*+ APPEND */ " + _u])
     CASES[f"{_k}_parallel"] = (f"the same, {_k} keys, /*+ APPEND PARALLEL(1) */", "direct",
                                f"{_k}_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
+# DO UPDATE and MERGE into the target range-partitioned by id (PARTS leaves)
+PARTS = 8
+for _k, _sql in (("pupdate", UPDATE), ("pmerge", MERGE)):
+    _what = "DO UPDATE" if _k == "pupdate" else "MERGE"
+    CASES[f"{_k}_plain"] = (f"{_what}, {PARTS} range partitions, plain", "plain", None, [_sql])
+    CASES[f"{_k}_direct"] = (f"{_what}, {PARTS} range partitions, /*+ APPEND */", "direct",
+                             f"{_k}_plain", ["/*+ APPEND */ " + _sql])
 # two arbiters: every unique index of the target, (id) and (grp, id)
 _u = "INSERT INTO up_target SELECT * FROM up_stage ON CONFLICT DO NOTHING"
 CASES["two_plain"] = ("the same, two arbiters ((id) and (grp, id)), plain", "plain", None, [_u])
@@ -158,7 +167,14 @@ class UpsertScenario(Scenario):
             key = case.id.split("_")[0]
             c.execute("DROP TABLE IF EXISTS up_target")
             c.execute("CREATE TABLE up_target (id {} PRIMARY KEY, ts timestamptz, "
-                      "grp int, v text)".format(key if key in KEYS else "bigint"))
+                      "grp int, v text){}".format(key if key in KEYS else "bigint",
+                                                  " PARTITION BY RANGE (id)"
+                                                  if key.startswith("p") else ""))
+            if key.startswith("p"):
+                step = (2 * n) // PARTS + 1
+                for i in range(PARTS):
+                    c.execute(f"CREATE TABLE up_target_{i} PARTITION OF up_target "
+                              f"FOR VALUES FROM ({i * step + 1}) TO ({(i + 1) * step + 1})")
             c.execute("CREATE INDEX ON up_target (ts)")
             c.execute("CREATE INDEX ON up_target (grp)")
             if key == "two":
@@ -179,12 +195,16 @@ class UpsertScenario(Scenario):
             if case.params["direct"]:
                 ls = check_direct(c, case.id, n // 2)
                 rec["workers"] = ls["parallel_workers"]
+                rec["updates"] = ls["updates"]
+                if key in ("pupdate", "pmerge") and "by core" in (ls["updates"] or "by core"):
+                    raise BenchError(f"{case.id}: updates not all in bulk: {ls['updates']}")
                 if "parallel" in case.id and not ls["parallel_workers"]:
                     raise BenchError(f"{case.id}: ran serially: {ls['parallel']}")
             c.execute("CHECKPOINT")
             rec["load_ckpt_s"] = time.perf_counter() - t0
             # DO UPDATE and MERGE count the updated rows too: every staged row
-            expect = n if case.id.startswith(("update", "merge", "copy_update")) else n // 2
+            expect = n if case.id.startswith(("update", "merge", "copy_update", "pupdate",
+                                              "pmerge")) else n // 2
             if inserted != expect:
                 raise BenchError(f"{case.id}: inserted {inserted} rows, expected {expect}")
             rec["inserted"] = inserted

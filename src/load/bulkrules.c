@@ -23,15 +23,21 @@
  * RETURNING list, policy or check calls a volatile function (which could
  * read the rows changed so far); an upsert's and MERGE's are not.
  *
- * An UPDATE or a DELETE of a partitioned table or an inheritance tree is
- * judged leaf by leaf (each result relation the plan kept, each with its
- * own triggers, indexes and fillfactor): one leaf refused leaves the whole
- * statement to core.  An upsert's or MERGE's partitioned target, or a
- * partition as its target, is refused (its rows are routed).
+ * An UPDATE, a DELETE or a MERGE of a partitioned table or an inheritance
+ * tree is judged leaf by leaf (each result relation the plan kept, each
+ * with its own triggers, indexes, fillfactor and MERGE actions): one leaf
+ * refused leaves the whole statement to core (which runs its plan as
+ * its own).  An INSERT ... ON CONFLICT DO UPDATE and a MERGE keep their
+ * rows to be updated after the load, and INSERT routes them, so their
+ * leaves are judged each at its first kept row (dp_versions_leaf_refusal):
+ * a leaf refused leaves only its own rows to core.  An upsert's or a
+ * MERGE's leaf is refused when its update assigns a column its partition
+ * constraint reads (the constraint covers every level above it): core
+ * would move such a row, or fail it.
  *
  * Rules judged at plan time instead (existing.c): a unique key assigned,
- * a partition key assigned (a row could move to another partition), a
- * foreign leaf, data-modifying WITH.
+ * an UPDATE's partition key assigned (a row could move to another
+ * partition), a foreign leaf, data-modifying WITH.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,6 +49,8 @@
 #include "common/compat.h"
 #include "common/settings.h"
 #include "optimizer/optimizer.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
@@ -111,26 +119,86 @@ hot_update_kept(ModifyTableState *mt, int which, Relation rel)
 }
 
 /*
- * The reasons of one result relation: the target, or for an UPDATE or a
- * DELETE of a partitioned table or an inheritance tree, each leaf the
- * statement's plan kept (those pruned at plan time or at the executor's
- * start are not in the node).
+ * Does an upsert's or a MERGE's update of the leaf 'rri' assign a column
+ * that its partition constraint reads?  'from' numbers the assigned
+ * columns 'colnos' (DO UPDATE: the target's; MERGE: the leaf's own).  The
+ * constraint reads every partition key of the levels above the leaf; a
+ * whole-row expression among them counts as every column.
+ */
+static bool
+assigns_partition_column(ResultRelInfo *rri, Relation from, List *colnos)
+{
+	Relation	rel = rri->ri_RelationDesc;
+	Bitmapset  *read = NULL;
+	ListCell   *lc;
+
+	if (!rel->rd_rel->relispartition || colnos == NIL)
+		return false;
+	pull_varattnos((Node *) RelationGetPartitionQual(rel), 1, &read);
+	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, read))
+		return true;
+	foreach(lc, colnos)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(from),
+											  lfirst_int(lc) - 1);
+		AttrNumber	attno = from == rel ? att->attnum :
+			get_attnum(RelationGetRelid(rel), NameStr(att->attname));
+
+		if (bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, read))
+			return true;
+	}
+	return false;
+}
+
+/* The columns an upsert's or a MERGE's update of 'rri' assigns, and whose. */
+static List *
+upsert_colnos(ModifyTableState *mt, ResultRelInfo *rri, Relation *from)
+{
+	List	   *colnos = NIL;
+	ListCell   *lc;
+
+	if (mt->operation == CMD_INSERT)
+	{
+		*from = mt->rootResultRelInfo->ri_RelationDesc;
+		return ((ModifyTable *) mt->ps.plan)->onConflictCols;
+	}
+	*from = rri->ri_RelationDesc;
+	foreach(lc, DP_MERGE_MATCHED_ACTIONS(rri))
+	{
+		MergeAction *action = ((MergeActionState *) lfirst(lc))->mas_action;
+
+		if (action->commandType == CMD_UPDATE)
+			colnos = list_concat(colnos, action->updateColnos);
+	}
+	return colnos;
+}
+
+/*
+ * The reasons of one result relation: the target, or for an UPDATE, a
+ * DELETE or a MERGE of a partitioned table or an inheritance tree, each
+ * leaf the statement's plan kept (those pruned at plan time or at the
+ * executor's start are not in the node), or for an upsert of a
+ * partitioned table, each leaf a row is routed to.
  */
 static const char *
-relation_refusal(ModifyTableState *mt, int which)
+relation_refusal(ModifyTableState *mt, ResultRelInfo *rri)
 {
-	ResultRelInfo *rri = &mt->resultRelInfo[which];
 	Relation	rel = rri->ri_RelationDesc;
+	Relation	from;
 	CmdType		op = mt->operation;
 	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
+	bool		leaf = rel->rd_rel->relispartition || mt->mt_nrels != 1;
+	const char *why;
 
-	if (!plain_dml && rel->rd_rel->relispartition)
-		return "the target is partitioned or a partition";
 	if (rel->rd_rel->relkind != RELKIND_RELATION &&
-		(rel->rd_rel->relkind != RELKIND_MATVIEW || mt->mt_nrels != 1))
-		return plain_dml && mt->mt_nrels != 1 ?
-			"a partition or inheritance child is not a plain table" :
-			"the target is partitioned or a partition";
+		(rel->rd_rel->relkind != RELKIND_MATVIEW || leaf))
+		return leaf ? "a partition or inheritance child is not a plain table" :
+			"the target is not a plain table";
+	if (op == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
+		return why;
+	if (!plain_dml &&
+		assigns_partition_column(rri, from, upsert_colnos(mt, rri, &from)))
+		return "the update assigns a column of a partition key (a row could move to another partition)";
 	if (plain_dml && rri->ri_RowIdAttNo == InvalidAttrNumber)
 		return "the statement has no row identity (ctid)";
 	if (RelationIsLogicallyLogged(rel))
@@ -157,7 +225,7 @@ relation_refusal(ModifyTableState *mt, int which)
 			rri->ri_IndexRelationInfo[i]->ii_ExclusionOps != NULL)
 			return "an index is deferrable or an exclusion constraint";
 	}
-	if (op == CMD_UPDATE && hot_update_kept(mt, which, rel))
+	if (op == CMD_UPDATE && hot_update_kept(mt, rri - mt->resultRelInfo, rel))
 		return "the table keeps room for HOT updates (fillfactor below 100) and SET assigns no indexed column";
 	return NULL;
 }
@@ -168,14 +236,11 @@ dp_versions_refusal(ModifyTableState *mt)
 	ModifyTable *plan = (ModifyTable *) mt->ps.plan;
 	CmdType		op = mt->operation;
 	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
+	Relation	root = mt->rootResultRelInfo->ri_RelationDesc;
 	const char *why;
 
 	if (!dp_bulk_update)
 		return "directpath.bulk_update is off";
-	if (!plain_dml && mt->mt_nrels != 1)
-		return "the statement has more than one result relation";
-	if (op == CMD_MERGE && (why = merge_refusal(mt->resultRelInfo)) != NULL)
-		return why;
 	if (op == CMD_INSERT && mt->resultRelInfo->ri_onConflict == NULL)
 		return "the statement has no DO UPDATE";
 	if (!plain_dml && plan->returningLists != NIL)
@@ -184,10 +249,34 @@ dp_versions_refusal(ModifyTableState *mt)
 		return "RETURNING calls a volatile function (it could read the rows changed so far)";
 	if (IsolationIsSerializable())
 		return "the transaction is SERIALIZABLE (its predicate locks are taken row by row)";
+	/* a partitioned table's row triggers, transition tables, policies */
+	if (!plain_dml && has_row_triggers(root->trigdesc, op))
+		return "the table has row triggers (foreign keys included) or transition tables";
+	if (!plain_dml && root->rd_rel->relrowsecurity)
+		return "row security or a view's CHECK OPTION applies";
+	/* an upsert's or a MERGE's leaves: each at its first row */
+	if (dp_versions_leaves_late(mt))
+		return NULL;
 	for (int i = 0; i < mt->mt_nrels; i++)
-		if ((why = relation_refusal(mt, i)) != NULL)
+		if ((why = relation_refusal(mt, &mt->resultRelInfo[i])) != NULL)
 			return why;
 	return NULL;
+}
+
+bool
+dp_versions_leaves_late(ModifyTableState *mt)
+{
+	Relation	target = mt->resultRelInfo->ri_RelationDesc;
+
+	return (mt->operation == CMD_INSERT &&
+			target->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) ||
+		(mt->operation == CMD_MERGE && mt->mt_nrels > 1);
+}
+
+const char *
+dp_versions_leaf_refusal(ModifyTableState *mt, ResultRelInfo *rri)
+{
+	return relation_refusal(mt, rri);
 }
 
 /*

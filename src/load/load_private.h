@@ -281,13 +281,19 @@ dp_unpack_tid(int64 packed, ItemPointer tid)
 typedef struct DPVersions DPVersions;
 
 /*
- * bulkrules.c: why the changes of 'mt' (a plain table's INSERT ... ON
- * CONFLICT DO UPDATE or MERGE; an UPDATE or a DELETE, also of every leaf
- * of a partitioned table or an inheritance tree) cannot be made in bulk,
- * or NULL.  dp_versions_may_stream: may 'subplan' give the rows of the
- * result relation 'target' in TID order?
+ * bulkrules.c: why the changes of 'mt' (INSERT ... ON CONFLICT DO UPDATE,
+ * MERGE, UPDATE or DELETE, of a plain table or of every leaf of a
+ * partitioned table or an inheritance tree) cannot be made in bulk, or
+ * NULL.  Where dp_versions_leaves_late (an upsert of a partitioned table,
+ * a MERGE of several leaves), the statement is judged here and each leaf,
+ * at its first kept row, by dp_versions_leaf_refusal.
+ * dp_versions_may_stream: may 'subplan' give the rows of the result
+ * relation 'target' in TID order?
  */
 extern const char *dp_versions_refusal(ModifyTableState *mt);
+extern bool dp_versions_leaves_late(ModifyTableState *mt);
+extern const char *dp_versions_leaf_refusal(ModifyTableState *mt,
+											ResultRelInfo *rri);
 extern bool dp_versions_may_stream(PlanState *subplan, Relation target);
 
 /*
@@ -302,7 +308,9 @@ extern bool dp_versions_may_stream(PlanState *subplan, Relation target);
  * executor (returns how many).  An UPDATE's or DELETE's rows arriving in
  * TID order are changed as they come, before dp_versions_run.  An
  * UPDATE's or DELETE's RETURNING rows go to 'retstore' as rows are changed
- * (TID order; core's rows after them, upsert.c).
+ * (TID order; core's rows after them, upsert.c).  dp_versions_counts adds
+ * the rows changed (updated or deleted), locked and given to core, and
+ * gives the first reason for core's, if none is given yet.
  */
 extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt,
 									 ResultRelInfo *rri,
@@ -311,8 +319,9 @@ extern DPVersions *dp_versions_begin(EState *estate, ModifyTableState *mt,
 extern void dp_versions_keep(DPVersions *v, TupleTableSlot *slot,
 							 ItemPointer found);
 extern uint64 dp_versions_run(DPVersions *v);
-extern void dp_versions_describe(DPVersions **vs, int n, CmdType op,
-								 char *buf, size_t len);
+extern void dp_versions_counts(DPVersions *v, uint64 *changed,
+							   uint64 *locked, uint64 *to_core,
+							   const char **core_why);
 extern uint64 dp_versions_pages(DPVersions *v);
 extern void dp_versions_end(DPVersions *v);
 

@@ -58,6 +58,15 @@
  * through the statement's snapshot, which does not see this command's
  * rows (the load does not freeze under MERGE either).
  *
+ * Where the changes may be made in bulk (bulkrules.c), a kept row goes
+ * instead to its relation's bulk changes (versions.c): the target's, begun
+ * with the statement, or a leaf's, begun at the leaf's first row - an
+ * UPDATE's, DELETE's or MERGE's leaf found by the row's tableoid, an
+ * upsert's by its routing - kept by relation OID.  An upsert's or a
+ * MERGE's leaf is judged at that first row, and a refused leaf's rows
+ * stay here for core; every leaf's bulk run ends before core takes the
+ * rows kept here.
+ *
  * COPY's ON_CONFLICT 'update' (copyopts.c) has no ModifyTable node: its
  * rows whose key is in the table are kept in the target's format and run,
  * at the same point, through the INSERT ... ON CONFLICT DO UPDATE statement
@@ -86,9 +95,22 @@
 #include "executor/instrument.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "utils/hsearch.h"
 #include "utils/queryenvironment.h"
 #include "utils/rel.h"
 #include "utils/tuplestore.h"
+
+/*
+ * One relation's changes in bulk: the target's, or one leaf's (a result
+ * relation of an UPDATE, a DELETE or a MERGE of a partitioned table or an
+ * inheritance tree; a leaf an upsert's rows are routed to).
+ */
+typedef struct DPUpsertRel
+{
+	Oid			relid;			/* hash key */
+	DPVersions *versions;		/* NULL: the leaf was refused, its rows are
+								 * core's */
+} DPUpsertRel;
 
 /* The subplan ExecModifyTable pulls from during a run. */
 typedef struct DPFeeder
@@ -109,12 +131,18 @@ struct DPUpsert
 	uint64		kept;
 	uint64		core_rows;		/* rows run through core's executor */
 	const char *update_sql;		/* COPY: the statement run instead */
-	DPVersions **versions;		/* the changes in bulk, one per result
-								 * relation (from its first row), or NULL */
-	const char *why;			/* ... why not, or NULL */
+	bool		bulk;			/* the changes in bulk (versions.c)... */
+	const char *why;			/* ... or why not */
+	HTAB	   *rels;			/* DPUpsertRel by relation OID */
+	List	   *order;			/* ... in the order of their first rows */
+	DPUpsertRel *last;			/* ... the last one a row went to */
+	uint64		leaf_core;		/* rows of leaves refused (to core) */
+	const char *leaf_why;		/* ... the first leaf's reason */
 	DPReport	statement_report;	/* COPY: its update statement's */
 	bool		statement_reported;
 };
+
+static DPUpsertRel *rel_of(DPUpsert *u, ResultRelInfo *rri);
 
 static TupleTableSlot *
 feed_next(PlanState *ps)
@@ -198,48 +226,75 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 		open_target_indexes(estate, &mtstate->resultRelInfo[i]);
 	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
 	{
-		u->versions = palloc0(sizeof(DPVersions *) * mtstate->mt_nrels);
-		if (mtstate->mt_nrels == 1)
-			u->versions[0] = dp_versions_begin(estate, mtstate,
-											   mtstate->resultRelInfo,
-											   u->rows, retstore);
+		HASHCTL		ctl = {.keysize = sizeof(Oid),
+		.entrysize = sizeof(DPUpsertRel),
+		.hcxt = CurrentMemoryContext};
+
+		u->bulk = true;
+		u->rels = hash_create("directpath bulk changes", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (mtstate->mt_nrels == 1 &&
+			mtstate->resultRelInfo->ri_RelationDesc->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+			(void) rel_of(u, mtstate->resultRelInfo);
 	}
 	return u;
 }
 
 /*
- * The bulk changes of the result relation a kept row belongs to: the only
- * one, or (an UPDATE or a DELETE of several leaves) the one the subplan
- * row's tableoid names, as ExecModifyTable finds it; begun at its first
- * row, so that leaves without rows cost nothing (the only one is begun
- * with the statement).
+ * The bulk changes of 'rri', begun at its first row, so that leaves
+ * without rows cost nothing (a single target is begun with the
+ * statement).  An upsert's or a MERGE's leaf is judged then (the others
+ * were judged with the statement, dp_versions_refusal).
  */
-static DPVersions *
-versions_of(DPUpsert *u, TupleTableSlot *slot)
+static DPUpsertRel *
+rel_of(DPUpsert *u, ResultRelInfo *rri)
 {
 	ModifyTableState *mt = u->mtstate;
-	int			which = 0;
+	Oid			relid = RelationGetRelid(rri->ri_RelationDesc);
+	DPUpsertRel *r;
+	bool		found;
 
-	if (mt->mt_nrels > 1)
-	{
-		bool		isnull;
-		Datum		oid = ExecGetJunkAttribute(slot, mt->mt_resultOidAttno,
-											   &isnull);
-
-		Assert(!isnull);
-		which = ExecLookupResultRelByOid(mt, DatumGetObjectId(oid), false,
-										 true) - mt->resultRelInfo;
-	}
-	if (u->versions[which] == NULL)
+	if (u->last != NULL && u->last->relid == relid)
+		return u->last;
+	r = hash_search(u->rels, &relid, HASH_ENTER, &found);
+	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(u));
+		const char *why = NULL;
 
-		u->versions[which] = dp_versions_begin(mt->ps.state, mt,
-											   &mt->resultRelInfo[which],
-											   u->rows, u->retstore);
+		r->versions = NULL;
+		if (dp_versions_leaves_late(mt))
+		{
+			open_target_indexes(mt->ps.state, rri);
+			why = dp_versions_leaf_refusal(mt, rri);
+		}
+		if (why != NULL && u->leaf_why == NULL)
+			u->leaf_why = why;
+		if (why == NULL)
+			r->versions = dp_versions_begin(mt->ps.state, mt, rri, u->rows,
+											u->retstore);
+		u->order = lappend(u->order, r);
 		MemoryContextSwitchTo(old);
 	}
-	return u->versions[which];
+	u->last = r;
+	return r;
+}
+
+/*
+ * The result relation of a subplan row (MERGE, UPDATE, DELETE): the only
+ * one, or the one its tableoid names, as ExecModifyTable finds it.
+ */
+static ResultRelInfo *
+result_rel_of(ModifyTableState *mt, TupleTableSlot *slot)
+{
+	bool		isnull;
+	Datum		oid;
+
+	if (mt->mt_nrels == 1)
+		return mt->resultRelInfo;
+	oid = ExecGetJunkAttribute(slot, mt->mt_resultOidAttno, &isnull);
+	Assert(!isnull);
+	return ExecLookupResultRelByOid(mt, DatumGetObjectId(oid), false, true);
 }
 
 void
@@ -249,11 +304,17 @@ dp_upsert_keep(DPUpsert *u, ResultRelInfo *rri, TupleTableSlot *slot,
 	TupleConversionMap *map = NULL;
 
 	/* DO UPDATE's rows with the entry they met, MERGE's with their ctid */
-	if (u->versions != NULL &&
-		(rri == NULL || rri == u->mtstate->resultRelInfo))
+	if (u->bulk)
 	{
-		dp_versions_keep(versions_of(u, slot), slot, found);
-		return;
+		DPUpsertRel *r = rel_of(u, rri != NULL ? rri :
+								result_rel_of(u->mtstate, slot));
+
+		if (r->versions != NULL)
+		{
+			dp_versions_keep(r->versions, slot, found);
+			return;
+		}
+		u->leaf_core++;
 	}
 
 	if (rri != NULL && rri != u->mtstate->rootResultRelInfo)
@@ -312,17 +373,21 @@ dp_upsert_run(DPUpsert *u)
 	ModifyTableState *mt = u->mtstate;
 	PlanState  *subplan = outerPlanState(mt);
 
-	if (u->versions != NULL)
+	if (u->bulk)
 	{
 		bool		ran = false;
+		ListCell   *lc;
 
 		/* every leaf's bulk changes, then core's rows */
-		for (int i = 0; i < mt->mt_nrels; i++)
-			if (u->versions[i] != NULL)
-			{
-				u->kept += dp_versions_run(u->versions[i]);
-				ran = true;
-			}
+		foreach(lc, u->order)
+		{
+			DPUpsertRel *r = lfirst(lc);
+
+			if (r->versions == NULL)
+				continue;
+			u->kept += dp_versions_run(r->versions);
+			ran = true;
+		}
 		/* EXPLAIN ANALYZE: the node ran, though no leaf had a row */
 		if (!ran && mt->ps.instrument)
 		{
@@ -355,6 +420,40 @@ dp_upsert_run(DPUpsert *u)
 	u->kept = 0;
 }
 
+/* The bulk changes of every relation together, and core's rows. */
+static void
+describe_bulk(DPUpsert *u, char *buf, size_t len)
+{
+	CmdType		op = u->mtstate->operation;
+	uint64		changed = 0,
+				locked = 0,
+				to_core = u->leaf_core;
+	const char *core_why = u->leaf_why;
+	ListCell   *lc;
+	int			w;
+
+	foreach(lc, u->order)
+	{
+		DPUpsertRel *r = lfirst(lc);
+
+		if (r->versions != NULL)
+			dp_versions_counts(r->versions, &changed, &locked, &to_core,
+							   &core_why);
+	}
+	if (op == CMD_UPDATE || op == CMD_DELETE)
+		w = snprintf(buf, len, "%llu rows %s in bulk",
+					 (unsigned long long) changed,
+					 op == CMD_UPDATE ? "updated" : "deleted");
+	else
+		w = snprintf(buf, len, "%llu in bulk", (unsigned long long) changed);
+	if (locked > 0 && w < (int) len)
+		w += snprintf(buf + w, len - w, " (%llu more locked: WHERE false)",
+					  (unsigned long long) locked);
+	if (to_core > 0 && w < (int) len)
+		snprintf(buf + w, len - w, ", %llu rows by core's executor: %s",
+				 (unsigned long long) to_core, core_why);
+}
+
 void
 dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
 {
@@ -368,9 +467,8 @@ dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
 				 r->updates[0] ? r->updates :
 				 r->direct ? "" : r->reason[0] ? r->reason : "normal path");
 	}
-	else if (u->versions != NULL)
-		dp_versions_describe(u->versions, u->mtstate->mt_nrels,
-							 u->mtstate->operation, buf, len);
+	else if (u->bulk)
+		describe_bulk(u, buf, len);
 	else if (u->core_rows > 0 && u->why != NULL)
 		snprintf(buf, len, "%llu rows by core's executor: %s",
 				 (unsigned long long) u->core_rows, u->why);
@@ -379,25 +477,36 @@ dp_upsert_describe(DPUpsert *u, char *buf, size_t len)
 void
 dp_upsert_end(DPUpsert *u)
 {
-	for (int i = 0; u->versions != NULL && i < u->mtstate->mt_nrels; i++)
-		if (u->versions[i] != NULL)
-			dp_versions_end(u->versions[i]);
+	ListCell   *lc;
+
+	foreach(lc, u->order)
+	{
+		DPUpsertRel *r = lfirst(lc);
+
+		if (r->versions != NULL)
+			dp_versions_end(r->versions);
+	}
 	tuplestore_end(u->rows);
 }
 
 const char *
 dp_upsert_refusal(DPUpsert *u)
 {
-	return u->versions != NULL ? NULL : u->why;
+	return u->bulk ? NULL : u->why;
 }
 
 uint64
 dp_upsert_pages(DPUpsert *u)
 {
 	uint64		pages = 0;
+	ListCell   *lc;
 
-	for (int i = 0; u->versions != NULL && i < u->mtstate->mt_nrels; i++)
-		if (u->versions[i] != NULL)
-			pages += dp_versions_pages(u->versions[i]);
+	foreach(lc, u->order)
+	{
+		DPUpsertRel *r = lfirst(lc);
+
+		if (r->versions != NULL)
+			pages += dp_versions_pages(r->versions);
+	}
 	return pages;
 }

@@ -141,6 +141,9 @@ struct DPVersions
 	BlockNumber blkno;			/* the old page being evaluated */
 	Buffer		buf;			/* ... pinned, or InvalidBuffer */
 	Tuplestorestate *rest;		/* rows for core's path (upsert.c) */
+	TupleConversionMap *to_root;	/* DO UPDATE of a leaf: its rows for
+									 * core, in the target's format */
+	TupleTableSlot *rootslot;	/* ... converted */
 	/* an UPDATE's or DELETE's rows, each followed by dp_changed_row */
 	bool		per_row;		/* AFTER ROW triggers, view checks, RETURNING */
 	Tuplestorestate *retstore;	/* RETURNING rows, or NULL */
@@ -227,6 +230,10 @@ dp_versions_begin(EState *estate, ModifyTableState *mt, ResultRelInfo *rri,
 		v->rri->ri_oldTupleSlot;
 	v->heapslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(v->rel),
 										  &TTSOpsHeapTuple);
+	if (op == CMD_INSERT && (v->to_root = ExecGetChildToRootMap(rri)) != NULL)
+		v->rootslot = ExecInitExtraTupleSlot(estate,
+											 RelationGetDescr(mt->rootResultRelInfo->ri_RelationDesc),
+											 &TTSOpsVirtual);
 	if (op == CMD_DELETE && v->per_row)
 		v->oldslot = table_slot_create(v->rel, &estate->es_tupleTable);
 	if (op == CMD_DELETE && v->retstore == NULL)
@@ -304,6 +311,8 @@ read_row(DPVersions *v, ItemPointer entry)
 static void
 row_to_core(DPVersions *v, TupleTableSlot *row, const char *why)
 {
+	if (v->to_root != NULL)
+		row = execute_attr_map_slot(v->to_root->attrMap, row, v->rootslot);
 	tuplestore_puttupleslot(v->rest, row);
 	v->to_core++;
 	if (v->core_why == NULL)
@@ -740,38 +749,14 @@ dp_versions_run(DPVersions *v)
 }
 
 void
-dp_versions_describe(DPVersions **vs, int n, CmdType op, char *buf,
-					 size_t len)
+dp_versions_counts(DPVersions *v, uint64 *changed, uint64 *locked,
+				   uint64 *to_core, const char **core_why)
 {
-	uint64		changed = 0,
-				locked = 0,
-				to_core = 0;
-	const char *core_why = NULL;
-	int			w;
-
-	/* the result relations' counts together (a partitioned table's leaves) */
-	for (int i = 0; i < n; i++)
-	{
-		if (vs[i] == NULL)
-			continue;
-		changed += vs[i]->updated + vs[i]->deleted;
-		locked += vs[i]->locked;
-		to_core += vs[i]->to_core;
-		if (core_why == NULL)
-			core_why = vs[i]->core_why;
-	}
-	if (op == CMD_UPDATE || op == CMD_DELETE)
-		w = snprintf(buf, len, "%llu rows %s in bulk",
-					 (unsigned long long) changed,
-					 op == CMD_UPDATE ? "updated" : "deleted");
-	else
-		w = snprintf(buf, len, "%llu in bulk", (unsigned long long) changed);
-	if (locked > 0 && w < (int) len)
-		w += snprintf(buf + w, len - w, " (%llu more locked: WHERE false)",
-					  (unsigned long long) locked);
-	if (to_core > 0 && w < (int) len)
-		snprintf(buf + w, len - w, ", %llu rows by core's executor: %s",
-				 (unsigned long long) to_core, core_why);
+	*changed += v->updated + v->deleted;
+	*locked += v->locked;
+	*to_core += v->to_core;
+	if (*core_why == NULL)
+		*core_why = v->core_why;
 }
 
 uint64
