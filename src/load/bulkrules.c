@@ -185,6 +185,7 @@ relation_refusal(ModifyTableState *mt, ResultRelInfo *rri)
 {
 	Relation	rel = rri->ri_RelationDesc;
 	Relation	from;
+	List	   *colnos;
 	CmdType		op = mt->operation;
 	bool		plain_dml = op == CMD_UPDATE || op == CMD_DELETE;
 	bool		leaf = rel->rd_rel->relispartition || mt->mt_nrels != 1;
@@ -197,7 +198,8 @@ relation_refusal(ModifyTableState *mt, ResultRelInfo *rri)
 	if (op == CMD_MERGE && (why = merge_refusal(rri)) != NULL)
 		return why;
 	if (!plain_dml &&
-		assigns_partition_column(rri, from, upsert_colnos(mt, rri, &from)))
+		(colnos = upsert_colnos(mt, rri, &from)) != NIL &&
+		assigns_partition_column(rri, from, colnos))
 		return "the update assigns a column of a partition key (a row could move to another partition)";
 	if (plain_dml && rri->ri_RowIdAttNo == InvalidAttrNumber)
 		return "the statement has no row identity (ctid)";

@@ -226,10 +226,11 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 		open_target_indexes(estate, &mtstate->resultRelInfo[i]);
 	if ((u->why = dp_versions_refusal(mtstate)) == NULL)
 	{
-		HASHCTL		ctl = {.keysize = sizeof(Oid),
-		.entrysize = sizeof(DPUpsertRel),
-		.hcxt = CurrentMemoryContext};
+		HASHCTL		ctl;
 
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(DPUpsertRel);
+		ctl.hcxt = CurrentMemoryContext;
 		u->bulk = true;
 		u->rels = hash_create("directpath bulk changes", 16, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
