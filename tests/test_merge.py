@@ -211,9 +211,9 @@ def test_rules_hold_for_every_leaf(cluster, case):
     plan's first result relation.  Here the second leaf (its columns in
     another order) has a unique index of its own on the column the update
     assigns, or a BEFORE UPDATE trigger: the statement, large enough for the
-    direct path, is refused with the reason, and does what plain does.  With the unique index, core updates
-    c = 5 to 6 before it inserts a new c = 5, which succeeds; inserting
-    first would fail with 23505."""
+    direct path, is refused with the reason, and does what plain does.  With
+    the unique index, core updates c = 5 to 6 before it inserts a new c = 5,
+    which succeeds; inserting first would fail with 23505."""
     ddl, why = LEAF_RULES[case]
     n = list(LEAF_RULES).index(case)
     with cluster.conn() as conn:

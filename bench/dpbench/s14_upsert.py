@@ -116,7 +116,8 @@ for _k in KEYS:
                                f"{_k}_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
 # DO UPDATE and MERGE into the target range-partitioned by id (PARTS leaves)
 PARTS = 8
-for _k, _sql in (("pupdate", UPDATE), ("pmerge", MERGE)):
+PART_KEYS = ("pupdate", "pmerge")
+for _k, _sql in zip(PART_KEYS, (UPDATE, MERGE)):
     _what = "DO UPDATE" if _k == "pupdate" else "MERGE"
     CASES[f"{_k}_plain"] = (f"{_what}, {PARTS} range partitions, plain", "plain", None, [_sql])
     CASES[f"{_k}_direct"] = (f"{_what}, {PARTS} range partitions, /*+ APPEND */", "direct",
@@ -169,8 +170,8 @@ class UpsertScenario(Scenario):
             c.execute("CREATE TABLE up_target (id {} PRIMARY KEY, ts timestamptz, "
                       "grp int, v text){}".format(key if key in KEYS else "bigint",
                                                   " PARTITION BY RANGE (id)"
-                                                  if key.startswith("p") else ""))
-            if key.startswith("p"):
+                                                  if key in PART_KEYS else ""))
+            if key in PART_KEYS:
                 step = (2 * n) // PARTS + 1
                 for i in range(PARTS):
                     c.execute(f"CREATE TABLE up_target_{i} PARTITION OF up_target "
@@ -196,15 +197,15 @@ class UpsertScenario(Scenario):
                 ls = check_direct(c, case.id, n // 2)
                 rec["workers"] = ls["parallel_workers"]
                 rec["updates"] = ls["updates"]
-                if key in ("pupdate", "pmerge") and "by core" in (ls["updates"] or "by core"):
+                if key in PART_KEYS and "by core" in (ls["updates"] or "by core"):
                     raise BenchError(f"{case.id}: updates not all in bulk: {ls['updates']}")
                 if "parallel" in case.id and not ls["parallel_workers"]:
                     raise BenchError(f"{case.id}: ran serially: {ls['parallel']}")
             c.execute("CHECKPOINT")
             rec["load_ckpt_s"] = time.perf_counter() - t0
             # DO UPDATE and MERGE count the updated rows too: every staged row
-            expect = n if case.id.startswith(("update", "merge", "copy_update", "pupdate",
-                                              "pmerge")) else n // 2
+            expect = n if case.id.startswith(("update", "merge", "copy_update") +
+                                             PART_KEYS) else n // 2
             if inserted != expect:
                 raise BenchError(f"{case.id}: inserted {inserted} rows, expected {expect}")
             rec["inserted"] = inserted

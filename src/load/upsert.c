@@ -234,8 +234,7 @@ dp_upsert_begin(EState *estate, ModifyTableState *mtstate,
 		u->bulk = true;
 		u->rels = hash_create("directpath bulk changes", 16, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		if (mtstate->mt_nrels == 1 &&
-			mtstate->resultRelInfo->ri_RelationDesc->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		if (mtstate->mt_nrels == 1 && !dp_versions_leaves_late(mtstate))
 			(void) rel_of(u, mtstate->resultRelInfo);
 	}
 	return u;
