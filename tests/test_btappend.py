@@ -280,6 +280,44 @@ def test_readers_during_leaf_merges_primary_and_standby(make_cluster, tmp_path):
     streams_under_readers(make_cluster, tmp_path, "rm", "leaf merge", fail_first=True)
 
 
+def test_short_runs_merge_into_their_leaves(cluster):
+    """A btree of many keys with a few entries each takes a load whose
+    entries go after each key's old ones: a run of ten entries per key, too
+    short to be written on its own, but hundreds into every leaf.  Each
+    leaf is merged with all of its entries at once (btrun.c,
+    dp_bt_widen_to_merge) instead of each entry being inserted by core:
+    in a non-unique index of posting lists and in a unique one.  The
+    table and its indexes end as the plain load leaves them, and index
+    scans find what a sequential scan finds."""
+    load = "INSERT INTO {t} SELECT g, g % 2000, 'new' FROM generate_series(20001, 40000) g"
+    q = "SELECT grp, count(*), max(id) FROM {t} WHERE grp BETWEEN 100 AND 160 GROUP BY 1 ORDER BY 1"
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.min_bytes": "0", "directpath.index_merge": "off"})
+        for t in ("sr_plain", "sr_direct"):
+            conn.execute(f"CREATE TABLE {t} (id int, grp int, pad text)")
+            conn.execute(f"CREATE INDEX {t}_grp ON {t} (grp)")
+            conn.execute(f"CREATE UNIQUE INDEX {t}_u ON {t} (grp, id)")
+            conn.execute(f"INSERT INTO {t} SELECT g, g % 2000, 'old' "
+                         "FROM generate_series(1, 20000) g")
+            conn.execute(f"VACUUM {t}")
+        conn.execute(load.format(t="sr_plain"))
+        conn.execute("/*+ APPEND */ " + load.format(t="sr_direct"))
+        st = last_statement(conn)
+        assert st["path"] == "direct" and "leaf merge" in st["index_maintenance"], st
+        verify_table(conn, "sr_direct")
+        assert table_digest(conn, "sr_direct") == table_digest(conn, "sr_plain")
+        seq = conn.execute(q.format(t="sr_direct")).fetchall()
+        assert seq == conn.execute(q.format(t="sr_plain")).fetchall()
+        conn.execute("SET enable_seqscan = off")
+        for scan in ("enable_bitmapscan", "enable_indexscan"):
+            conn.execute(f"SET {scan} = off")
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN " + q.format(t="sr_direct")).fetchall())
+            assert "Index" in plan, plan
+            assert conn.execute(q.format(t="sr_direct")).fetchall() == seq, scan
+            conn.execute(f"RESET {scan}")
+
+
 def test_retry_after_killed_load(cluster):
     """A load killed after some batches leaves their index entries behind,
     dead (the inserter crashed).  The same load again repeats those keys:

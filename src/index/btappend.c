@@ -19,7 +19,10 @@
  *	 ascending streams (per account, per device, per shard) give one long
  *	 run per stream, each after the last item of its stream's leaf.  A
  *	 first entry that sorts among the leaf's items instead starts a leaf
- *	 merge (below) when at least DP_BT_MIN_MERGE entries go into the leaf.
+ *	 merge (below) when at least DP_BT_MIN_MERGE entries go into the leaf,
+ *	 and so does a run shorter than DP_BT_MIN_RUN (btrun.c,
+ *	 dp_bt_widen_to_merge: a btree of few distinct keys takes each key's
+ *	 new entries after its old ones, a short run per key, many per leaf).
  *	 An entry that starts neither a run of at least DP_BT_MIN_RUN entries
  *	 nor a leaf merge is inserted by core (index_insert, through the
  *	 caller), and after DP_BT_MAX_MISSES such entries in a row the rest of
@@ -255,6 +258,7 @@ one_run(DPBtreeBuild *b, DPNameRow name, void *arg, DPBtInsert insert,
 {
 	DPBtAppend	a;
 	Page		page;
+	bool		ready;
 
 	init_append(&a, b, name, arg);
 	a.ring = ring;
@@ -264,7 +268,16 @@ one_run(DPBtreeBuild *b, DPNameRow name, void *arg, DPBtInsert insert,
 		insert(iarg, dp_btree_next(b));
 		return false;
 	}
-	if (a.merge ? !dp_bt_merge_ready(&a, page) : !read_ahead(&a))
+	if (a.merge)
+		ready = dp_bt_merge_ready(&a, page);
+	else
+	{
+		ready = read_ahead(&a);
+		/* too short on its own: the leaf merged with all its entries? */
+		if (!ready && dp_bt_widen_to_merge(&a, page))
+			ready = dp_bt_merge_ready(&a, page);
+	}
+	if (!ready)
 	{
 		/* the first entry, below the bound, is always read ahead */
 		Assert(a.nahead > 0);

@@ -245,13 +245,7 @@ dp_bt_target_leaf(DPBtAppend *a, IndexTuple first, bool right_edge_only)
 	else if (!place_run(a, page, key) || !dp_bt_below_high_key(a, first))
 	{
 		/* not after an item: a leaf merge, if the entry is below the high key */
-		a->merge = true;
-		a->gap = InvalidOffsetNumber;
-		a->hikey = P_RIGHTMOST(opaque) ? NULL :
-			CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, P_HIKEY)));
-		if (!dp_index_leaf_merge || a->leaf_root ||
-			PageGetMaxOffsetNumber(page) < P_FIRSTDATAKEY(opaque) ||
-			!dp_bt_below_high_key(a, first))
+		if (!dp_bt_widen_to_merge(a, page) || !dp_bt_below_high_key(a, first))
 		{
 			pfree(page);
 			page = NULL;
@@ -259,6 +253,33 @@ dp_bt_target_leaf(DPBtAppend *a, IndexTuple first, bool right_edge_only)
 	}
 	pfree(key);
 	return page;
+}
+
+/*
+ * The run becomes a leaf merge: bounded by the leaf's high key instead of
+ * a gap's separator, so that it takes every entry that goes into the leaf,
+ * wherever among the items.  Used where the first entry sorts among the
+ * leaf's items, and where a run after an item is too short to be written
+ * on its own (btappend.c's one_run): entries that go into one leaf in many
+ * short runs - a new TID after each key's existing ones in a btree of few
+ * distinct keys, or after each key's old version - are one merge then, not
+ * one insertion each.  The entries read ahead so far are below the
+ * separator, so below the high key too, and are kept.  False if the leaf
+ * takes no merge (directpath.index_leaf_merge off, the root, an empty leaf).
+ */
+bool
+dp_bt_widen_to_merge(DPBtAppend *a, Page page)
+{
+	BTPageOpaque opaque = BTPageGetOpaque(page);
+
+	if (!dp_index_leaf_merge || a->leaf_root ||
+		PageGetMaxOffsetNumber(page) < P_FIRSTDATAKEY(opaque))
+		return false;
+	a->merge = true;
+	a->gap = InvalidOffsetNumber;
+	a->hikey = P_RIGHTMOST(opaque) ? NULL :
+		CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, P_HIKEY)));
+	return true;
 }
 
 /*
@@ -407,8 +428,13 @@ dp_bt_merge_ready(DPBtAppend *a, Page page)
 	IndexTuple	last = (IndexTuple) PageGetItem(page,
 											   PageGetItemId(page, PageGetMaxOffsetNumber(page)));
 	IndexTuple	itup;
+	IndexTuple *kept = a->ahead;
 
+	/* a widened run's entries read ahead come first (fewer than a run's) */
+	Assert(a->nahead <= DP_BT_MERGE_AHEAD && a->next_ahead == 0);
 	a->ahead = palloc(sizeof(IndexTuple) * DP_BT_MERGE_AHEAD);
+	if (a->nahead > 0)
+		memcpy(a->ahead, kept, sizeof(IndexTuple) * a->nahead);
 	while ((itup = dp_btree_peek(a->b)) != NULL && dp_bt_below_high_key(a, itup) &&
 		   (a->nahead < DP_BT_MIN_MERGE ||
 			(a->unique && dp_btree_compare(a->index, itup, last, true) <= 0)))

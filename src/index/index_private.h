@@ -369,6 +369,12 @@ extern bool dp_bt_below_high_key(DPBtAppend *a, IndexTuple itup);
 extern Page dp_bt_target_leaf(DPBtAppend *a, IndexTuple first,
 							  bool right_edge_only);
 
+/*
+ * btrun.c: make 'a' a leaf merge into the leaf (a copy), bounded by its high
+ * key, keeping the entries read ahead; false if the leaf cannot take one.
+ */
+extern bool dp_bt_widen_to_merge(DPBtAppend *a, Page page);
+
 /* btrun.c: is the leaf merge into the leaf (a copy) worth it and possible? */
 extern bool dp_bt_merge_ready(DPBtAppend *a, Page page);
 
