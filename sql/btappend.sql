@@ -28,7 +28,8 @@ END $$;
 
 -- an ETL-like table: sequence key, arrival time, a wide key (many leaf
 -- pages per batch: chunks of pages, parent splits, a taller tree) and a
--- random key (not at the right edge: inserted in key order)
+-- random key (not at the right edge: merged into its leaves, or inserted in
+-- key order)
 CREATE TABLE ea (id bigserial PRIMARY KEY, ts timestamptz, w text, r int);
 CREATE INDEX ea_ts ON ea (ts);
 CREATE INDEX ea_w ON ea (w);

@@ -31,7 +31,8 @@ plain, serial and `PARALLEL(1)`.  And DO NOTHING without a conflict
 target into the table with a second unique btree, (grp, id) (a tenant's
 key beside the surrogate one): two arbiter indexes probed for every row,
 plain, serial and `PARALLEL(1)`.  And DO UPDATE and MERGE into the
-target range-partitioned by id into 8 leaves (`pupdate`, `pmerge`): their
+target range-partitioned by id into 8 leaves (`pupdate`, `pmerge`), and DO
+UPDATE into the target hash-partitioned into 64 (`hupdate`): their
 updates made in bulk leaf by leaf.
 """
 
@@ -114,13 +115,15 @@ for _k in KEYS:
                              ["/*+ APPEND */ " + _u])
     CASES[f"{_k}_parallel"] = (f"the same, {_k} keys, /*+ APPEND PARALLEL(1) */", "direct",
                                f"{_k}_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
-# DO UPDATE and MERGE into the target range-partitioned by id (PARTS leaves)
-PARTS = 8
-PART_KEYS = ("pupdate", "pmerge")
-for _k, _sql in zip(PART_KEYS, (UPDATE, MERGE)):
-    _what = "DO UPDATE" if _k == "pupdate" else "MERGE"
-    CASES[f"{_k}_plain"] = (f"{_what}, {PARTS} range partitions, plain", "plain", None, [_sql])
-    CASES[f"{_k}_direct"] = (f"{_what}, {PARTS} range partitions, /*+ APPEND */", "direct",
+# DO UPDATE and MERGE into the target partitioned by id: 8 range leaves;
+# DO UPDATE into 64 hash leaves too (each leaf's index work small)
+PART_LAYOUTS = {"pupdate": ("range", 8), "pmerge": ("range", 8), "hupdate": ("hash", 64)}
+PART_KEYS = tuple(PART_LAYOUTS)
+for _k, (_how, _parts) in PART_LAYOUTS.items():
+    _what, _sql = ("MERGE", MERGE) if _k == "pmerge" else ("DO UPDATE", UPDATE)
+    CASES[f"{_k}_plain"] = (f"{_what}, {_parts} {_how} partitions, plain", "plain", None,
+                            [_sql])
+    CASES[f"{_k}_direct"] = (f"{_what}, {_parts} {_how} partitions, /*+ APPEND */", "direct",
                              f"{_k}_plain", ["/*+ APPEND */ " + _sql])
 # two arbiters: every unique index of the target, (id) and (grp, id)
 _u = "INSERT INTO up_target SELECT * FROM up_stage ON CONFLICT DO NOTHING"
@@ -129,6 +132,15 @@ CASES["two_direct"] = ("the same, two arbiters, /*+ APPEND */", "direct", "two_p
                        ["/*+ APPEND */ " + _u])
 CASES["two_parallel"] = ("the same, two arbiters, /*+ APPEND PARALLEL(1) */", "direct",
                          "two_plain", ["/*+ APPEND PARALLEL(1) */ " + _u])
+
+
+def create_leaves(c, n, how, parts):
+    """up_target's leaves: 'parts' ranges of id over the 2n keys, or hash."""
+    step = (2 * n) // parts + 1
+    for i in range(parts):
+        bounds = (f"FROM ({i * step + 1}) TO ({(i + 1) * step + 1})" if how == "range" else
+                  f"WITH (MODULUS {parts}, REMAINDER {i})")
+        c.execute(f"CREATE TABLE up_target_{i} PARTITION OF up_target FOR VALUES {bounds}")
 
 
 class UpsertScenario(Scenario):
@@ -169,13 +181,10 @@ class UpsertScenario(Scenario):
             c.execute("DROP TABLE IF EXISTS up_target")
             c.execute("CREATE TABLE up_target (id {} PRIMARY KEY, ts timestamptz, "
                       "grp int, v text){}".format(key if key in KEYS else "bigint",
-                                                  " PARTITION BY RANGE (id)"
+                                                  f" PARTITION BY {PART_LAYOUTS[key][0]} (id)"
                                                   if key in PART_KEYS else ""))
             if key in PART_KEYS:
-                step = (2 * n) // PARTS + 1
-                for i in range(PARTS):
-                    c.execute(f"CREATE TABLE up_target_{i} PARTITION OF up_target "
-                              f"FOR VALUES FROM ({i * step + 1}) TO ({(i + 1) * step + 1})")
+                create_leaves(c, n, *PART_LAYOUTS[key])
             c.execute("CREATE INDEX ON up_target (ts)")
             c.execute("CREATE INDEX ON up_target (grp)")
             if key == "two":
