@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build directpath against each PostgreSQL major and run its test suites.
 #
-#   scripts/test.sh [--no-regress] [--no-pytest] [-k EXPR] [-j N] [MAJOR ...]
+#   scripts/test.sh [--no-regress] [--no-pytest] [--spread] [-k EXPR] [-j N] [MAJOR ...]
 #
 # MAJOR defaults to 15 16 17 18.  For each major:
 #   1. scripts/provision.sh MAJOR            (PostgreSQL into .pg/MAJOR)
@@ -19,6 +19,11 @@
 #
 #   --no-regress   skip the pg_regress suites
 #   --no-pytest    skip the pytest suites
+#   --spread       every pytest file on the first and the last MAJOR named;
+#                  the majors between share the files (file i of the sorted
+#                  tests/test_*.py on the (i mod M)th of the M between), so
+#                  that CI's four majors fit its time.  pg_regress runs in
+#                  full on every major either way.
 #   -k EXPR        passed to pytest (select tests)
 #   -j N           pytest processes (default $DP_PYTEST_JOBS or 2; 1: no xdist).
 #                  The tests wait on servers and disks more than on the CPU:
@@ -41,12 +46,14 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 majors=()
 run_regress=1
 run_pytest=1
+spread=0
 kexpr=""
 jobs=${DP_PYTEST_JOBS:-2}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--no-regress) run_regress=0 ;;
 	--no-pytest) run_pytest=0 ;;
+	--spread) spread=1 ;;
 	-k)
 		[ $# -ge 2 ] || { echo "test.sh: -k needs an expression" >&2; exit 2; }
 		kexpr=$2
@@ -111,6 +118,21 @@ nfail=0
 summary=()
 declare -A status
 
+# The pytest targets of the major at index $1 of majors: the tests
+# directory, or with --spread on a major between the first and the last,
+# its share of the test files.
+pytest_targets() {
+	local idx=$1 n=${#majors[@]} i=0 f
+	if [ $spread -eq 0 ] || [ "$idx" -eq 0 ] || [ "$idx" -eq $((n - 1)) ]; then
+		echo "$top/tests"
+		return
+	fi
+	for f in "$top"/tests/test_*.py; do
+		[ $((i % (n - 2))) -eq $((idx - 1)) ] && echo "$f"
+		i=$((i + 1))
+	done
+}
+
 suite_result() { # major suite ok|FAILED|skipped
 	status[$1.$2]=$3
 	case $3 in
@@ -119,7 +141,9 @@ suite_result() { # major suite ok|FAILED|skipped
 	esac
 }
 
-for m in "${majors[@]}"; do
+for idx in "${!majors[@]}"; do
+	m=${majors[$idx]}
+	targets=()
 	echo
 	echo "================ PostgreSQL $m ================"
 	t0=$(date +%s)
@@ -189,8 +213,9 @@ for m in "${majors[@]}"; do
 		else
 			pdir="$mdir/pytest"
 			dp_user_dir "$pdir"
-			dp_log "pytest for PostgreSQL $m"
-			args=("$top/tests" -p no:cacheprovider --basetemp="$pdir/tmp" --durations=40)
+			mapfile -t targets < <(pytest_targets "$idx")
+			dp_log "pytest for PostgreSQL $m (${#targets[@]} target(s): ${targets[0]##*/} ...)"
+			args=("${targets[@]}" -p no:cacheprovider --basetemp="$pdir/tmp" --durations=40)
 			[ -n "$kexpr" ] && args+=(-k "$kexpr")
 			[ "$jobs" -gt 1 ] && args+=(-n "$jobs" --dist loadfile)
 			(cd "$pdir" && dp_as_user env DP_PG_BINDIR="$pgdir/bin" \
@@ -212,6 +237,9 @@ for m in "${majors[@]}"; do
 	line="PostgreSQL $m: build $build"
 	[ $run_regress -eq 1 ] && line+=", regress ${status[$m.regress]}"
 	[ $run_pytest -eq 1 ] && line+=", pytest ${status[$m.pytest]}"
+	[ $spread -eq 1 ] && [ ${#targets[@]} -gt 0 ] &&
+		[ "${targets[0]}" != "$top/tests" ] &&
+		line+=" (${#targets[@]} of the test files)"
 	line+=" ($(($(date +%s) - t0))s)"
 	summary+=("$line")
 done
