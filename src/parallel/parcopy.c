@@ -1,10 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * parcopy.c
- *	  COPY FROM a file, a program or the client (STDIN), its input split
- *	  into chunks of whole lines parsed by parallel workers and by the
- *	  leader (parallel.c has the rest of a parallel load: the context;
- *	  parmsg.c the pages' way to the leader).
+ *	  COPY FROM a file, a program or the client (STDIN), cut into chunks
+ *	  of whole lines parsed by workers and the leader (parallel.c has the
+ *	  load's context, parmsg.c the pages' way to the leader).
  *
  * Asked for as a parallel INSERT is (/\*+ APPEND PARALLEL(n) *\/ before
  * COPY, or directpath.parallel_workers), for text, CSV and binary input
