@@ -158,8 +158,7 @@ dp_load_finish_ahead(DPLoad *s)
 
 		if (st == DP_INDEX_REBUILD || (st == DP_INDEX_SORTED && leaf->appends))
 			return NULL;
-		for (int k = 0; leaf->fkeys && k < leaf->fkeys->nkeys; k++)
-			sets |= leaf->fkeys->keys[k].set != NULL;
+		sets |= dp_fkeys_has_sets(leaf->fkeys);
 	}
 	return sets ? dp_fkahead_begin(s) : NULL;
 }

@@ -50,7 +50,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load_private.h"
+#include "load/fkeys_private.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"

@@ -72,7 +72,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load_private.h"
+#include "load/fkeys_private.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -640,6 +640,15 @@ dp_fkeys_at_place(DPForeignKeys *f)
 		if (!goes_to_set(f, k, 0, false))
 			return false;
 	return true;
+}
+
+bool
+dp_fkeys_has_sets(DPForeignKeys *f)
+{
+	for (int k = 0; f != NULL && k < f->nkeys; k++)
+		if (f->keys[k].set != NULL)
+			return true;
+	return false;
 }
 
 void

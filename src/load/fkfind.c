@@ -67,7 +67,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load_private.h"
+#include "load/fkeys_private.h"
 
 #include "common/compat.h"
 

@@ -47,7 +47,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load_private.h"
+#include "load/fkeys_private.h"
 
 #include "common/radix.h"
 #include "heap/heap.h"

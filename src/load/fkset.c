@@ -55,7 +55,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "load/load_private.h"
+#include "load/fkeys_private.h"
 
 #include "common/radix.h"
 #include "common/settings.h"
