@@ -366,3 +366,65 @@ def test_statement_own_rows_and_an_earlier_commands(cluster):
                          "generate_series(10001, 15000) g UNION ALL SELECT 10001, 4 "
                          "ON CONFLICT (k) DO UPDATE SET v = excluded.v")
         conn.execute("ROLLBACK")
+
+
+UNIQUE_STATEMENTS = {
+    "update from": "UPDATE {t} x SET v = s.v, grp = s.grp FROM {s} s WHERE x.id = s.id",
+    "do update": ("INSERT INTO {t} AS x SELECT * FROM {s} ON CONFLICT (id) DO UPDATE "
+                  "SET v = excluded.v, grp = excluded.grp"),
+    "merge": ("MERGE INTO {t} x USING {s} s ON x.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET v = s.v, grp = s.grp "
+              "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.a, s.b, s.code, s.flag, s.v, s.grp)"),
+}
+
+
+@pytest.mark.parametrize("statement", list(UNIQUE_STATEMENTS))
+def test_unique_keys_repeated_by_new_versions(cluster, statement):
+    """A bulk update assigns no column of a unique index, so each new
+    version repeats its old version's keys there and its entries are added
+    without core's uniqueness check (dp_indexes_keys_repeat).  Unique indexes
+    of every kind (a primary key, two columns with INCLUDE, an expression,
+    a partial one) must still hold every new version, found by every
+    access path, and still refuse a duplicate of an updated row's key."""
+    n = 30000
+    with cluster.conn() as conn:
+        set_gucs(conn, {"directpath.min_bytes": "0"})
+        conn.execute("DROP TABLE IF EXISTS uk_s")
+        conn.execute(f"CREATE TABLE uk_s AS SELECT g::bigint AS id, g % 97 AS a, g AS b, "
+                     f"'C' || g AS code, g % 5 = 0 AS flag, 'new' || g AS v, g % 11 AS grp "
+                     f"FROM generate_series(1, {n}) g WHERE g % 3 <> 0 ORDER BY hashint4(g)")
+        for t in ("uk_p", "uk_d"):
+            conn.execute(f"DROP TABLE IF EXISTS {t}")
+            conn.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, a int, b int, code text, "
+                         f"flag bool, v text, grp int)")
+            conn.execute(f"CREATE UNIQUE INDEX ON {t} (a, b) INCLUDE (code)")
+            conn.execute(f"CREATE UNIQUE INDEX ON {t} (lower(code))")
+            conn.execute(f"CREATE UNIQUE INDEX ON {t} (b) WHERE flag")
+            conn.execute(f"CREATE INDEX ON {t} (grp)")
+            conn.execute(f"INSERT INTO {t} SELECT g, g % 97, g, 'C' || g, g % 5 = 0, "
+                         f"'old' || g, 0 FROM generate_series(2, {n}, 2) g")
+            conn.execute(f"VACUUM ANALYZE {t}")
+        sql = UNIQUE_STATEMENTS[statement]
+        plain = conn.execute(sql.format(t="uk_p", s="uk_s")).rowcount
+        direct = conn.execute("/*+ APPEND */ " + sql.format(t="uk_d", s="uk_s")).rowcount
+        rep = last_statement(conn)
+        assert "in bulk" in rep["updates"] and "by core" not in rep["updates"], rep
+        assert direct == plain
+        assert table_digest(conn, "uk_d") == table_digest(conn, "uk_p")
+        updated = conn.execute("SELECT count(*) FROM uk_d WHERE left(v, 3) = 'new' "
+                               "AND id % 2 = 0").fetchone()[0]
+        assert updated > n // 4
+        check_table(conn, "uk_d")
+        # id 4 was updated (4 % 3 <> 0); 20 is updated and in the partial index
+        dups = {
+            "pkey": "INSERT INTO {t} VALUES (4, -1, -4, 'x4', false, '', 0)",
+            "a, b": "INSERT INTO {t} VALUES (-4, 4, 4, 'x-4', false, '', 0)",
+            "lower(code)": "INSERT INTO {t} VALUES (-5, -1, -5, 'c4', false, '', 0)",
+            "partial": "INSERT INTO {t} VALUES (-20, -1, 20, 'x-20', true, '', 0)",
+        }
+        for what, ins in dups.items():
+            for t in ("uk_p", "uk_d"):
+                assert sqlstate_of(conn, ins.format(t=t)) == "23505", (statement, what, t)
+        # after VACUUM the old versions are gone: the new entries still lead
+        conn.execute("VACUUM uk_d")
+        check_table(conn, "uk_d")

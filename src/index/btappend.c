@@ -205,7 +205,7 @@ init_append(DPBtAppend *a, DPBtreeBuild *b, DPNameRow name, void *arg)
 	a->b = b;
 	a->index = dp_btree_index(b);
 	a->heap = dp_btree_heap(b);
-	a->unique = a->index->rd_index->indisunique;
+	a->unique = dp_btree_checks_unique(b);
 	a->name = name;
 	a->name_arg = arg;
 }

@@ -108,6 +108,7 @@ struct DPBtreeBuild
 	Page		pending[DP_BT_WRITE_BATCH]; /* finished, not handed on */
 	int			npending;
 	MemoryContext cxt;			/* keys and pivots */
+	bool		skip_unique;	/* no entry can meet a live duplicate */
 };
 
 DPBtreeBuild *
@@ -679,4 +680,16 @@ Relation
 dp_btree_heap(DPBtreeBuild *b)
 {
 	return b->heap;
+}
+
+bool
+dp_btree_checks_unique(DPBtreeBuild *b)
+{
+	return b->index->rd_index->indisunique && !b->skip_unique;
+}
+
+void
+dp_btree_skip_unique(DPBtreeBuild *b)
+{
+	b->skip_unique = true;
 }

@@ -56,6 +56,20 @@ extern DPIndexes *dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates,
 								   bool beside, bool per_batch, bool updates);
 extern DPIndexStrategy dp_indexes_strategy(DPIndexes *ix);
 
+/*
+ * The leaf's entries are new versions of its rows (versions.c), each with
+ * its old version's key in every unique index: the statement assigns no
+ * column of one (no key, INCLUDE, expression or predicate column), none of
+ * them is generated (admission's keys_rule), and the leaf is locked
+ * against other writers.  A valid unique index then holds no other live
+ * row with that key, and the old version is this transaction's to
+ * replace, so core's uniqueness check, which would visit the old
+ * version's heap page for every entry to find it deleted by us, is not
+ * made: the entries are inserted (and written in runs) as a non-unique
+ * index's are.
+ */
+extern void dp_indexes_keys_repeat(DPIndexes *ix);
+
 /* The strategies used so far: bit (1 << DPIndexStrategy) per one. */
 extern uint32 dp_indexes_used(DPIndexes *ix);
 extern bool dp_indexes_has_unique(DPIndexes *ix);

@@ -40,6 +40,9 @@ struct DPIndexes
 								 * NULL */
 	BlockNumber first_new;		/* the heap's first block the load writes */
 	bool		has_unique;		/* any immediate unique index? */
+	bool		keys_repeat;	/* new versions' entries, each repeating its
+								 * old version's unique keys
+								 * (dp_indexes_keys_repeat) */
 	bool		beside;			/* other sessions write the table: every
 								 * entry through index_insert, per batch */
 	bool		may_wait;		/* may entries wait for the end (no trigger
@@ -216,6 +219,14 @@ extern int	dp_btree_compare(Relation index, IndexTuple a, IndexTuple b,
 /* The index b builds or appends to. */
 extern Relation dp_btree_index(DPBtreeBuild *b);
 extern Relation dp_btree_heap(DPBtreeBuild *b);
+
+/*
+ * Are b's entries checked for uniqueness where they are written (runs,
+ * leaf merges, appends)?  Those of a unique index are, unless
+ * dp_btree_skip_unique said that no entry can meet a live duplicate.
+ */
+extern bool dp_btree_checks_unique(DPBtreeBuild *b);
+extern void dp_btree_skip_unique(DPBtreeBuild *b);
 
 /* ---------- keysort.c: the sort of the page builder's entries ---------- */
 

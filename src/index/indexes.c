@@ -285,6 +285,12 @@ dp_indexes_begin(ResultRelInfo *rri, bool reject_duplicates, bool beside,
 	return ix;
 }
 
+void
+dp_indexes_keys_repeat(DPIndexes *ix)
+{
+	ix->keys_repeat = true;
+}
+
 DPIndexStrategy
 dp_indexes_strategy(DPIndexes *ix)
 {

@@ -128,20 +128,38 @@ name_line(DPBatchRows *b, ItemPointer tid)
 }
 
 /*
+ * How core's insertion checks index i's entries: a unique index's for
+ * uniqueness, unless they repeat their old versions' keys
+ * (dp_indexes_keys_repeat) and the index is valid and immediate.  An
+ * invalid one (a failed CREATE UNIQUE INDEX CONCURRENTLY) may hold
+ * duplicates, which core's check of an unchanged key reports.
+ */
+static IndexUniqueCheck
+unique_check(DPIndexes *ix, int i)
+{
+	Form_pg_index ind = ix->rri->ri_IndexRelationDescs[i]->rd_index;
+
+	if (!ind->indisunique ||
+		(ix->keys_repeat && ind->indisvalid && ind->indimmediate))
+		return UNIQUE_CHECK_NO;
+	return UNIQUE_CHECK_YES;
+}
+
+/*
  * One index's entries for the batch: formed (partial-index predicate and
  * expressions evaluated as ExecInsert does) and inserted in input order,
  * or put into 'sorted' when there is one.
  */
 static void
-form_entries(ResultRelInfo *rri, int i, EState *estate, TupleTableSlot *slot,
+form_entries(DPIndexes *ix, int i, EState *estate, TupleTableSlot *slot,
 			 DPBatchRows *b, DPBtreeBuild *sorted)
 {
+	ResultRelInfo *rri = ix->rri;
 	Relation	heap = rri->ri_RelationDesc;
 	Relation	idx = rri->ri_IndexRelationDescs[i];
 	IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
 	ExprContext *econtext = GetPerTupleExprContext(estate);
-	IndexUniqueCheck check = idx->rd_index->indisunique ?
-		UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+	IndexUniqueCheck check = unique_check(ix, i);
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
@@ -171,6 +189,7 @@ typedef struct DPInsertOne
 	ResultRelInfo *rri;
 	int			i;				/* the index */
 	DPBatchRows *rows;
+	IndexUniqueCheck check;		/* unique_check's */
 	uint64		inserted;
 } DPInsertOne;
 
@@ -185,8 +204,7 @@ insert_one(void *arg, IndexTuple itup)
 	index_deform_tuple(itup, RelationGetDescr(idx), values, isnull);
 	name_line(o->rows, &itup->t_tid);
 	index_insert(idx, values, isnull, &itup->t_tid, o->rri->ri_RelationDesc,
-				 idx->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-				 false, o->rri->ri_IndexRelationInfo[o->i]);
+				 o->check, false, o->rri->ri_IndexRelationInfo[o->i]);
 	o->inserted++;
 }
 
@@ -196,10 +214,9 @@ insert_one(void *arg, IndexTuple itup)
  * backwards for fewer than one entry in ten (its keys arrive in order).
  */
 static bool
-insert_sorted(ResultRelInfo *rri, int i, DPBtreeBuild *sorted,
-			  DPBatchRows *b)
+insert_sorted(DPIndexes *ix, int i, DPBtreeBuild *sorted, DPBatchRows *b)
 {
-	DPInsertOne one = {rri, i, b, 0};
+	DPInsertOne one = {ix->rri, i, b, unique_check(ix, i), 0};
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "directpath index entries",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -239,14 +256,14 @@ static bool
 insert_in_key_order(DPIndexes *ix, int i, DPBtreeBuild *sorted,
 					DPBatchRows *b)
 {
-	DPInsertOne one = {ix->rri, i, b, 0};
+	DPInsertOne one = {ix->rri, i, b, unique_check(ix, i), 0};
 	int			runs;
 	int			merges;
 
 	if (!dp_index_runs || ix->beside)
 	{
 		ix->used |= 1 << DP_INDEX_SORTED;
-		return insert_sorted(ix->rri, i, sorted, b);
+		return insert_sorted(ix, i, sorted, b);
 	}
 	if (ix->ring == NULL)
 	{
@@ -303,16 +320,20 @@ dp_sorted_batch(DPIndexes *ix, EState *estate, TupleTableSlot *slot,
 			begin_late_spool(ix, i);
 		if (ix->spools != NULL && ix->spools[i] != NULL)
 		{
-			form_entries(rri, i, estate, slot, &b, ix->spools[i]);
+			form_entries(ix, i, estate, slot, &b, ix->spools[i]);
 			continue;
 		}
 		if (ix->sort[i])
+		{
 			sorted = dp_btree_begin(rri->ri_RelationDesc,
 									rri->ri_IndexRelationDescs[i],
 									maintenance_work_mem, false);
+			if (unique_check(ix, i) == UNIQUE_CHECK_NO)
+				dp_btree_skip_unique(sorted);
+		}
 		else
 			ix->used |= 1 << DP_INDEX_SORTED;
-		form_entries(rri, i, estate, slot, &b, sorted);
+		form_entries(ix, i, estate, slot, &b, sorted);
 		if (sorted == NULL)
 			continue;
 		add_sorted(ix, i, sorted, &b);
@@ -524,7 +545,7 @@ spool_insert(void *arg)
 	DPSpoolDone *d = (DPSpoolDone *) arg;
 	DPBatchRows none = {0};
 
-	insert_sorted(d->ix->rri, d->i, d->ix->spools[d->i], &none);
+	insert_sorted(d->ix, d->i, d->ix->spools[d->i], &none);
 	dp_btree_discard(d->ix->spools[d->i]);
 }
 

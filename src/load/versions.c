@@ -539,6 +539,7 @@ start_run(DPVersions *v)
 	{
 		v->builder = dp_heap_begin(v->rel, false, v->xid, v->cid, NULL);
 		v->indexes = dp_indexes_begin(v->rri, false, false, true, true);
+		dp_indexes_keys_repeat(v->indexes);
 	}
 	InitDirtySnapshot(v->dirty);
 	v->chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
