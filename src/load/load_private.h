@@ -4,9 +4,9 @@
  *	  What the parts of the load share among themselves: the relations a
  *	  load writes (leaf.c) and its rows (queue.c), the interfaces of its
  *	  parts (foreign.c, rejects.c, conflict.c, upsert.c, versions.c,
- *	  fkeys.c: its room's own in fkeys_private.h), a load's state (struct DPLoad) and the steps the row loop
- *	  (load.c) takes through place.c, decide.c and finish.c.  Files outside
- *	  src/load/ use load/load.h.
+ *	  fkeys.c: its room's own in fkeys_private.h), a load's state (struct
+ *	  DPLoad) and the steps the row loop (load.c) takes through place.c,
+ *	  decide.c and finish.c.  Files outside src/load/ use load/load.h.
  *
  *-------------------------------------------------------------------------
  */
