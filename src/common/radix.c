@@ -32,11 +32,34 @@
  * comparison sort is as fast, past DP_RADIX_MAX_PASSES varying bytes, where
  * it is faster, and when the memory is not there.
  *
+ * The arrays.  Such a sort's entries, and its second array, are tens to
+ * hundreds of megabytes that a backend touches for the first time as it
+ * fills them: with the kernel's 4 kB pages, one page fault per 4 kB, which
+ * took a sixth of a parallel load's leader (its index entries, its foreign
+ * key sets and their sorts; a perf profile of the demo's COPY), and an
+ * array grown by repalloc was copied at each doubling below glibc's mmap
+ * threshold (32 MB), touching every page again.  So where the system has
+ * mremap (Linux), an array of DP_ARRAY_MAP_MIN bytes or more is a mapping
+ * of its own: allocated by dp_sort_array_alloc, grown in place or moved
+ * without a copy by dp_sort_array_grow (the kernel moves the page tables),
+ * freed by dp_sort_array_free or, if an error or the end of the statement
+ * deletes its memory context first, by the context's reset callback.  The
+ * kernel is asked for transparent huge pages on it (madvise MADV_HUGEPAGE):
+ * one fault per 2 MB.  The advice changes no contents (the kernel may not
+ * follow it).  Smaller arrays, and any the system refuses a mapping (no
+ * memory, too many mappings), are palloc's as before.  A mapping is
+ * outside palloc's accounting (pg_backend_memory_contexts shows only its
+ * small record); the callers bound their arrays by their workmem as
+ * before.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "common/radix.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "utils/memutils.h"
 
@@ -45,6 +68,9 @@
 
 /* More varying bytes than this: a comparison sort is as fast. */
 #define DP_RADIX_MAX_PASSES 10
+
+/* A transparent huge page's size (x86-64's and arm64's with 4 kB pages). */
+#define DP_HUGE_PAGE ((Size) 2 * 1024 * 1024)
 
 /* One pass: the byte it sorts on, and its counts. */
 typedef struct DPRadixPass
@@ -138,8 +164,8 @@ dp_radix_sort(void *entries, int64 n, Size size, const Size *offs,
 			npasses += ((diff[w] >> (8 * b)) & 0xFF) != 0;
 	if (npasses > DP_RADIX_MAX_PASSES)
 		return false;
-	dst = MemoryContextAllocExtended(CurrentMemoryContext, (Size) n * size,
-									 MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	dst = dp_sort_array_alloc(CurrentMemoryContext, (Size) n * size,
+							  MCXT_ALLOC_NO_OOM);
 	if (dst == NULL)
 		return false;
 
@@ -178,7 +204,202 @@ dp_radix_sort(void *entries, int64 n, Size size, const Size *offs,
 		memcpy(entries, src, (Size) n * size);
 		dst = src;
 	}
-	pfree(dst);
+	dp_sort_array_free(dst);
 	pfree(passes);
 	return true;
+}
+
+/*
+ * What precedes every sort array: its mapping, or NULL for an array palloc
+ * gave, with that array's size.
+ */
+typedef struct DPSortMapping DPSortMapping;
+typedef struct DPSortArrayHead
+{
+	DPSortMapping *m;
+	Size		size;			/* a palloc'd array's bytes */
+} DPSortArrayHead;
+
+#define DP_ARRAY_HEAD MAXALIGN(sizeof(DPSortArrayHead))
+#define HEAD_OF(p) ((DPSortArrayHead *) ((char *) (p) - DP_ARRAY_HEAD))
+
+/* Smaller arrays are palloc's: a batch's sorts, a small load's. */
+#define DP_ARRAY_MAP_MIN ((Size) 1024 * 1024)
+
+#ifdef MREMAP_MAYMOVE
+
+/*
+ * A mapped array's mapping, kept in the caller's memory context with the
+ * callback that unmaps it if the context goes first (an error, the end of
+ * the statement); 'base' is NULL once the array is freed.  The mapping
+ * begins with the array's head.
+ */
+struct DPSortMapping
+{
+	MemoryContextCallback cb;
+	char	   *base;
+	Size		mapped;			/* the mapping's bytes, whole pages */
+};
+
+static void
+unmap_array(void *arg)
+{
+	DPSortMapping *m = arg;
+
+	if (m->base != NULL)
+		(void) munmap(m->base, m->mapped);
+	m->base = NULL;
+}
+
+/*
+ * Huge pages asked for the mapping at 'base', whole: advice on part of it
+ * would split it into mappings of different flags, which mremap cannot
+ * grow as one.
+ */
+static void
+advise_huge(char *base, Size mapped)
+{
+#ifdef MADV_HUGEPAGE
+	if (mapped >= 2 * DP_HUGE_PAGE)
+		(void) madvise(base, mapped, MADV_HUGEPAGE);
+#endif
+}
+
+/*
+ * A mapping for 'size' bytes of array, registered with 'cxt'; NULL when
+ * the system refuses it (no memory, too many mappings).
+ */
+static void *
+map_array(MemoryContext cxt, Size size)
+{
+	Size		page = (Size) sysconf(_SC_PAGESIZE);
+	Size		mapped = TYPEALIGN(page, size + DP_ARRAY_HEAD);
+	DPSortMapping *m;
+	char	   *base;
+
+	base = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return NULL;
+	m = MemoryContextAllocZero(cxt, sizeof(DPSortMapping));
+	m->base = base;
+	m->mapped = mapped;
+	m->cb.func = unmap_array;
+	m->cb.arg = m;
+	MemoryContextRegisterResetCallback(cxt, &m->cb);
+	advise_huge(base, mapped);
+	((DPSortArrayHead *) base)->m = m;
+	return base + DP_ARRAY_HEAD;
+}
+
+/* The bytes an array holds. */
+static Size
+capacity(DPSortArrayHead *h)
+{
+	return h->m != NULL ? h->m->mapped - DP_ARRAY_HEAD : h->size;
+}
+
+/* The mapping grown for 'size' bytes of array; NULL if refused. */
+static void *
+remap_array(DPSortMapping *m, Size size)
+{
+	Size		page = (Size) sysconf(_SC_PAGESIZE);
+	Size		mapped = TYPEALIGN(page, size + DP_ARRAY_HEAD);
+	char	   *base;
+
+	if (mapped > m->mapped)
+	{
+		base = mremap(m->base, m->mapped, mapped, MREMAP_MAYMOVE);
+		if (base == MAP_FAILED)
+			return NULL;
+		m->base = base;
+		m->mapped = mapped;
+		advise_huge(base, mapped);
+	}
+	return m->base + DP_ARRAY_HEAD;
+}
+
+#else
+
+static Size
+capacity(DPSortArrayHead *h)
+{
+	return h->size;
+}
+
+static void *
+map_array(MemoryContext cxt, Size size)
+{
+	return NULL;
+}
+
+static void *
+remap_array(DPSortMapping *m, Size size)
+{
+	return NULL;
+}
+
+#endif							/* MREMAP_MAYMOVE */
+
+/* A palloc'd array; NULL if palloc fails and 'flags' allow it. */
+static void *
+palloced_array(MemoryContext cxt, Size size, int flags)
+{
+	DPSortArrayHead *h;
+
+	h = MemoryContextAllocExtended(cxt, size + DP_ARRAY_HEAD,
+								   flags | MCXT_ALLOC_HUGE);
+	if (h == NULL)
+		return NULL;
+	h->m = NULL;
+	h->size = size;
+	return (char *) h + DP_ARRAY_HEAD;
+}
+
+void *
+dp_sort_array_alloc(MemoryContext cxt, Size size, int flags)
+{
+	void	   *p = NULL;
+
+	if (size >= DP_ARRAY_MAP_MIN)
+		p = map_array(cxt, size);
+	return p != NULL ? p : palloced_array(cxt, size, flags);
+}
+
+void *
+dp_sort_array_grow(void *p, Size size)
+{
+	DPSortArrayHead *h = HEAD_OF(p);
+	MemoryContext cxt;
+	void	   *grown;
+
+	if (h->m != NULL && (grown = remap_array(h->m, size)) != NULL)
+		return grown;
+	if (h->m == NULL && size <= h->size)
+		return p;
+	/* palloc'd and now large, or a mapping refused to grow: move it */
+	cxt = GetMemoryChunkContext(h->m != NULL ? (void *) h->m : (void *) h);
+	grown = NULL;
+	if (size >= DP_ARRAY_MAP_MIN)
+		grown = map_array(cxt, size);
+	if (grown == NULL)
+		grown = palloced_array(cxt, size, 0);
+	memcpy(grown, p, capacity(h));
+	dp_sort_array_free(p);
+	return grown;
+}
+
+void
+dp_sort_array_free(void *p)
+{
+	DPSortArrayHead *h = HEAD_OF(p);
+
+#ifdef MREMAP_MAYMOVE
+	if (h->m != NULL)
+	{
+		unmap_array(h->m);
+		return;
+	}
+#endif
+	pfree(h);
 }

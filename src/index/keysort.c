@@ -355,8 +355,8 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 		if (max > ks->max)
 		{
 			ks->entries = ks->entries == NULL ?
-				MemoryContextAllocHuge(ks->cxt, max * sizeof(DPKeyEntry)) :
-				repalloc_huge(ks->entries, max * sizeof(DPKeyEntry));
+				dp_sort_array_alloc(ks->cxt, max * sizeof(DPKeyEntry), 0) :
+				dp_sort_array_grow(ks->entries, max * sizeof(DPKeyEntry));
 			ks->max = max;
 		}
 		else if (cap >= DP_KEYSORT_MIN_RUN)

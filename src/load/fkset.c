@@ -407,7 +407,8 @@ dp_fkset_begin(Relation leaf, int nkeys, const AttrNumber *fkatts,
 	if (s->limit >= 1024)
 	{
 		s->maxints = Min(s->limit, 65536);
-		s->ints = MemoryContextAllocHuge(s->cxt, s->maxints * INT_ENTRY_SIZE(s));
+		s->ints = dp_sort_array_alloc(s->cxt,
+									  s->maxints * INT_ENTRY_SIZE(s), 0);
 	}
 	else
 		begin_tuplesort(s);
@@ -506,7 +507,7 @@ int_spill(DPFkeySet *s)
 	begin_tuplesort(s);
 	for (int64 i = 0; i < s->nints; i++)
 		put_sorted(s, INT_ENTRY(s, i));
-	pfree(s->ints);
+	dp_sort_array_free(s->ints);
 	s->ints = NULL;
 }
 
@@ -545,7 +546,8 @@ int_add(DPFkeySet *s, uint64 ordinal)
 		if (s->maxints < s->limit)
 		{
 			s->maxints = Min(s->limit, 2 * s->maxints);
-			s->ints = repalloc_huge(s->ints, s->maxints * INT_ENTRY_SIZE(s));
+			s->ints = dp_sort_array_grow(s->ints,
+										 s->maxints * INT_ENTRY_SIZE(s));
 		}
 		else
 		{
