@@ -274,14 +274,17 @@ map_array(MemoryContext cxt, Size size)
 {
 	Size		page = (Size) sysconf(_SC_PAGESIZE);
 	Size		mapped = TYPEALIGN(page, size + DP_ARRAY_HEAD);
-	DPSortMapping *m;
+	DPSortMapping *m = MemoryContextAllocZero(cxt, sizeof(DPSortMapping));
 	char	   *base;
 
+	/* the record first: a mapping is never without its way back */
 	base = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED)
+	{
+		pfree(m);
 		return NULL;
-	m = MemoryContextAllocZero(cxt, sizeof(DPSortMapping));
+	}
 	m->base = base;
 	m->mapped = mapped;
 	m->cb.func = unmap_array;
