@@ -269,11 +269,17 @@ advise_huge(char *base, Size mapped)
  * A mapping for 'size' bytes of array, registered with 'cxt'; NULL when
  * the system refuses it (no memory, too many mappings).
  */
+/* The whole pages a mapping takes for 'size' bytes of array and its head. */
+static Size
+mapping_bytes(Size size)
+{
+	return TYPEALIGN((Size) sysconf(_SC_PAGESIZE), size + DP_ARRAY_HEAD);
+}
+
 static void *
 map_array(MemoryContext cxt, Size size)
 {
-	Size		page = (Size) sysconf(_SC_PAGESIZE);
-	Size		mapped = TYPEALIGN(page, size + DP_ARRAY_HEAD);
+	Size		mapped = mapping_bytes(size);
 	DPSortMapping *m = MemoryContextAllocZero(cxt, sizeof(DPSortMapping));
 	char	   *base;
 
@@ -306,8 +312,7 @@ capacity(DPSortArrayHead *h)
 static void *
 remap_array(DPSortMapping *m, Size size)
 {
-	Size		page = (Size) sysconf(_SC_PAGESIZE);
-	Size		mapped = TYPEALIGN(page, size + DP_ARRAY_HEAD);
+	Size		mapped = mapping_bytes(size);
 	char	   *base;
 
 	if (mapped > m->mapped)
