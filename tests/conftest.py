@@ -4,6 +4,8 @@ Environment:
   DP_PG_BINDIR  bin/ of the PostgreSQL under test (default: <repo>/.pg/18/bin)
   DP_NO_EXT=1   start clusters without shared_preload_libraries='directpath'
                 and skip the tests marked `directpath` (harness self-test)
+  DP_TEST_FSYNC=on  clusters with fsync on (default off; test_durability's
+                have it on either way)
 
 Clusters are pgharness's (the package at the repository root, shared with
 bench/): pg_ctl on a data directory of their own, a free 127.0.0.1 port and a
@@ -43,11 +45,21 @@ STARTED_POSTMASTERS = set()
 LIVE_CLUSTERS = []
 
 
+# fsync is off unless DP_TEST_FSYNC=on: the tests crash servers (immediate
+# stops, killed processes), never the machine, so what a server wrote is in
+# the operating system's cache after every crash they make, and the flushes
+# only cost time (about a tenth of a major's suite).  The code paths run
+# either way (sync requests are registered and processed; pg_fsync returns
+# early).  test_durability's clusters ask for it (FSYNC_ON).
+FSYNC = os.environ.get("DP_TEST_FSYNC", "off") == "on"
+FSYNC_ON = {"fsync": "on"}
+
+
 def cluster_settings(wal_level):
     """What every test cluster runs with (extra_conf comes after)."""
     return {
         "shared_preload_libraries": "" if NO_EXT else "directpath",
-        "fsync": True,
+        "fsync": FSYNC,
         "synchronous_commit": True,
         "full_page_writes": True,
         "wal_level": wal_level,

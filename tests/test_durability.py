@@ -7,7 +7,7 @@ import time
 import psycopg
 import pytest
 
-from conftest import (TABLE_COLUMNS, crash_immediate, last_statement, seed_insert,
+from conftest import (FSYNC_ON, TABLE_COLUMNS, crash_immediate, last_statement, seed_insert,
                       seed_sum, table_digest, verify_table)
 
 pytestmark = pytest.mark.directpath
@@ -32,7 +32,7 @@ SLOW_LOAD = ("/*+ APPEND */ INSERT INTO {table} "
 
 @pytest.mark.parametrize("variant", ["existing", "truncated"])
 def test_sigkill_backend_mid_load(make_cluster, variant):
-    c = make_cluster()
+    c = make_cluster(extra_conf=FSYNC_ON)
     pre = 1000
     with c.conn() as conn:
         # The statement shape used below does take the direct path.
@@ -119,7 +119,7 @@ def test_sigkill_backend_mid_load(make_cluster, variant):
 
 def test_immediate_shutdown_after_commit(make_cluster):
     n = 300_000
-    c = make_cluster(checksums=True)
+    c = make_cluster(checksums=True, extra_conf=FSYNC_ON)
     with c.conn() as conn:
         create_table(conn, "d")
         conn.execute(seed_insert("d", n))
@@ -154,7 +154,7 @@ def test_immediate_shutdown_after_commit(make_cluster):
 
 def test_wal_level_minimal_create_and_load(make_cluster):
     n = 300_000
-    c = make_cluster(wal_level="minimal", checksums=True)
+    c = make_cluster(wal_level="minimal", checksums=True, extra_conf=FSYNC_ON)
     with c.conn() as conn:
         conn.execute("BEGIN")
         create_table(conn, "m")
@@ -189,7 +189,7 @@ def test_wal_level_minimal_create_and_load(make_cluster):
 
 def test_unlogged_table(make_cluster):
     n = 200_000
-    c = make_cluster()
+    c = make_cluster(extra_conf=FSYNC_ON)
     with c.conn() as conn:
         create_table(conn, "u", unlogged=True)
         conn.execute(seed_insert("u", n))
@@ -233,7 +233,7 @@ def test_load_across_a_segment_boundary(make_cluster, wal_level):
     transaction, WAL-logged; minimal: made in the load's transaction, WAL
     skipped (commit syncs)."""
     rows = 600_000              # 4 rows of ~1.8 kB a page: ~150,000 blocks
-    c = make_cluster(wal_level=wal_level, checksums=True)
+    c = make_cluster(wal_level=wal_level, checksums=True, extra_conf=FSYNC_ON)
     with c.conn() as conn:
         segsize, bs = conn.execute("SELECT current_setting('segment_size'), "
                                    "current_setting('block_size')").fetchone()

@@ -9,7 +9,7 @@ import signal
 import psycopg
 import pytest
 
-from conftest import (ClusterError, TABLE_COLUMNS, heap_blocks, seed_insert,
+from conftest import (FSYNC, FSYNC_ON, ClusterError, TABLE_COLUMNS, heap_blocks, seed_insert,
                       seed_sum, table_digest, verify_table)
 
 
@@ -21,7 +21,7 @@ def test_start_restart_settings(make_cluster):
     assert c.sql("SHOW max_locks_per_transaction") == [("100",)]
     assert c.sql("SHOW data_checksums") == [("on",)]
     assert c.sql("SHOW wal_level") == [("replica",)]
-    assert c.sql("SHOW fsync") == [("on",)]
+    assert c.sql("SHOW fsync") == [("on" if FSYNC else "off",)]
     assert int(c.sql("SHOW server_version_num")[0][0]) // 10000 == c.major
     first = c.pid
     c.restart()
@@ -30,6 +30,13 @@ def test_start_restart_settings(make_cluster):
         assert c.backend_pid(conn) == conn.execute("SELECT pg_backend_pid()").fetchone()[0]
     c.stop()
     assert not c.is_running()
+
+
+def test_fsync_asked_for(make_cluster):
+    """A cluster that asks for fsync (test_durability's) has it, whatever
+    DP_TEST_FSYNC says."""
+    c = make_cluster(extra_conf=FSYNC_ON)
+    assert c.sql("SHOW fsync") == [("on",)]
 
 
 def test_checksums_off_and_minimal(make_cluster):
