@@ -238,6 +238,7 @@ CREATE TEMP TABLE par_tmp AS SELECT * FROM par_src LIMIT 1000;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, (random() * 0)::int FROM par_src;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
+-- RETURNING of a scan's rows: in parallel, the rows in the scan's order
 /*+ APPEND PARALLEL(2) */ INSERT INTO par_t SELECT id, v, k FROM par_src WHERE id = 1 RETURNING id;
 SELECT path, parallel_workers, parallel FROM directpath.last_statement();
 CREATE FUNCTION par_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;

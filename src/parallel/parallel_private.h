@@ -55,6 +55,10 @@ typedef struct DPParallelShared
 	bool		in_order;		/* pages go to the load in the input's order
 								 * (parorder.c): a COPY's chunks, a scan's
 								 * block ranges */
+	bool		toast_in_order; /* RETURNING: a row that needs TOAST goes on
+								 * after the unfinished page before it, so
+								 * that rows, not only pages, keep the
+								 * input's order (placer.c) */
 	uint32		range_blocks;	/* in-order scans: blocks of a range */
 	pg_atomic_uint64 next_range;	/* in-order scans: the next range to
 									 * claim, over every source in turn */

@@ -317,8 +317,8 @@ dp_parallel_plan_refusal(PlannedStmt *stmt, Query *parse)
 
 	if (mt->operation == CMD_MERGE)
 		return "the statement is a MERGE (the leader decides each row's action)";
-	if (mt->returningLists != NIL)
-		return "the statement has RETURNING";
+	if (mt->returningLists != NIL && !dp_parallel_scans(outerPlan(mt)))
+		return "the statement has RETURNING and its SELECT is not a scan of tables (the rows must come in the scan's order)";
 	if (mt->onConflictAction != ONCONFLICT_NONE &&
 		!dp_parallel_scans(outerPlan(mt)))
 		return psprintf("the statement has ON CONFLICT %s and its SELECT is not a scan of tables (the rows must come in the scan's order)",

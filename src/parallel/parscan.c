@@ -42,6 +42,11 @@
  * range in one step.  Another table access method keeps core's parallel
  * scan, in no particular order.
  *
+ * RETURNING needs that order (returning_setup): the leader projects each
+ * row's RETURNING row as it takes the row's page, so the rows come back
+ * in the order they reach it; a row that needs TOAST then goes on after
+ * its worker's unfinished page (placer.c).
+ *
  * Invariants.
  * - Each block of each table is read by one process (its parallel scan,
  *	 or the claims' counter, hands each block out once), so the rows
@@ -510,6 +515,28 @@ scans_in_order(DPParallel *par, List *sources)
 	return true;
 }
 
+/*
+ * RETURNING in parallel: the leader projects each row's RETURNING row as
+ * it takes the row's page (load/queue.c, as for a serial load once the
+ * page is written), so the rows come back in the order they reach it,
+ * which must be the input's: pages in order (parorder.c), and a row that
+ * needs TOAST after the rows before it (toast_in_order).  Why not, or
+ * NULL; after dp_parallel_conflicts_setup.
+ */
+static const char *
+returning_setup(DPParallel *par)
+{
+	if (par->rri->ri_projectReturning == NULL)
+		return NULL;
+	if (!par->sh.in_order)
+		return "its RETURNING needs the rows in the input's order, which a partitioned target or a source other than a heap table does not keep";
+	/* the leader inserts such a row after the page it was skipped from */
+	if (par->sh.narbiters > 1)
+		return "its RETURNING needs the rows in the input's order, which ON CONFLICT with more than one arbiter index does not keep";
+	par->sh.toast_in_order = true;
+	return NULL;
+}
+
 bool
 dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
 						 ModifyTableState *mt, int nworkers)
@@ -543,6 +570,8 @@ dp_parallel_scans_insert(DPLoad *load, EState *estate, Plan *sub,
 	/* a plain target's rows keep the scans' order (parorder.c) */
 	par->sh.in_order = scans_in_order(par, sources);
 	why = dp_parallel_conflicts_setup(par);
+	if (why == NULL)
+		why = returning_setup(par);
 	if (why != NULL)
 	{
 		dp_load_note_parallel(load, 0, why);

@@ -26,7 +26,10 @@
  *	hand on	each finished page, with its leaf's index in the leaf table;
  *			a row that needs TOAST goes on as a row, in the target's
  *			format (a worker cannot insert TOAST; the leader routes and
- *			loads it as a serial load would).
+ *			loads it as a serial load would); under RETURNING
+ *			(toast_in_order) its leaf's unfinished page goes on before
+ *			it, so that the leader takes the rows, not only the pages, in
+ *			the input's order and returns them so (parscan.c).
  *
  * Under ON CONFLICT DO NOTHING (a plain target) a checked row waits for
  * its batch's decisions (parconflict.c) and is formed once accepted; the
@@ -225,6 +228,8 @@ static bool
 form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
 	 TupleTableSlot *row)
 {
+	bool		handed = false;
+
 	if (!p->has_page)
 	{
 		if (pl->open == DP_PLACER_OPEN_PAGES)
@@ -235,11 +240,14 @@ form(DPPlacer *pl, DPPlacedLeaf *p, TupleTableSlot *leafrow,
 	p->used = ++pl->clock;
 	if (!dp_heap_add_slot_in_place(p->builder, leafrow))
 	{
+		/* RETURNING: the rows placed before it go first, on their page */
+		if (pl->sh->toast_in_order)
+			handed = hand_on_pages(pl, p, true);
 		if (pl->conflicts)
 			dp_place_conflicts_unplaced(pl->conflicts);
 		pl->sinks.toast_row(pl->sinks.arg, row);
 	}
-	return hand_on_pages(pl, p, false);
+	return hand_on_pages(pl, p, false) || handed;
 }
 
 /* The placer's state of the leaf routing chose; set up on first use. */
