@@ -7,7 +7,7 @@ path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2, 4 and 8 workers (the
 machine has the cores it has: past them the workers only share them).
 The INSERT is also run into a table created, with a btree on insid, in
 the load's own transaction (new storage: the direct path builds the index
-at the end).  Time is the load plus the CHECKPOINT after it; ratios
+at the end), and with RETURNING insid, its rows fetched by the client.  Time is the load plus the CHECKPOINT after it; ratios
 against the plain load of the same statement in the same run; the workers
 each load actually had (last_statement().parallel_workers).
 """
@@ -27,7 +27,9 @@ MODES = (("plain", "plain", None), ("serial", "direct, serial", 0),
 LOADS = (("", "INSERT", "INSERT INTO par_t SELECT * FROM par_stage", False),
          ("copy_", "COPY", "COPY par_t FROM '{file}'", False),
          ("btree_", "INSERT, new storage + btree (insid)",
-          "INSERT INTO par_t SELECT * FROM par_stage", True))
+          "INSERT INTO par_t SELECT * FROM par_stage", True),
+         ("ret_", "INSERT ... RETURNING insid (the rows fetched)",
+          "INSERT INTO par_t SELECT * FROM par_stage RETURNING insid", False))
 CREATE = "CREATE TABLE par_t (timeid int, insid int, indid int, value int)"
 
 
@@ -98,7 +100,11 @@ class ParallelScenario(Scenario):
                 c.execute("BEGIN")
                 c.execute(CREATE)
                 c.execute("CREATE INDEX ON par_t (insid)")
-            c.execute(hint + case.params["statement"].format(file=self.file))
+            cur = c.execute(hint + case.params["statement"].format(file=self.file))
+            if cur.description is not None:
+                rec["returned"] = len(cur.fetchall())
+                if rec["returned"] != ctx.rows:
+                    raise AssertionError(f"{case.id}: {rec['returned']} rows returned")
             check_workers(c, case, ctx.rows, rec)
             if new_btree:
                 c.execute("COMMIT")
