@@ -20,10 +20,14 @@
 #   --no-regress   skip the pg_regress suites
 #   --no-pytest    skip the pytest suites
 #   --spread       every pytest file on the first and the last MAJOR named;
-#                  the majors between share the files (file i of the sorted
-#                  tests/test_*.py on the (i mod M)th of the M between), so
-#                  that CI's four majors fit its time.  pg_regress runs in
-#                  full on every major either way.
+#                  the majors between share half of the files: of the
+#                  sorted tests/test_*.py the even-numbered ones on even
+#                  days of the year, the odd-numbered ones on odd days
+#                  (DP_SPREAD_HALF=0 or 1 chooses), the j-th of that half
+#                  on the (j mod M)th of the M majors between; so CI's four
+#                  majors fit its time, and two days' runs put every file on
+#                  a major between.  pg_regress runs in full on every major
+#                  either way.
 #   -k EXPR        passed to pytest (select tests)
 #   -j N           pytest processes (default $DP_PYTEST_JOBS or 2; 1: no xdist).
 #                  The tests wait on servers and disks more than on the CPU:
@@ -72,6 +76,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ ${#majors[@]} -gt 0 ] || majors=(15 16 17 18)
+spread_half=${DP_SPREAD_HALF:-$((10#$(date -u +%j) % 2))}
 
 work=$(mktemp -d /tmp/directpath-test.XXXXXX)
 chmod 755 "$work"
@@ -122,13 +127,16 @@ declare -A status
 # directory, or with --spread on a major between the first and the last,
 # its share of the test files.
 pytest_targets() {
-	local idx=$1 n=${#majors[@]} i=0 f
+	local idx=$1 n=${#majors[@]} i=0 j=0 f
 	if [ $spread -eq 0 ] || [ "$idx" -eq 0 ] || [ "$idx" -eq $((n - 1)) ]; then
 		echo "$top/tests"
 		return
 	fi
 	for f in "$top"/tests/test_*.py; do
-		[ $((i % (n - 2))) -eq $((idx - 1)) ] && echo "$f"
+		if [ $((i % 2)) -eq "$spread_half" ]; then
+			[ $((j % (n - 2))) -eq $((idx - 1)) ] && echo "$f"
+			j=$((j + 1))
+		fi
 		i=$((i + 1))
 	done
 }
@@ -245,7 +253,7 @@ for idx in "${!majors[@]}"; do
 	[ $run_pytest -eq 1 ] && line+=", pytest ${status[$m.pytest]}"
 	[ $spread -eq 1 ] && [ ${#targets[@]} -gt 0 ] &&
 		[ "${targets[0]}" != "$top/tests" ] &&
-		line+=" (${#targets[@]} of the test files)"
+		line+=" (${#targets[@]} of the test files, half $spread_half)"
 	line+=" ($(($(date +%s) - t0))s)"
 	summary+=("$line")
 done
