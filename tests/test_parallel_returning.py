@@ -21,7 +21,7 @@ parallel statement with plain's error, and nothing of it stays.
 
 import pytest
 
-from conftest import error_of, last_statement, set_gucs, table_digest, verify_table
+from conftest import error_of, last_statement, renamed, set_gucs, table_digest, verify_table
 
 pytestmark = pytest.mark.directpath
 
@@ -188,6 +188,4 @@ def test_error_leaves_nothing(cluster):
             errs[t] = error_of(conn, hint + sql.format(t=t))
             assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0
         assert errs["pr_ep"] is not None and errs["pr_ed"] is not None, errs
-        direct = tuple(x.replace("pr_ed", "pr_ep") if isinstance(x, str) else x
-                       for x in errs["pr_ed"][:3])
-        assert direct == errs["pr_ep"][:3], errs
+        assert renamed(errs["pr_ed"], "pr_ed", "pr_ep")[:3] == errs["pr_ep"][:3], errs

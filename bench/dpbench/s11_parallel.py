@@ -7,8 +7,8 @@ path, and /*+ APPEND PARALLEL(n) */ with n = 1, 2, 4 and 8 workers (the
 machine has the cores it has: past them the workers only share them).
 The INSERT is also run into a table created, with a btree on insid, in
 the load's own transaction (new storage: the direct path builds the index
-at the end), and with RETURNING insid, its rows fetched by the client.  Time is the load plus the CHECKPOINT after it; ratios
-against the plain load of the same statement in the same run; the workers
+at the end), and with RETURNING insid, its rows fetched by the client.
+Time is the load plus the CHECKPOINT after it; ratios against the plain load of the same statement in the same run; the workers
 each load actually had (last_statement().parallel_workers).
 """
 

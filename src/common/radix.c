@@ -265,10 +265,6 @@ advise_huge(char *base, Size mapped)
 #endif
 }
 
-/*
- * A mapping for 'size' bytes of array, registered with 'cxt'; NULL when
- * the system refuses it (no memory, too many mappings).
- */
 /* The whole pages a mapping takes for 'size' bytes of array and its head. */
 static Size
 mapping_bytes(Size size)
@@ -276,6 +272,10 @@ mapping_bytes(Size size)
 	return TYPEALIGN((Size) sysconf(_SC_PAGESIZE), size + DP_ARRAY_HEAD);
 }
 
+/*
+ * A mapping for 'size' bytes of array, registered with 'cxt'; NULL when
+ * the system refuses it (no memory, too many mappings).
+ */
 static void *
 map_array(MemoryContext cxt, Size size)
 {
