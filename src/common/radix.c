@@ -189,7 +189,9 @@ dp_radix_sort(void *entries, int64 n, Size size, const Size *offs,
 		char	   *t;
 
 		/* the common sizes with a constant memcpy */
-		if (size == 24)
+		if (size == 16)
+			scatter(src, dst, n, 16, &passes[k]);
+		else if (size == 24)
 			scatter(src, dst, n, 24, &passes[k]);
 		else if (size == 32)
 			scatter(src, dst, n, 32, &passes[k]);

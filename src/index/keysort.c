@@ -32,13 +32,15 @@
  * column takes the complement of its words.  NULLS FIRST/LAST does not matter:
  * an entry with a NULL key is not taken.  Collations do not apply.
  *
- * An entry is its sort words and its TID, 32 bytes (tuplesort's entry and
- * index tuple take about 56): the key columns are the whole index tuple
- * and the words give their values back, so the index tuple is formed when
- * the entry is read, in sorted order: every tuple of such an index has
- * the same layout (fixed-width columns, no NULL), computed once
- * (tuple_layout), so form_tuple writes the bytes index_form_tuple would
- * without its walk over the descriptor or a palloc.
+ * An entry is its sort words and its TID, packed: 16 bytes for a key of
+ * one integer column, at most 32 (tuplesort's entry and index tuple take
+ * about 56); the array is a load's largest memory, first touched page by
+ * page, and the radix sort moves it once a pass.  The key columns are the
+ * whole index tuple and the words give their values back, so the tuple is
+ * formed when the entry is read, in sorted order: every tuple of such an
+ * index has one layout (fixed-width columns, no NULL), computed once
+ * (tuple_layout), so form_tuple writes index_form_tuple's bytes without
+ * its walk over the descriptor or a palloc.
  *
  * Invariants.
  * - The order is btree order with heap-TID tiebreak, exactly the order
@@ -54,14 +56,12 @@
  *	 finds its second array in the other half; when they fill it, they are
  *	 sorted and written to a temporary file as a run (words_spill), and
  *	 reading merges the runs and the entries in memory (merge_begin,
- *	 merge_next: one entry a run in memory, a binary heap of the runs).  So
- *	 a load's entries stay on sort words however many they are; before,
- *	 past workmem they moved to core's tuplesort, whose spilled sort
- *	 compares index tuples (45% of a parallel load's leader on the demo's
- *	 COPY at the default maintenance_work_mem).  Only
- *	 an entry with a NULL key, or a workmem too small for a run of
- *	 DP_KEYSORT_MIN_RUN entries, moves every entry taken, runs included,
- *	 to a tuplesort (words_move, tuplesort_of), which orders NULLs.
+ *	 merge_next: one entry a run in memory, a binary heap of the runs), so
+ *	 a load's entries stay on sort words however many they are (core's
+ *	 spilled tuplesort compares index tuples: 45% of a parallel leader on
+ *	 the demo's COPY).  Only an entry with a NULL key, or a workmem too
+ *	 small for a run of DP_KEYSORT_MIN_RUN entries, moves every entry
+ *	 taken, runs included, to a tuplesort (words_move), which orders NULLs.
  * - A sort that must check uniqueness (the build of a unique index on
  *	 storage new in the transaction, rebuild.c; a unique index's entries
  *	 waiting for a merge at the end, sorted.c) checks it as the entries are
@@ -108,7 +108,10 @@ typedef enum DPKeyKind
 	DP_KEY_UUID,				/* two words */
 } DPKeyKind;
 
-/* One entry: its sort words (unused ones 0) and its TID's. */
+/*
+ * One entry unpacked (the merge's heads, an entry read): its sort words
+ * (unused ones 0) and its TID's.  The array holds them packed (packed_at).
+ */
 typedef struct DPKeyEntry
 {
 	uint64		key[DP_KEYSORT_KEYS];
@@ -126,7 +129,8 @@ typedef struct DPWordSort
 	DPKeyKind	kind[DP_KEYSORT_KEYS];
 	bool		desc[DP_KEYSORT_KEYS];
 	int			word[DP_KEYSORT_KEYS];	/* each column's first word */
-	DPKeyEntry *entries;
+	Size		entsize;		/* a packed entry's bytes: nwords + 1 words */
+	char	   *entries;		/* the packed entries */
 	int64		n;				/* entries taken */
 	int64		max;			/* room in 'entries' */
 	int64		next;			/* next to return, once sorted */
@@ -143,7 +147,7 @@ typedef struct DPWordSort
 								 * the entries in memory (index nruns) */
 	int		   *heap;			/* sources with a head, a min-heap by it */
 	int			nheap;
-	DPKeyEntry	out;			/* the entry merged last */
+	DPKeyEntry	out;			/* the entry merged or read last */
 	bool		check_unique;	/* two entries of equal words: an error */
 	bool		have_prev;		/* a key read before (prev_key) */
 	uint64		prev_key[DP_KEYSORT_KEYS];
@@ -172,27 +176,55 @@ struct DPKeySort
 								 * here too */
 };
 
+/* Two packed entries of 'nwords' words each (the TID's the last). */
+static inline int
+packed_cmp(const void *a, const void *b, int *nwords)
+{
+	const uint64 *x = a;
+	const uint64 *y = b;
+
+	for (int i = 0; i < *nwords; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+/* Two unpacked entries: their words, then their TIDs. */
 static inline int
 entry_cmp(const DPKeyEntry *a, const DPKeyEntry *b)
 {
-	for (int i = 0; i < DP_KEYSORT_KEYS; i++)
-		if (a->key[i] != b->key[i])
-			return a->key[i] < b->key[i] ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return 0;
+	int			words = DP_KEYSORT_KEYS + 1;	/* key[], then tid */
+
+	return packed_cmp(a, b, &words);
 }
 
 static void words_end(DPWordSort *ks);
 static void words_spill(DPWordSort *ks);
 
-#define ST_SORT sort_entries
-#define ST_ELEMENT_TYPE DPKeyEntry
-#define ST_COMPARE(a, b) entry_cmp(a, b)
+#define ST_SORT sort_packed
+#define ST_ELEMENT_TYPE_VOID
+#define ST_COMPARE(a, b, arg) packed_cmp(a, b, arg)
+#define ST_COMPARE_ARG_TYPE int
 #define ST_SCOPE static
 #define ST_DECLARE
 #define ST_DEFINE
 #include "lib/sort_template.h"
+
+/* Packed entry i of the array. */
+static inline uint64 *
+packed_at(DPWordSort *ks, int64 i)
+{
+	return (uint64 *) (ks->entries + i * ks->entsize);
+}
+
+/* A packed entry's words and TID into 'e'. */
+static inline void
+unpack(DPWordSort *ks, const uint64 *p, DPKeyEntry *e)
+{
+	memset(e->key, 0, sizeof(e->key));
+	memcpy(e->key, p, ks->nwords * sizeof(uint64));
+	e->tid = p[ks->nwords];
+}
 
 /* Column 'col' of 'index' as a sort word's kind; false if it has none. */
 static bool
@@ -280,6 +312,7 @@ words_begin(Relation heap, Relation index, int workmem, bool check_unique)
 			return NULL;
 		}
 	}
+	ks->entsize = (ks->nwords + 1) * sizeof(uint64);
 	ks->heaprel = heap;
 	ks->index = index;
 	ks->check_unique = check_unique;
@@ -341,7 +374,7 @@ word_value(DPKeyKind kind, bool desc, uint64 w)
 static bool
 words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 {
-	DPKeyEntry *e;
+	uint64	   *p;
 
 	Assert(!ks->sorted);
 	for (int i = 0; i < ks->nkeys; i++)
@@ -349,14 +382,14 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 			return false;
 	if (ks->n == ks->max)
 	{
-		int64		cap = ks->limit / 2 / sizeof(DPKeyEntry);
+		int64		cap = ks->limit / 2 / ks->entsize;
 		int64		max = Min(Max(ks->max * 2, 1024), cap);
 
 		if (max > ks->max)
 		{
 			ks->entries = ks->entries == NULL ?
-				dp_sort_array_alloc(ks->cxt, max * sizeof(DPKeyEntry), 0) :
-				dp_sort_array_grow(ks->entries, max * sizeof(DPKeyEntry));
+				dp_sort_array_alloc(ks->cxt, max * ks->entsize, 0) :
+				dp_sort_array_grow(ks->entries, max * ks->entsize);
 			ks->max = max;
 		}
 		else if (cap >= DP_KEYSORT_MIN_RUN)
@@ -364,11 +397,10 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 		else
 			return false;
 	}
-	e = &ks->entries[ks->n++];
-	memset(e->key, 0, sizeof(e->key));
+	p = packed_at(ks, ks->n++);	/* every one of its words is written */
 	for (int i = 0; i < ks->nkeys; i++)
 	{
-		uint64	   *w = &e->key[ks->word[i]];
+		uint64	   *w = &p[ks->word[i]];
 
 		if (ks->kind[i] != DP_KEY_UUID)
 		{
@@ -385,10 +417,10 @@ words_add(DPWordSort *ks, ItemPointer tid, Datum *values, bool *isnull)
 			w[1] = ~w[1];
 		}
 	}
-	e->tid = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+	p[ks->nwords] = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
 		ItemPointerGetOffsetNumberNoCheck(tid);
-	ks->tid_disorder |= ks->n > 1 && e->tid < ks->last_tid;
-	ks->last_tid = e->tid;
+	ks->tid_disorder |= ks->n > 1 && p[ks->nwords] < ks->last_tid;
+	ks->last_tid = p[ks->nwords];
 	return true;
 }
 
@@ -403,15 +435,16 @@ words_sort(DPWordSort *ks)
 {
 	Size		offs[DP_KEYSORT_KEYS + 1];
 	int			nwords = ks->nwords;
-	Size		used = (Size) ks->n * sizeof(DPKeyEntry);
+	int			all = ks->nwords + 1;
+	Size		used = (Size) ks->n * ks->entsize;
 
-	for (int i = 0; i < ks->nwords; i++)
-		offs[i] = offsetof(DPKeyEntry, key) + i * sizeof(uint64);
+	for (int i = 0; i <= ks->nwords; i++)
+		offs[i] = i * sizeof(uint64);	/* the TID's is the last */
 	if (ks->tid_disorder)
-		offs[nwords++] = offsetof(DPKeyEntry, tid);
-	if (!dp_radix_sort(ks->entries, ks->n, sizeof(DPKeyEntry), offs, nwords,
+		nwords++;
+	if (!dp_radix_sort(ks->entries, ks->n, ks->entsize, offs, nwords,
 					   ks->limit > used ? ks->limit - used : 0))
-		sort_entries(ks->entries, ks->n);
+		sort_packed(ks->entries, ks->n, ks->entsize, &all);
 	ks->sorted = true;
 }
 
@@ -439,7 +472,7 @@ words_spill(DPWordSort *ks)
 			repalloc(ks->run_left, ks->maxruns * sizeof(int64));
 	}
 	file = BufFileCreateTemp(false);
-	BufFileWrite(file, ks->entries, ks->n * sizeof(DPKeyEntry));
+	BufFileWrite(file, ks->entries, ks->n * ks->entsize);
 	if (BufFileSeek(file, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -458,16 +491,18 @@ words_spill(DPWordSort *ks)
 static bool
 run_read(DPWordSort *ks, int r, DPKeyEntry *e)
 {
+	uint64		p[DP_KEYSORT_KEYS + 1];
 	size_t		got;
 
 	if (ks->run_left[r] == 0)
 		return false;
-	got = BufFileRead(ks->runs[r], e, sizeof(DPKeyEntry));
-	if (got != sizeof(DPKeyEntry))
+	got = BufFileRead(ks->runs[r], p, ks->entsize);
+	if (got != ks->entsize)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("could not read temporary file of a directpath key sort: read only %zu of %zu bytes",
-						got, sizeof(DPKeyEntry))));
+						got, ks->entsize)));
+	unpack(ks, p, e);
 	ks->run_left[r]--;
 	return true;
 }
@@ -480,7 +515,7 @@ source_next(DPWordSort *ks, int r)
 		return run_read(ks, r, &ks->heads[r]);
 	if (ks->next >= ks->n)
 		return false;
-	ks->heads[r] = ks->entries[ks->next++];
+	unpack(ks, packed_at(ks, ks->next++), &ks->heads[r]);
 	return true;
 }
 
@@ -631,10 +666,11 @@ words_next(DPWordSort *ks)
 		if (ks->nruns > 0)
 			merge_begin(ks);
 	}
+	e = NULL;
 	if (ks->nruns > 0)
 		e = merge_next(ks);
-	else
-		e = ks->next < ks->n ? &ks->entries[ks->next++] : NULL;
+	else if (ks->next < ks->n)
+		unpack(ks, packed_at(ks, ks->next++), e = &ks->out);
 	if (e == NULL)
 		return NULL;
 	entry_values(ks, e, values, &tid, uuids);
@@ -677,7 +713,10 @@ words_move(DPWordSort *ks, Tuplesortstate *sort)
 		while (run_read(ks, r, &e))
 			move_entry(ks, sort, &e);
 	for (int64 i = 0; i < ks->n; i++)
-		move_entry(ks, sort, &ks->entries[i]);
+	{
+		unpack(ks, packed_at(ks, i), &e);
+		move_entry(ks, sort, &e);
+	}
 	words_end(ks);
 }
 
