@@ -108,10 +108,7 @@ typedef enum DPKeyKind
 	DP_KEY_UUID,				/* two words */
 } DPKeyKind;
 
-/*
- * One entry unpacked (the merge's heads, an entry read): its sort words
- * (unused ones 0) and its TID's.  The array holds them packed (packed_at).
- */
+/* An entry unpacked, its words (unused ones 0) and TID; packed: packed_at. */
 typedef struct DPKeyEntry
 {
 	uint64		key[DP_KEYSORT_KEYS];
@@ -658,7 +655,7 @@ words_next(DPWordSort *ks)
 	pg_uuid_t	uuids[DP_KEYSORT_KEYS];
 	ItemPointerData tid;
 	IndexTuple	itup;
-	DPKeyEntry *e;
+	DPKeyEntry *e = NULL;
 
 	if (!ks->sorted)
 	{
@@ -666,11 +663,13 @@ words_next(DPWordSort *ks)
 		if (ks->nruns > 0)
 			merge_begin(ks);
 	}
-	e = NULL;
 	if (ks->nruns > 0)
 		e = merge_next(ks);
 	else if (ks->next < ks->n)
-		unpack(ks, packed_at(ks, ks->next++), e = &ks->out);
+	{
+		e = &ks->out;
+		unpack(ks, packed_at(ks, ks->next++), e);
+	}
 	if (e == NULL)
 		return NULL;
 	entry_values(ks, e, values, &tid, uuids);
